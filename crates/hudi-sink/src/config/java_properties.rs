@@ -1,0 +1,1 @@
+//! Java `.properties` syntax as read by `java.util.Properties.load` and written without escapes.

@@ -1,0 +1,3 @@
+//! Indexes that route a record to its file group.
+
+pub mod bucket;

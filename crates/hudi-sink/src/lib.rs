@@ -1,0 +1,18 @@
+//! Writes Apache Hudi table-version-6 copy-on-write tables.
+//!
+//! This is the library behind msk-hudi-sink: everything that is not Lambda or CLI glue. One module per Hudi
+//! concept, as in hudi-rs; storage, lock, clock and transport are traits handed in at construction so that
+//! tests and simulations can inject faults at any step.
+
+pub mod base_file;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod index;
+pub mod record;
+pub mod schema;
+pub mod storage;
+pub mod table;
+pub mod write;
+
+pub use error::{Error, Result};

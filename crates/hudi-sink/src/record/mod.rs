@@ -1,0 +1,5 @@
+//! Records: key generators, partition paths and the string form of values that both use.
+
+pub mod keygen;
+pub mod partition;
+pub mod value;

@@ -1,0 +1,271 @@
+//! The local file system as a [`Storage`]: the embedded default of the `hudi-sink` command.
+//!
+//! Writes go to a temporary file in the target directory first. `put` renames it over the target (atomic
+//! replace); `put_if_absent` hard-links it to the target, which fails if the target exists, so exactly one
+//! of several racing creators wins and nobody ever sees a partial file.
+
+use std::io::ErrorKind;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use super::{validate_relative_path, ObjectMeta, PutOutcome, Storage, StorageError, StorageResult};
+
+/// A directory holding one table.
+#[derive(Debug, Clone)]
+pub struct LocalStorage {
+    root: PathBuf,
+    uri: String,
+}
+
+impl LocalStorage {
+    /// Storage rooted at `root` (created on first write).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        let uri = root.display().to_string();
+        Self { root, uri }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn resolve(&self, path: &str) -> StorageResult<PathBuf> {
+        validate_relative_path(path)?;
+        Ok(self.root.join(path))
+    }
+}
+
+fn io_err(path: &str) -> impl FnOnce(std::io::Error) -> StorageError + '_ {
+    move |source| {
+        if source.kind() == ErrorKind::NotFound {
+            StorageError::NotFound { path: path.into() }
+        } else {
+            StorageError::Io {
+                path: path.into(),
+                source,
+            }
+        }
+    }
+}
+
+/// Writes `data` to a fresh temporary file beside `target` and syncs it.
+fn write_temp(target: &Path, data: &[u8]) -> std::io::Result<tempfile::TempPath> {
+    use std::io::Write;
+    let dir = target.parent().unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-hudi-sink-")
+        .tempfile_in(dir)?;
+    tmp.write_all(data)?;
+    tmp.as_file().sync_all()?;
+    Ok(tmp.into_temp_path())
+}
+
+fn list_recursive(dir: &Path, rel: &str, out: &mut Vec<ObjectMeta>) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.starts_with(".tmp-hudi-sink-") {
+            continue;
+        }
+        let child_rel = if rel.is_empty() {
+            name.to_string()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let ft = entry.file_type()?;
+        if ft.is_dir() {
+            list_recursive(&entry.path(), &child_rel, out)?;
+        } else if ft.is_file() {
+            out.push(ObjectMeta {
+                path: child_rel,
+                size: entry.metadata()?.len(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Storage for LocalStorage {
+    fn base_uri(&self) -> &str {
+        &self.uri
+    }
+
+    async fn get(&self, path: &str) -> StorageResult<Bytes> {
+        let full = self.resolve(path)?;
+        let data = tokio::fs::read(&full).await.map_err(io_err(path))?;
+        Ok(Bytes::from(data))
+    }
+
+    async fn get_range(&self, path: &str, range: Range<u64>) -> StorageResult<Bytes> {
+        use tokio::io::{AsyncReadExt, AsyncSeekExt};
+        let full = self.resolve(path)?;
+        let mut file = tokio::fs::File::open(&full).await.map_err(io_err(path))?;
+        let size = file.metadata().await.map_err(io_err(path))?.len();
+        if range.start > range.end || range.end > size {
+            return Err(StorageError::Range {
+                path: path.into(),
+                start: range.start,
+                end: range.end,
+                size,
+            });
+        }
+        file.seek(std::io::SeekFrom::Start(range.start))
+            .await
+            .map_err(io_err(path))?;
+        let mut buf = vec![0u8; (range.end - range.start) as usize];
+        file.read_exact(&mut buf).await.map_err(io_err(path))?;
+        Ok(Bytes::from(buf))
+    }
+
+    async fn head(&self, path: &str) -> StorageResult<Option<ObjectMeta>> {
+        let full = self.resolve(path)?;
+        match tokio::fs::metadata(&full).await {
+            Ok(m) if m.is_file() => Ok(Some(ObjectMeta {
+                path: path.into(),
+                size: m.len(),
+            })),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err(path)(e)),
+        }
+    }
+
+    async fn put(&self, path: &str, data: Bytes) -> StorageResult<()> {
+        let full = self.resolve(path)?;
+        let p = path.to_string();
+        tokio::task::spawn_blocking(move || -> StorageResult<()> {
+            let tmp = write_temp(&full, &data).map_err(io_err(&p))?;
+            tmp.persist(&full).map_err(|e| io_err(&p)(e.error))?;
+            Ok(())
+        })
+        .await
+        .map_err(|e| StorageError::Io {
+            path: path.into(),
+            source: std::io::Error::other(e),
+        })?
+    }
+
+    async fn put_if_absent(&self, path: &str, data: Bytes) -> StorageResult<PutOutcome> {
+        let full = self.resolve(path)?;
+        let p = path.to_string();
+        tokio::task::spawn_blocking(move || -> StorageResult<PutOutcome> {
+            if full.exists() {
+                return Ok(PutOutcome::AlreadyExists);
+            }
+            let tmp = write_temp(&full, &data).map_err(io_err(&p))?;
+            // link(2) fails with EEXIST if the target exists: the atomic create-if-absent.
+            match std::fs::hard_link(&tmp, &full) {
+                Ok(()) => Ok(PutOutcome::Created),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(PutOutcome::AlreadyExists),
+                Err(e) => Err(io_err(&p)(e)),
+            }
+        })
+        .await
+        .map_err(|e| StorageError::Io {
+            path: path.into(),
+            source: std::io::Error::other(e),
+        })?
+    }
+
+    async fn list(&self, prefix: &str) -> StorageResult<Vec<ObjectMeta>> {
+        // List from the deepest directory the prefix names, then filter by the full prefix.
+        let dir_rel = match prefix.rfind('/') {
+            Some(i) => &prefix[..i],
+            None => "",
+        };
+        let start = if dir_rel.is_empty() {
+            self.root.clone()
+        } else {
+            self.resolve(dir_rel)?
+        };
+        let root_rel = dir_rel.to_string();
+        let prefix_owned = prefix.to_string();
+        tokio::task::spawn_blocking(move || -> StorageResult<Vec<ObjectMeta>> {
+            let mut out = Vec::new();
+            list_recursive(&start, &root_rel, &mut out).map_err(io_err(&prefix_owned))?;
+            out.retain(|o| o.path.starts_with(&prefix_owned));
+            out.sort();
+            Ok(out)
+        })
+        .await
+        .map_err(|e| StorageError::Io {
+            path: prefix.into(),
+            source: std::io::Error::other(e),
+        })?
+    }
+
+    async fn delete(&self, path: &str) -> StorageResult<()> {
+        let full = self.resolve(path)?;
+        match tokio::fs::remove_file(&full).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err(path)(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn put_if_absent_has_one_winner_under_concurrency() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Arc::new(LocalStorage::new(dir.path()));
+        let mut handles = Vec::new();
+        for i in 0..16u8 {
+            let store = store.clone();
+            handles.push(tokio::spawn(async move {
+                store
+                    .put_if_absent(".hoodie/1.commit", Bytes::from(vec![i; 100]))
+                    .await
+            }));
+        }
+        let mut created = 0;
+        for h in handles {
+            if h.await.expect("join").expect("put") == PutOutcome::Created {
+                created += 1;
+            }
+        }
+        assert_eq!(created, 1);
+        let data = store.get(".hoodie/1.commit").await.expect("get");
+        assert_eq!(data.len(), 100);
+        assert!(data.iter().all(|b| *b == data[0]), "torn write");
+        // No temporary files are left behind or listed.
+        let listed = store.list("").await.expect("list");
+        assert_eq!(listed.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn list_get_range_delete() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = LocalStorage::new(dir.path());
+        store.put("a/b/c.txt", Bytes::from_static(b"hello")).await.expect("put");
+        store.put("a/d.txt", Bytes::from_static(b"x")).await.expect("put");
+        store.put("ab.txt", Bytes::from_static(b"y")).await.expect("put");
+        let names: Vec<_> = store.list("a/").await.expect("list").into_iter().map(|o| o.path).collect();
+        assert_eq!(names, vec!["a/b/c.txt", "a/d.txt"]);
+        let all: Vec<_> = store.list("a").await.expect("list").into_iter().map(|o| o.path).collect();
+        assert_eq!(all, vec!["a/b/c.txt", "a/d.txt", "ab.txt"]);
+        assert_eq!(&store.get_range("a/b/c.txt", 1..4).await.expect("range")[..], b"ell");
+        assert!(store.get_range("a/b/c.txt", 1..9).await.is_err());
+        assert!(store.get("nope").await.expect_err("missing").is_not_found());
+        store.delete("a/d.txt").await.expect("delete");
+        store.delete("a/d.txt").await.expect("delete twice");
+        assert_eq!(store.head("a/d.txt").await.expect("head"), None);
+        assert!(store.put("../escape", Bytes::new()).await.is_err());
+    }
+}

@@ -1,0 +1,3 @@
+//! Integration tests, gathered into one binary to save link time.
+
+mod common;
