@@ -1,1 +1,764 @@
-//! TODO
+//! The active timeline (layout 1) and the file slices it makes visible.
+//!
+//! Invariants:
+//! - [`Timeline::load`] reads only the direct children of `.hoodie/` (the archive, markers, heartbeats, schema
+//!   store, metadata table and `hoodie.properties*` are ignored) and keeps, per (time, comparable action), only
+//!   the file with the highest state — Hudi's layout-1 rule, so `<t>.commit.requested`, `<t>.inflight` and
+//!   `<t>.commit` are one completed instant. Instants are sorted as Java sorts them.
+//! - A `.hoodie/timeline/` directory means a Hudi 1.x (layout 2) table, which is refused, never half-read.
+//! - A file slice (base file) is visible as of `t` iff its instant is ≤ `t` and ≤ the latest completed
+//!   commit-like instant, and is either a completed commit-like instant or older than the first one (archived),
+//!   and its file group was not replaced by a completed replacecommit ≤ `t`; per file group the visible slice
+//!   with the greatest instant wins (Java `HoodieFileGroup.isFileSliceCommitted`, hudi-rs
+//!   `get_file_slice_as_of`; hudi-format.md §3.5, §7.3).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use thiserror::Error;
+
+use super::commit::{Checkpoint, CommitError, CommitMetadata, ReplaceCommitMetadata};
+use super::file_name::{BaseFileName, FileNameError};
+use super::instant::{Action, Instant, InstantError, InstantTime, State};
+use super::partition_metadata::PARTITION_METAFILE;
+use super::properties::{HUDI_1X_HINT, V8_TIMELINE_DIR};
+use crate::storage::{Storage, StorageError};
+
+const META_DIR: &str = ".hoodie/";
+/// Top-level directories that hold no data files: the timeline and the planned Delta Lake mirror.
+const NON_DATA_TOP_DIRS: [&str; 2] = [".hoodie/", "_delta_log/"];
+/// The only base file extension this writer handles.
+const BASE_FILE_EXTENSION: &str = "parquet";
+
+/// Failures loading the timeline, commit metadata or file slices.
+#[derive(Debug, Error)]
+pub enum TimelineError {
+    /// The table uses Hudi 1.x's timeline layout 2.
+    #[error("{HUDI_1X_HINT} (found {path})")]
+    Hudi1xLayout {
+        /// A file found under `.hoodie/timeline/`.
+        path: String,
+    },
+    /// A file in `.hoodie/` with an instant extension whose time part is invalid.
+    #[error("timeline file .hoodie/{file_name}: {source}")]
+    InvalidInstantFile {
+        /// The file name.
+        file_name: String,
+        /// Why it does not parse.
+        #[source]
+        source: InstantError,
+    },
+    /// Commit metadata was asked for an instant that has none (not a completed commit-like instant).
+    #[error("instant {instant} has no commit metadata (only completed commit, replacecommit, deltacommit do)")]
+    NotACommit {
+        /// The instant.
+        instant: String,
+    },
+    /// A commit file does not parse.
+    #[error("commit metadata of {instant}: {source}")]
+    Commit {
+        /// The instant.
+        instant: String,
+        /// Why.
+        #[source]
+        source: CommitError,
+    },
+    /// A `.parquet` file in a partition whose name is not a base file name (readers would fail on it too).
+    #[error("data file {path}: {source}")]
+    InvalidBaseFile {
+        /// The file's path.
+        path: String,
+        /// Why.
+        #[source]
+        source: FileNameError,
+    },
+    /// Two base files for the same (partition, file id, instant): readers abort on this.
+    #[error("two base files for file group {partition_path:?}/{file_id} at {instant}: {first} and {second}")]
+    DuplicateSlice {
+        /// Partition.
+        partition_path: String,
+        /// File group.
+        file_id: String,
+        /// Instant.
+        instant: String,
+        /// One file.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// Storage failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// The instants of the active timeline, sorted, one per (time, comparable action) at its highest state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Timeline {
+    instants: Vec<Instant>,
+}
+
+impl Timeline {
+    /// Builds a timeline from instants, applying the layout-1 rule (highest state per time and comparable action)
+    /// and Java's order.
+    pub fn from_instants(instants: impl IntoIterator<Item = Instant>) -> Self {
+        let mut best: BTreeMap<(InstantTime, &'static str), Instant> = BTreeMap::new();
+        for instant in instants {
+            let key = (instant.time.clone(), instant.action.comparable().as_str());
+            match best.get(&key) {
+                Some(existing) if existing.state >= instant.state => {}
+                _ => {
+                    best.insert(key, instant);
+                }
+            }
+        }
+        let mut instants: Vec<Instant> = best.into_values().collect();
+        instants.sort();
+        Self { instants }
+    }
+
+    /// Lists `.hoodie/` and parses the active timeline.
+    pub async fn load(storage: &dyn Storage) -> Result<Self, TimelineError> {
+        let listed = storage.list(META_DIR).await?;
+        let mut instants = Vec::new();
+        for object in &listed {
+            let Some(name) = object.path.strip_prefix(META_DIR) else {
+                continue;
+            };
+            if object.path.starts_with(V8_TIMELINE_DIR) {
+                return Err(TimelineError::Hudi1xLayout {
+                    path: object.path.clone(),
+                });
+            }
+            // Direct children only: `.temp/`, `.aux/`, `archived/`, `.schema/`, `.heartbeat/`, `metadata/` are not
+            // timeline files; neither is `hoodie.properties` or its backup.
+            if name.contains('/') || name.starts_with("hoodie.properties") {
+                continue;
+            }
+            match Instant::parse_file_name(name) {
+                Ok(instant) => instants.push(instant),
+                Err(InstantError::InvalidFileName { .. }) => {
+                    tracing::debug!(file = %object.path, "ignoring non-timeline file in .hoodie/");
+                }
+                Err(source) => {
+                    return Err(TimelineError::InvalidInstantFile {
+                        file_name: name.to_string(),
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(Self::from_instants(instants))
+    }
+
+    /// Every instant, in order.
+    pub fn instants(&self) -> &[Instant] {
+        &self.instants
+    }
+
+    /// Whether there are no instants.
+    pub fn is_empty(&self) -> bool {
+        self.instants.is_empty()
+    }
+
+    /// Completed commit-like instants (commit, replacecommit, deltacommit), oldest first.
+    pub fn completed_commits(&self) -> Vec<&Instant> {
+        self.instants
+            .iter()
+            .filter(|i| i.is_completed() && i.action.is_commit_like())
+            .collect()
+    }
+
+    /// The latest completed commit-like instant: the snapshot readers see.
+    pub fn latest_completed(&self) -> Option<&Instant> {
+        self.completed_commits().last().copied()
+    }
+
+    /// The earliest completed commit-like instant (older slices count as archived, hence committed).
+    pub fn first_completed(&self) -> Option<&Instant> {
+        self.completed_commits().first().copied()
+    }
+
+    /// Requested or inflight instants of any action, oldest first.
+    pub fn pending(&self) -> Vec<&Instant> {
+        self.instants.iter().filter(|i| !i.is_completed()).collect()
+    }
+
+    /// Whether any instant (any action, any state) has this time: such a time must never be reused.
+    pub fn contains(&self, time: &InstantTime) -> bool {
+        self.instants.iter().any(|i| i.time == *time)
+    }
+
+    /// Whether `time` is a completed commit-like instant.
+    pub fn is_completed_commit(&self, time: &InstantTime) -> bool {
+        self.instants
+            .iter()
+            .any(|i| i.time == *time && i.is_completed() && i.action.is_commit_like())
+    }
+
+    /// The greatest time of any instant (pending ones included): new instants must be strictly greater.
+    pub fn last_instant_time(&self) -> Option<&InstantTime> {
+        self.instants.iter().map(|i| &i.time).max()
+    }
+
+    /// The instant with this time and action, if present.
+    pub fn find(&self, time: &InstantTime, action: Action) -> Option<&Instant> {
+        self.instants
+            .iter()
+            .find(|i| i.time == *time && i.action.comparable() == action.comparable())
+    }
+
+    /// Reads and parses the commit metadata of a completed commit-like instant (for a replacecommit, its commit
+    /// part; use [`Timeline::replace_commit_metadata`] for the replaced file groups).
+    pub async fn commit_metadata(
+        &self,
+        storage: &dyn Storage,
+        instant: &Instant,
+    ) -> Result<CommitMetadata, TimelineError> {
+        let bytes = read_commit_file(storage, instant).await?;
+        CommitMetadata::from_json(&bytes).map_err(|source| TimelineError::Commit {
+            instant: instant.to_string(),
+            source,
+        })
+    }
+
+    /// Reads and parses a completed replacecommit's metadata.
+    pub async fn replace_commit_metadata(
+        &self,
+        storage: &dyn Storage,
+        instant: &Instant,
+    ) -> Result<ReplaceCommitMetadata, TimelineError> {
+        if instant.action != Action::ReplaceCommit {
+            return Err(TimelineError::NotACommit {
+                instant: instant.to_string(),
+            });
+        }
+        let bytes = read_commit_file(storage, instant).await?;
+        ReplaceCommitMetadata::from_json(&bytes).map_err(|source| TimelineError::Commit {
+            instant: instant.to_string(),
+            source,
+        })
+    }
+
+    /// The table schema: `extraMetadata.schema` of the latest completed commit-like instant whose operation may
+    /// change the schema (not CLUSTER/COMPACT/LOG_COMPACT/INDEX) and whose schema is non-empty (Java's
+    /// `getLastCommitMetadataWithValidSchema`). `None` when no commit has one.
+    pub async fn latest_schema(
+        &self,
+        storage: &dyn Storage,
+    ) -> Result<Option<String>, TimelineError> {
+        for instant in self.completed_commits().into_iter().rev() {
+            let meta = self.commit_metadata(storage, instant).await?;
+            if meta.operation_type.can_update_schema() {
+                if let Some(schema) = meta.schema() {
+                    return Ok(Some(schema.to_string()));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The checkpoint of the latest completed commit-like instant that carries one (clustering and other table
+    /// services carry none and are skipped, as HoodieStreamer does), with that instant.
+    pub async fn latest_checkpoint(
+        &self,
+        storage: &dyn Storage,
+    ) -> Result<Option<(Instant, Checkpoint)>, TimelineError> {
+        self.latest_checkpoint_for_topic(storage, None).await
+    }
+
+    /// As [`Timeline::latest_checkpoint`], attributing Kafka Connect's topic-less `kafka.commit.offsets` to
+    /// `connect_topic` (without it such a commit is an error, not a silent skip to an older checkpoint).
+    pub async fn latest_checkpoint_for_topic(
+        &self,
+        storage: &dyn Storage,
+        connect_topic: Option<&str>,
+    ) -> Result<Option<(Instant, Checkpoint)>, TimelineError> {
+        for instant in self.completed_commits().into_iter().rev() {
+            let meta = self.commit_metadata(storage, instant).await?;
+            let found = Checkpoint::from_extra_metadata(&meta.extra_metadata, connect_topic)
+                .map_err(|source| TimelineError::Commit {
+                    instant: instant.to_string(),
+                    source,
+                })?;
+            if let Some(checkpoint) = found {
+                return Ok(Some((instant.clone(), checkpoint)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+async fn read_commit_file(
+    storage: &dyn Storage,
+    instant: &Instant,
+) -> Result<bytes::Bytes, TimelineError> {
+    if !(instant.is_completed() && instant.action.is_commit_like()) {
+        return Err(TimelineError::NotACommit {
+            instant: instant.to_string(),
+        });
+    }
+    Ok(storage.get(&instant.path()).await?)
+}
+
+/// One base file: the visible slice of a file group.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileSlice {
+    /// Partition path (`""` when non-partitioned).
+    pub partition_path: String,
+    /// File group id.
+    pub file_id: String,
+    /// The instant that wrote the base file.
+    pub base_instant: InstantTime,
+    /// The base file's name.
+    pub file_name: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+impl FileSlice {
+    /// The base file's path relative to the table base path.
+    pub fn path(&self) -> String {
+        crate::storage::join_path(&[&self.partition_path, &self.file_name])
+    }
+}
+
+/// The latest visible slice of every file group as of `as_of` (default: the latest completed commit-like
+/// instant), sorted by partition and file id. See the module doc for the rule.
+pub async fn latest_file_slices(
+    storage: &dyn Storage,
+    timeline: &Timeline,
+    as_of: Option<&InstantTime>,
+) -> Result<Vec<FileSlice>, TimelineError> {
+    let Some(latest) = timeline.latest_completed() else {
+        // Nothing committed: nothing is visible.
+        return Ok(Vec::new());
+    };
+    let cutoff = match as_of {
+        Some(t) if *t < latest.time => t.clone(),
+        _ => latest.time.clone(),
+    };
+    let completed: BTreeSet<&InstantTime> = timeline
+        .completed_commits()
+        .into_iter()
+        .map(|i| &i.time)
+        .collect();
+    let first_completed = timeline.first_completed().map(|i| &i.time);
+    let committed =
+        |t: &InstantTime| completed.contains(t) || first_completed.is_some_and(|first| t < first);
+
+    let mut replaced: BTreeSet<(String, String)> = BTreeSet::new();
+    for instant in timeline.completed_commits() {
+        if instant.action == Action::ReplaceCommit && instant.time <= cutoff {
+            let meta = timeline.replace_commit_metadata(storage, instant).await?;
+            for (partition, file_id) in meta.replaced_file_groups() {
+                replaced.insert((partition.to_string(), file_id.to_string()));
+            }
+        }
+    }
+
+    let mut best: BTreeMap<(String, String), FileSlice> = BTreeMap::new();
+    for object in storage.list("").await? {
+        if NON_DATA_TOP_DIRS.iter().any(|d| object.path.starts_with(d)) {
+            continue;
+        }
+        let (partition_path, file_name) = match object.path.rsplit_once('/') {
+            Some((p, f)) => (p, f),
+            None => ("", object.path.as_str()),
+        };
+        if file_name.starts_with(PARTITION_METAFILE) {
+            continue;
+        }
+        let is_base_file = file_name
+            .rsplit_once('.')
+            .is_some_and(|(_, ext)| ext == BASE_FILE_EXTENSION);
+        if !is_base_file {
+            continue;
+        }
+        let base =
+            BaseFileName::parse(file_name).map_err(|source| TimelineError::InvalidBaseFile {
+                path: object.path.clone(),
+                source,
+            })?;
+        if base.instant_time > cutoff || !committed(&base.instant_time) {
+            continue;
+        }
+        let key = (partition_path.to_string(), base.file_id.clone());
+        if replaced.contains(&key) {
+            continue;
+        }
+        let slice = FileSlice {
+            partition_path: partition_path.to_string(),
+            file_id: base.file_id.clone(),
+            base_instant: base.instant_time.clone(),
+            file_name: file_name.to_string(),
+            size: object.size,
+        };
+        match best.get(&key) {
+            Some(existing) if existing.base_instant == slice.base_instant => {
+                return Err(TimelineError::DuplicateSlice {
+                    partition_path: slice.partition_path,
+                    file_id: slice.file_id,
+                    instant: slice.base_instant.to_string(),
+                    first: existing.file_name.clone(),
+                    second: slice.file_name,
+                });
+            }
+            Some(existing) if existing.base_instant > slice.base_instant => {}
+            _ => {
+                best.insert(key, slice);
+            }
+        }
+    }
+    Ok(best.into_values().collect())
+}
+
+/// Instants in `timeline` whose state is `state` and action `action`, oldest first.
+pub fn instants_with(timeline: &Timeline, action: Action, state: State) -> Vec<&Instant> {
+    timeline
+        .instants()
+        .iter()
+        .filter(|i| i.action == action && i.state == state)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::memory::MemoryStorage;
+    use bytes::Bytes;
+
+    fn t(s: &str) -> InstantTime {
+        InstantTime::parse(s).expect("t")
+    }
+
+    async fn put(storage: &MemoryStorage, path: &str, data: &[u8]) {
+        storage
+            .put(path, Bytes::copy_from_slice(data))
+            .await
+            .expect("put");
+    }
+
+    fn commit_json(schema: Option<&str>, op: &str, extra: &[(&str, &str)]) -> Vec<u8> {
+        let mut meta = CommitMetadata::new(op.parse().expect("op"));
+        if let Some(s) = schema {
+            meta.set_schema(s);
+        }
+        for (k, v) in extra {
+            meta.extra_metadata.insert(k.to_string(), v.to_string());
+        }
+        meta.to_json_pretty().expect("json")
+    }
+
+    #[test]
+    fn layout1_keeps_highest_state_and_java_order() {
+        let parse = |n: &str| Instant::parse_file_name(n).expect(n);
+        let timeline = Timeline::from_instants(
+            [
+                "20240101000000003.commit.requested",
+                "20240101000000001.commit",
+                "20240101000000001.inflight",
+                "20240101000000001.commit.requested",
+                "20240101000000002.replacecommit.requested",
+                "20240101000000002.replacecommit.inflight",
+                "20240101000000004.compaction.requested",
+                "20240101000000004.compaction.inflight",
+                "20240101000000004.commit",
+                "20240101000000005.clean.requested",
+            ]
+            .into_iter()
+            .map(parse),
+        );
+        let names: Vec<String> = timeline.instants().iter().map(Instant::file_name).collect();
+        assert_eq!(
+            names,
+            vec![
+                "20240101000000001.commit",
+                "20240101000000002.replacecommit.inflight",
+                "20240101000000003.commit.requested",
+                "20240101000000004.commit",
+                "20240101000000005.clean.requested",
+            ]
+        );
+        assert_eq!(timeline.completed_commits().len(), 2);
+        assert_eq!(
+            timeline.latest_completed().map(|i| i.time.as_str()),
+            Some("20240101000000004")
+        );
+        assert_eq!(timeline.pending().len(), 3);
+        assert_eq!(
+            timeline.last_instant_time().map(InstantTime::as_str),
+            Some("20240101000000005")
+        );
+        assert!(timeline.contains(&t("20240101000000003")));
+        assert!(!timeline.is_completed_commit(&t("20240101000000003")));
+        assert!(timeline.is_completed_commit(&t("20240101000000004")));
+        assert!(timeline
+            .find(&t("20240101000000002"), Action::ReplaceCommit)
+            .is_some());
+        assert_eq!(
+            instants_with(&timeline, Action::Clean, State::Requested).len(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn load_filters_non_timeline_files() {
+        let storage = MemoryStorage::new("mem://t");
+        for path in [
+            ".hoodie/hoodie.properties",
+            ".hoodie/hoodie.properties.backup",
+            ".hoodie/20240101000000001.commit.requested",
+            ".hoodie/20240101000000001.inflight",
+            ".hoodie/.temp/20240101000000002/p/x.parquet.marker.CREATE",
+            ".hoodie/.heartbeat/20240101000000002",
+            ".hoodie/.aux/.bootstrap/.partitions/x",
+            ".hoodie/archived/.commits_.archive.1_1-0-1",
+            ".hoodie/metadata/.hoodie/20240101000000009.deltacommit",
+            ".hoodie/.schema/1",
+            ".hoodie/.DS_Store",
+        ] {
+            put(&storage, path, b"").await;
+        }
+        let timeline = Timeline::load(&storage).await.expect("load");
+        assert_eq!(
+            timeline
+                .instants()
+                .iter()
+                .map(Instant::file_name)
+                .collect::<Vec<_>>(),
+            vec!["20240101000000001.inflight"]
+        );
+        put(&storage, ".hoodie/2024010100000000.commit", b"{}").await;
+        assert!(matches!(
+            Timeline::load(&storage).await,
+            Err(TimelineError::InvalidInstantFile { .. })
+        ));
+        storage
+            .delete(".hoodie/2024010100000000.commit")
+            .await
+            .expect("delete");
+        put(
+            &storage,
+            ".hoodie/timeline/20240101000000001.commit.requested",
+            b"",
+        )
+        .await;
+        let err = Timeline::load(&storage).await.expect_err("v8");
+        assert!(err.to_string().contains("Hudi 1.x table"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn schema_and_checkpoint_walk_back() {
+        let storage = MemoryStorage::new("mem://t");
+        let mut cp = Checkpoint::new();
+        cp.set("orders", 0, 10);
+        let mut extra = BTreeMap::new();
+        cp.write_to(&mut extra).expect("cp");
+        let extra: Vec<(&str, &str)> = extra
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        put(
+            &storage,
+            ".hoodie/20240101000000001.commit",
+            &commit_json(Some("s1"), "INSERT", &extra),
+        )
+        .await;
+        put(
+            &storage,
+            ".hoodie/20240101000000002.commit",
+            &commit_json(Some("s2"), "UPSERT", &[]),
+        )
+        .await;
+        put(
+            &storage,
+            ".hoodie/20240101000000003.replacecommit",
+            &commit_json(Some("s3"), "CLUSTER", &[]),
+        )
+        .await;
+        put(
+            &storage,
+            ".hoodie/20240101000000004.commit",
+            &commit_json(None, "UPSERT", &[]),
+        )
+        .await;
+        put(&storage, ".hoodie/20240101000000005.commit.requested", b"").await;
+        let timeline = Timeline::load(&storage).await.expect("load");
+        assert_eq!(
+            timeline
+                .latest_schema(&storage)
+                .await
+                .expect("schema")
+                .as_deref(),
+            Some("s2")
+        );
+        let (instant, found) = timeline
+            .latest_checkpoint(&storage)
+            .await
+            .expect("cp")
+            .expect("some");
+        assert_eq!(instant.time.as_str(), "20240101000000001");
+        assert_eq!(found, cp);
+        let pending = timeline.pending()[0].clone();
+        assert!(matches!(
+            timeline.commit_metadata(&storage, &pending).await,
+            Err(TimelineError::NotACommit { .. })
+        ));
+        put(
+            &storage,
+            ".hoodie/20240101000000006.commit",
+            b"{\"operationType\":\"NOPE\"}",
+        )
+        .await;
+        let timeline = Timeline::load(&storage).await.expect("load");
+        assert!(matches!(
+            timeline.latest_schema(&storage).await,
+            Err(TimelineError::Commit { .. })
+        ));
+        assert_eq!(
+            Timeline::default()
+                .latest_schema(&storage)
+                .await
+                .expect("none"),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn slices_follow_the_committed_rule() {
+        let storage = MemoryStorage::new("mem://t");
+        // Archived instant 0 (before the first active commit), commits 1 and 3, failed 2, pending 4.
+        put(
+            &storage,
+            ".hoodie/20240101000000001.commit",
+            &commit_json(Some("s"), "INSERT", &[]),
+        )
+        .await;
+        put(&storage, ".hoodie/20240101000000002.inflight", b"").await;
+        put(
+            &storage,
+            ".hoodie/20240101000000003.commit",
+            &commit_json(Some("s"), "UPSERT", &[]),
+        )
+        .await;
+        put(&storage, ".hoodie/20240101000000004.commit.requested", b"").await;
+        let files = [
+            "p/a-0_0-1-0_20240101000000000.parquet",
+            "p/a-0_0-1-0_20240101000000001.parquet",
+            "p/a-0_0-1-0_20240101000000002.parquet",
+            "p/b-0_0-1-0_20240101000000003.parquet",
+            "p/b-0_0-1-0_20240101000000004.parquet",
+            "p/c-0_0-1-0_20240101000000002.parquet",
+            "p/.hoodie_partition_metadata",
+            "p/notes.txt",
+            "_delta_log/00000000000000000000.checkpoint.parquet",
+        ];
+        for f in files {
+            put(&storage, f, b"x").await;
+        }
+        let timeline = Timeline::load(&storage).await.expect("load");
+        let names =
+            |slices: Vec<FileSlice>| slices.into_iter().map(|s| s.path()).collect::<Vec<_>>();
+        assert_eq!(
+            names(
+                latest_file_slices(&storage, &timeline, None)
+                    .await
+                    .expect("latest")
+            ),
+            vec![
+                "p/a-0_0-1-0_20240101000000001.parquet",
+                "p/b-0_0-1-0_20240101000000003.parquet"
+            ]
+        );
+        assert_eq!(
+            names(
+                latest_file_slices(&storage, &timeline, Some(&t("20240101000000001")))
+                    .await
+                    .expect("as of 1")
+            ),
+            vec!["p/a-0_0-1-0_20240101000000001.parquet"]
+        );
+        assert_eq!(
+            names(
+                latest_file_slices(&storage, &timeline, Some(&t("20240101000000000")))
+                    .await
+                    .expect("as of 0")
+            ),
+            vec!["p/a-0_0-1-0_20240101000000000.parquet"]
+        );
+        // Beyond the latest completed commit: capped there.
+        assert_eq!(
+            names(
+                latest_file_slices(&storage, &timeline, Some(&t("20991231000000000")))
+                    .await
+                    .expect("future")
+            ),
+            names(
+                latest_file_slices(&storage, &timeline, None)
+                    .await
+                    .expect("latest")
+            )
+        );
+
+        // A replacecommit drops the file group from its time on.
+        let mut replace = ReplaceCommitMetadata::default();
+        replace.commit.operation_type = "INSERT_OVERWRITE".parse().expect("op");
+        replace
+            .partition_to_replace_file_ids
+            .insert("p".into(), vec!["a-0".into()]);
+        put(
+            &storage,
+            ".hoodie/20240101000000005.replacecommit",
+            &replace.to_json_pretty().expect("json"),
+        )
+        .await;
+        let timeline = Timeline::load(&storage).await.expect("load");
+        // b-0's slice of the still-pending instant 4 stays invisible.
+        assert_eq!(
+            names(
+                latest_file_slices(&storage, &timeline, None)
+                    .await
+                    .expect("latest")
+            ),
+            vec!["p/b-0_0-1-0_20240101000000003.parquet"]
+        );
+        assert_eq!(
+            names(
+                latest_file_slices(&storage, &timeline, Some(&t("20240101000000003")))
+                    .await
+                    .expect("as of 3")
+            ),
+            vec![
+                "p/a-0_0-1-0_20240101000000001.parquet",
+                "p/b-0_0-1-0_20240101000000003.parquet"
+            ]
+        );
+
+        // Hostile data files.
+        put(&storage, "p/a-0_9-9-9_20240101000000001.parquet", b"dup").await;
+        assert!(matches!(
+            latest_file_slices(&storage, &timeline, Some(&t("20240101000000003"))).await,
+            Err(TimelineError::DuplicateSlice { .. })
+        ));
+        storage
+            .delete("p/a-0_9-9-9_20240101000000001.parquet")
+            .await
+            .expect("delete");
+        put(&storage, "p/stray.parquet", b"?").await;
+        assert!(matches!(
+            latest_file_slices(&storage, &timeline, None).await,
+            Err(TimelineError::InvalidBaseFile { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn no_completed_commit_means_no_slices() {
+        let storage = MemoryStorage::new("mem://t");
+        put(&storage, ".hoodie/20240101000000001.inflight", b"").await;
+        put(&storage, "a-0_0-1-0_20240101000000001.parquet", b"x").await;
+        let timeline = Timeline::load(&storage).await.expect("load");
+        assert!(latest_file_slices(&storage, &timeline, None)
+            .await
+            .expect("slices")
+            .is_empty());
+    }
+}
