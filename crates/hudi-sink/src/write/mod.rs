@@ -1,1 +1,108 @@
-//! TODO
+//! The write path: one Hudi instant from Arrow record batches.
+//!
+//! ```text
+//!  batches ──keys, partitions──▶ fold by (partition, key) ──route──▶ file groups
+//!     begin: roll back failed instants, <t>.commit.requested, <t>.inflight
+//!     per file group: marker, merge with the latest committed slice, base file
+//!     commit: <t>.commit (atomic create-if-absent), then markers deleted
+//! ```
+//!
+//! [`TableWriter`] is the in-process single writer. The exactly-once path (coordinator, lock, Kafka
+//! checkpoints) reuses its stages: [`TableWriter::begin`], [`TableWriter::write_files`],
+//! [`TableWriter::commit`].
+
+pub mod merge;
+pub mod ordering;
+mod table_writer;
+
+use thiserror::Error;
+
+pub use table_writer::{
+    PreparedWrite, TableSchema, TableWriter, WriteCounts, WriteResult, IS_DELETED_FIELD,
+};
+
+use crate::base_file::BaseFileError;
+use crate::config::write_config::ConfigError;
+use crate::record::keygen::{KeyError, KeyGenError};
+use crate::schema::SchemaError;
+use crate::storage::StorageError;
+use crate::table::{
+    CommitError, FileNameError, InstantError, PartitionMetadataError, PropertiesError, TableError,
+    TimelineError,
+};
+
+/// Failures of the write path, by stage, with the table and instant involved where known.
+#[derive(Debug, Error)]
+pub enum WriteError {
+    /// The configuration does not fit the table or the data.
+    #[error("write configuration: {reason}")]
+    Config { reason: String },
+    /// A record could not be keyed or placed (the row index is in the incoming batches).
+    #[error("record {row}: {source}")]
+    Record {
+        row: usize,
+        #[source]
+        source: KeyError,
+    },
+    /// The incoming batches do not match the table schema.
+    #[error("incoming data does not match the table schema: {reason}")]
+    Data { reason: String },
+    /// The table on storage is not one this writer can write safely.
+    #[error("table at {base_path}: {reason}")]
+    Table { base_path: String, reason: String },
+    /// Another writer created the same instant file first.
+    #[error("instant {instant} already exists on the timeline ({file})")]
+    InstantExists { instant: String, file: String },
+    /// Table metadata (properties, timeline, commit) failed.
+    #[error(transparent)]
+    Metadata(#[from] TableError),
+    /// Invalid key generator configuration.
+    #[error(transparent)]
+    KeyGen(#[from] KeyGenError),
+    /// Invalid configuration.
+    #[error(transparent)]
+    ConfigKey(#[from] ConfigError),
+    /// Schema problem.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// Writing or reading a base file failed.
+    #[error(transparent)]
+    BaseFile(#[from] BaseFileError),
+    /// Storage failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// Arrow kernels failed.
+    #[error("arrow {context}: {source}")]
+    Arrow {
+        context: &'static str,
+        #[source]
+        source: arrow_schema::ArrowError,
+    },
+}
+
+macro_rules! via_table_error {
+    ($($t:ty),*) => {
+        $(impl From<$t> for WriteError {
+            fn from(e: $t) -> Self {
+                WriteError::Metadata(TableError::from(e))
+            }
+        })*
+    };
+}
+
+via_table_error!(
+    PropertiesError,
+    InstantError,
+    CommitError,
+    FileNameError,
+    PartitionMetadataError,
+    TimelineError
+);
+
+impl From<crate::index::bucket::BucketIndexError> for WriteError {
+    fn from(e: crate::index::bucket::BucketIndexError) -> Self {
+        WriteError::Config {
+            reason: e.to_string(),
+        }
+    }
+}

@@ -4,6 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod canon;
+pub mod gen;
+pub mod python;
+
 /// Every table-version-6 golden table shipped in `shared/testdata/hudi-rs-tables`.
 pub const V6_TABLES: &[&str] = &[
     "v6_complexkeygen_hivestyle",

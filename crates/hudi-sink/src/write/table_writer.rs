@@ -1,0 +1,1049 @@
+//! [`TableWriter`]: creates a table and writes instants into it (insert, upsert, delete).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_select::concat::concat_batches;
+use arrow_select::interleave::interleave;
+use arrow_select::take::take;
+use bytes::Bytes;
+use parquet::schema::types::SchemaDescriptor;
+
+use super::merge::{fold_incoming, plan_file_group, FileGroupPlan, Source, Winner};
+use super::ordering::OrderingComparator;
+use super::WriteError;
+use crate::base_file::reader::read_base_file;
+use crate::base_file::writer::{BaseFileWriter, WrittenBaseFile};
+use crate::clock::Clock;
+use crate::config::write_config::{IndexConfig, WriteConfig, WriteOperation};
+use crate::index::bucket::{self, BucketIndexConfig};
+use crate::record::keygen::{KeyGenConfig, KeyGenerator};
+use crate::schema::avro::AvroSchema;
+use crate::schema::meta::{self, META_COLUMNS};
+use crate::storage::{join_path, ObjectMeta, PutOutcome, Storage};
+use crate::table::commit::{CommitMetadata, OperationType, WriteStat};
+use crate::table::file_name::{marker_path, BaseFileName, MarkerType, WriteToken};
+use crate::table::instant::{Action, Instant, InstantTime, State};
+use crate::table::partition_metadata::{metafile_path, PartitionMetadata};
+use crate::table::properties::TableProperties;
+use crate::table::timeline::{latest_file_slices, FileSlice, Timeline};
+
+/// The data column Hudi treats as a delete marker.
+pub const IS_DELETED_FIELD: &str = "_hoodie_is_deleted";
+
+/// Most rows encoded per Parquet write call when filling new file groups (the size check runs between calls).
+const INSERT_CHUNK_ROWS: usize = 4096;
+/// Rows of the first call, which measures the bytes per row.
+const FIRST_CHUNK_ROWS: usize = 256;
+/// Fewest rows per call, so that a nearly full file still makes progress.
+const MIN_CHUNK_ROWS: usize = 16;
+
+/// The table schema in every form the writer needs, derived once from the Avro schema.
+#[derive(Debug, Clone)]
+pub struct TableSchema {
+    /// The data schema as Hudi stores it in every commit.
+    pub avro: AvroSchema,
+    /// Compact JSON of `avro` (`extraMetadata.schema`).
+    pub avro_json: String,
+    /// Compact JSON of the schema with the meta fields (`parquet.avro.schema` footer).
+    pub avro_with_meta_json: String,
+    /// Arrow schema of incoming data (data columns only).
+    pub data: SchemaRef,
+    /// Arrow schema of base files (meta columns, then data columns).
+    pub file: SchemaRef,
+    /// Parquet schema of base files (physical types as parquet-avro writes them).
+    pub parquet: SchemaDescriptor,
+}
+
+impl TableSchema {
+    /// Derives every form from the Avro data schema.
+    pub fn try_new(avro: AvroSchema) -> Result<Self, WriteError> {
+        meta::check_user_schema(&avro)?;
+        let data = Arc::new(crate::schema::arrow::avro_to_arrow(&avro)?);
+        let mut fields: Vec<Arc<Field>> = META_COLUMNS
+            .iter()
+            .map(|name| Arc::new(Field::new(*name, DataType::Utf8, true)))
+            .collect();
+        fields.extend(data.fields().iter().cloned());
+        let file = Arc::new(Schema::new(fields));
+        let with_meta = meta::with_meta_fields(&avro);
+        let parquet = crate::schema::parquet::parquet_schema_for(&file, &with_meta)?;
+        Ok(Self {
+            avro_json: avro.to_json_string(),
+            avro_with_meta_json: with_meta.to_json_string(),
+            avro,
+            data,
+            file,
+            parquet,
+        })
+    }
+}
+
+/// What happened to the incoming rows of one write. `records_in` always equals the sum of the others.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteCounts {
+    /// Rows handed to the writer.
+    pub records_in: u64,
+    /// New keys written.
+    pub inserted: u64,
+    /// Stored records replaced.
+    pub updated: u64,
+    /// Stored records deleted.
+    pub deleted: u64,
+    /// Incoming rows superseded by a later or larger version in the same write.
+    pub deduped: u64,
+    /// Incoming versions older than the stored one (ignored).
+    pub ignored_older: u64,
+    /// Deletes of keys that were not stored.
+    pub delete_misses: u64,
+}
+
+impl WriteCounts {
+    fn add_plan(&mut self, plan: &FileGroupPlan) {
+        self.inserted += plan.inserted;
+        self.updated += plan.updated;
+        self.deleted += plan.deleted;
+        self.ignored_older += plan.ignored_older;
+        self.delete_misses += plan.delete_misses;
+    }
+
+    /// Whether every incoming row is accounted for.
+    pub fn balanced(&self) -> bool {
+        self.records_in
+            == self.inserted
+                + self.updated
+                + self.deleted
+                + self.deduped
+                + self.ignored_older
+                + self.delete_misses
+    }
+}
+
+/// A completed write.
+#[derive(Debug, Clone)]
+pub struct WriteResult {
+    /// The instant that was committed.
+    pub instant: InstantTime,
+    /// The commit metadata as written to `<instant>.commit`.
+    pub commit: CommitMetadata,
+    /// Row accounting.
+    pub counts: WriteCounts,
+}
+
+/// Incoming rows keyed, placed and folded: ready to be routed into file groups at some instant.
+#[derive(Debug)]
+pub struct PreparedWrite {
+    /// The operation.
+    pub operation: WriteOperation,
+    /// All incoming rows, concatenated (data columns).
+    pub batch: RecordBatch,
+    /// Surviving versions per partition path, in first-arrival order: `(record key, winner)`.
+    pub partitions: BTreeMap<String, Vec<(String, Winner)>>,
+    /// Row accounting so far (records in, deduped).
+    pub counts: WriteCounts,
+}
+
+/// The in-process single writer of one table. See the module doc of [`crate::write`].
+#[derive(Debug)]
+pub struct TableWriter {
+    storage: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+    config: WriteConfig,
+    properties: TableProperties,
+    schema: TableSchema,
+    keygen: KeyGenerator,
+    ordering: Option<(usize, OrderingComparator)>,
+    is_deleted: Option<usize>,
+    bucket: Option<BucketIndexConfig>,
+}
+
+/// The `hoodie.properties` of a new table written from `config`.
+fn new_table_properties(
+    config: &WriteConfig,
+    schema: &TableSchema,
+    keygen: &KeyGenConfig,
+) -> Result<TableProperties, WriteError> {
+    let mut p = TableProperties::new_v6_cow(&config.table_name)?;
+    p.database = config.database_name.clone();
+    p.record_key_fields = config.record_key_fields.clone();
+    p.partition_fields = config.partition_fields.clone();
+    p.precombine_field = config.precombine_field.clone();
+    p.key_generator_class = Some(keygen.kind.class_name().to_string());
+    p.hive_style_partitioning = Some(config.hive_style_partitioning);
+    p.url_encode_partitioning = Some(config.url_encode_partitions);
+    // hudi-rs reads property values raw and Java unescapes backslashes: store the create schema only when
+    // both read it the same way.
+    if !schema.avro_json.contains('\\') && schema.avro_json.is_ascii() {
+        p.create_schema = Some(schema.avro_json.clone());
+    }
+    if let IndexConfig::Bucket {
+        num_buckets,
+        hash_fields,
+    } = &config.index
+    {
+        // Hudi does not persist the bucket layout; a writer with another count would corrupt the table.
+        p.set_other("hoodie.index.type", "BUCKET")?;
+        p.set_other("hoodie.bucket.index.num.buckets", &num_buckets.to_string())?;
+        if !hash_fields.is_empty() {
+            p.set_other("hoodie.bucket.index.hash.field", &hash_fields.join(","))?;
+        }
+    }
+    Ok(p)
+}
+
+fn table_err(storage: &dyn Storage, reason: impl Into<String>) -> WriteError {
+    WriteError::Table {
+        base_path: storage.base_uri().to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Refuses a configuration that disagrees with what the table on storage was written with.
+fn check_compatible(storage: &dyn Storage, props: &TableProperties, config: &WriteConfig, keygen: &KeyGenConfig) -> Result<(), WriteError> {
+    let mismatch = |what: &str, table: String, config: String| {
+        table_err(
+            storage,
+            format!("{what} of the table is {table:?} but the configuration says {config:?}"),
+        )
+    };
+    if props.name != config.table_name {
+        return Err(mismatch("hoodie.table.name", props.name.clone(), config.table_name.clone()));
+    }
+    if props.record_key_fields != config.record_key_fields {
+        return Err(mismatch(
+            "the record key fields",
+            props.record_key_fields.join(","),
+            config.record_key_fields.join(","),
+        ));
+    }
+    if props.partition_fields != config.partition_fields {
+        return Err(mismatch(
+            "the partition fields",
+            props.partition_fields.join(","),
+            config.partition_fields.join(","),
+        ));
+    }
+    if props.hive_style_partitioning_or_default() != config.hive_style_partitioning {
+        return Err(mismatch(
+            "hive_style_partitioning",
+            props.hive_style_partitioning_or_default().to_string(),
+            config.hive_style_partitioning.to_string(),
+        ));
+    }
+    if props.url_encode_partitioning_or_default() != config.url_encode_partitions {
+        return Err(mismatch(
+            "partitionpath.urlencode",
+            props.url_encode_partitioning_or_default().to_string(),
+            config.url_encode_partitions.to_string(),
+        ));
+    }
+    if let Some(class) = &props.key_generator_class {
+        if class.rsplit('.').next() != keygen.kind.class_name().rsplit('.').next() {
+            return Err(mismatch("the key generator", class.clone(), keygen.kind.class_name().to_string()));
+        }
+    }
+    let stored_buckets = props.other().get("hoodie.bucket.index.num.buckets");
+    let configured = match &config.index {
+        IndexConfig::Bucket { num_buckets, .. } => Some(num_buckets.to_string()),
+        IndexConfig::None => None,
+    };
+    if let (Some(stored), Some(configured)) = (stored_buckets, &configured) {
+        if stored != configured {
+            return Err(mismatch(
+                "hoodie.bucket.index.num.buckets",
+                stored.to_string(),
+                configured.clone(),
+            ));
+        }
+    }
+    if stored_buckets.is_some() && configured.is_none() {
+        return Err(table_err(
+            storage,
+            "the table uses the bucket index; configure hoodie.index.type=BUCKET with its bucket count",
+        ));
+    }
+    let stored_hash = props.other().get("hoodie.bucket.index.hash.field").unwrap_or("");
+    if let IndexConfig::Bucket { hash_fields, .. } = &config.index {
+        if stored_buckets.is_some() && stored_hash != hash_fields.join(",") {
+            return Err(mismatch(
+                "hoodie.bucket.index.hash.field",
+                stored_hash.to_string(),
+                hash_fields.join(","),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl TableWriter {
+    /// Opens the table at `storage`, creating it with `schema` when it does not exist yet.
+    ///
+    /// An existing table must agree with `config` (name, keys, partitioning, key generator, bucket count)
+    /// and, when `schema` is given, with its latest committed schema (no schema evolution yet).
+    pub async fn create_or_open(
+        storage: Arc<dyn Storage>,
+        clock: Arc<dyn Clock>,
+        config: WriteConfig,
+        schema: Option<AvroSchema>,
+    ) -> Result<Self, WriteError> {
+        let keygen_config = KeyGenConfig::from_properties(&config.properties)?;
+        let properties = match TableProperties::load(storage.as_ref()).await {
+            Ok(p) => Some(p),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => return Err(e.into()),
+        };
+        let (properties, table_schema) = match properties {
+            Some(props) => {
+                props.validate_writable()?;
+                check_compatible(storage.as_ref(), &props, &config, &keygen_config)?;
+                let timeline = Timeline::load(storage.as_ref()).await?;
+                let stored = match timeline.latest_schema(storage.as_ref()).await? {
+                    Some(s) => Some(s),
+                    None => props.create_schema.clone(),
+                };
+                let stored = stored
+                    .map(|s| AvroSchema::parse(&s))
+                    .transpose()?;
+                let avro = match (stored, schema) {
+                    (Some(stored), Some(given)) => {
+                        if stored.to_json_value() != given.to_json_value() {
+                            return Err(table_err(
+                                storage.as_ref(),
+                                "the given schema differs from the table's latest schema (schema evolution is not supported yet)",
+                            ));
+                        }
+                        stored
+                    }
+                    (Some(stored), None) => stored,
+                    (None, Some(given)) => given,
+                    (None, None) => {
+                        return Err(table_err(
+                            storage.as_ref(),
+                            "the table has no schema yet; give one (hoodie.streamer.schemaprovider.source.schema.file)",
+                        ))
+                    }
+                };
+                (props, TableSchema::try_new(avro)?)
+            }
+            None => {
+                let avro = schema.ok_or_else(|| {
+                    table_err(
+                        storage.as_ref(),
+                        "no table here and no schema to create one (hoodie.streamer.schemaprovider.source.schema.file)",
+                    )
+                })?;
+                let table_schema = TableSchema::try_new(avro)?;
+                let props = new_table_properties(&config, &table_schema, &keygen_config)?;
+                props.create(storage.as_ref(), clock.as_ref()).await?;
+                // Another creator may have won the race: use what is stored and check it.
+                let stored = TableProperties::load(storage.as_ref()).await?;
+                stored.validate_writable()?;
+                check_compatible(storage.as_ref(), &stored, &config, &keygen_config)?;
+                (stored, table_schema)
+            }
+        };
+        let keygen = KeyGenerator::try_new(keygen_config, &table_schema.data)?;
+        let ordering = match &config.precombine_field {
+            Some(field) => {
+                let (idx, f) = table_schema.data.column_with_name(field).ok_or_else(|| WriteError::Config {
+                    reason: format!("precombine field {field} is not a column of the schema"),
+                })?;
+                Some((idx, OrderingComparator::try_new(field, f.data_type())?))
+            }
+            None => None,
+        };
+        let is_deleted = match table_schema.data.column_with_name(IS_DELETED_FIELD) {
+            Some((idx, f)) if f.data_type() == &DataType::Boolean => Some(idx),
+            Some((_, f)) => {
+                return Err(WriteError::Config {
+                    reason: format!("{IS_DELETED_FIELD} must be boolean, found {}", f.data_type()),
+                })
+            }
+            None => None,
+        };
+        let bucket = match &config.index {
+            IndexConfig::Bucket {
+                num_buckets,
+                hash_fields,
+            } => Some(BucketIndexConfig::try_new(
+                *num_buckets,
+                hash_fields.clone(),
+                &config.record_key_fields,
+            )?),
+            IndexConfig::None => None,
+        };
+        Ok(Self {
+            storage,
+            clock,
+            config,
+            properties,
+            schema: table_schema,
+            keygen,
+            ordering,
+            is_deleted,
+            bucket,
+        })
+    }
+
+    /// The table schema.
+    pub fn schema(&self) -> &TableSchema {
+        &self.schema
+    }
+
+    /// The write configuration.
+    pub fn config(&self) -> &WriteConfig {
+        &self.config
+    }
+
+    /// The table properties as loaded.
+    pub fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// The storage the table lives in.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// Writes one instant with the configured operation.
+    pub async fn write(&self, batches: &[RecordBatch]) -> Result<WriteResult, WriteError> {
+        self.write_with(self.config.operation, batches, BTreeMap::new()).await
+    }
+
+    /// Writes one instant: prepare, begin, write files, commit. `extra_metadata` goes into the commit's
+    /// `extraMetadata` next to the schema (e.g. the Kafka checkpoint).
+    pub async fn write_with(
+        &self,
+        operation: WriteOperation,
+        batches: &[RecordBatch],
+        extra_metadata: BTreeMap<String, String>,
+    ) -> Result<WriteResult, WriteError> {
+        let prepared = self.prepare(operation, batches)?;
+        let instant = self.begin().await?;
+        let (stats, counts) = self.write_files(&instant, &prepared).await?;
+        let commit = self
+            .commit(&instant, operation, stats, extra_metadata)
+            .await?;
+        Ok(WriteResult {
+            instant,
+            commit,
+            counts,
+        })
+    }
+
+    /// Keys, places and folds the incoming rows. Fails on the first row that cannot be keyed (callers that
+    /// must not fail a batch dead-letter such rows before calling this).
+    pub fn prepare(&self, operation: WriteOperation, batches: &[RecordBatch]) -> Result<PreparedWrite, WriteError> {
+        for b in batches {
+            if b.schema().fields() != self.schema.data.fields() {
+                return Err(WriteError::Data {
+                    reason: format!(
+                        "batch schema {:?} differs from table schema {:?}",
+                        b.schema(),
+                        self.schema.data
+                    ),
+                });
+            }
+        }
+        let batch = concat_batches(&self.schema.data, batches).map_err(|source| WriteError::Arrow {
+            context: "concatenate incoming batches",
+            source,
+        })?;
+        let rows = batch.num_rows();
+        let mut keys = Vec::with_capacity(rows);
+        let mut parts = Vec::with_capacity(rows);
+        let mut deletes = Vec::with_capacity(rows);
+        let is_deleted = self.is_deleted.map(|i| batch.column(i).as_boolean().clone());
+        for row in 0..rows {
+            let mut key = String::new();
+            self.keygen
+                .record_key(&batch, row, &mut key)
+                .map_err(|source| WriteError::Record { row, source })?;
+            let mut part = String::new();
+            self.keygen
+                .partition_path(&batch, row, &mut part)
+                .map_err(|source| WriteError::Record { row, source })?;
+            let flagged = is_deleted
+                .as_ref()
+                .is_some_and(|a| a.is_valid(row) && a.value(row));
+            deletes.push(operation == WriteOperation::Delete || flagged);
+            keys.push(key);
+            parts.push(part);
+        }
+        let mut counts = WriteCounts {
+            records_in: rows as u64,
+            ..WriteCounts::default()
+        };
+        // Group row indices by partition (keys are unique per partition with a non-global index).
+        let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (row, part) in parts.into_iter().enumerate() {
+            by_partition.entry(part).or_default().push(row);
+        }
+        let ordering = self
+            .ordering
+            .map(|(idx, cmp)| (batch.column(idx).clone(), cmp));
+        let mut partitions = BTreeMap::new();
+        for (part, rows_in_part) in by_partition {
+            let winners = if operation == WriteOperation::Insert && self.bucketed().is_none() {
+                // Plain inserts append every row (Hudi does not combine before insert by default).
+                rows_in_part
+                    .iter()
+                    .map(|&row| {
+                        (
+                            keys[row].clone(),
+                            Winner {
+                                row,
+                                delete: deletes[row],
+                            },
+                        )
+                    })
+                    .collect()
+            } else {
+                let folded = fold_incoming(
+                    &keys,
+                    &deletes,
+                    &rows_in_part,
+                    ordering.as_ref().map(|(col, cmp)| (col, *cmp)),
+                );
+                counts.deduped += folded.superseded;
+                folded.winners
+            };
+            partitions.insert(part, winners);
+        }
+        Ok(PreparedWrite {
+            operation,
+            batch,
+            partitions,
+            counts,
+        })
+    }
+
+    fn bucketed(&self) -> Option<&BucketIndexConfig> {
+        self.bucket.as_ref()
+    }
+
+    /// Starts an instant: re-reads and re-checks `hoodie.properties`, rolls back failed writes (this is the
+    /// single writer, so any pending commit is a failed one), and creates `<t>.commit.requested` and
+    /// `<t>.inflight` for a new instant `t` strictly greater than every instant on the timeline.
+    pub async fn begin(&self) -> Result<InstantTime, WriteError> {
+        let storage = self.storage.as_ref();
+        let props = TableProperties::load(storage).await?;
+        props.validate_writable()?;
+        let keygen_config = KeyGenConfig::from_properties(&self.config.properties)?;
+        check_compatible(storage, &props, &self.config, &keygen_config)?;
+        let timeline = Timeline::load(storage).await?;
+        for pending in timeline.pending() {
+            if pending.action != Action::Commit {
+                return Err(table_err(
+                    storage,
+                    format!(
+                        "pending {} instant {} from another engine; finish or roll it back first",
+                        pending.action, pending.time
+                    ),
+                ));
+            }
+            rollback_failed(storage, &pending.time).await?;
+        }
+        let instant = InstantTime::next_after(self.clock.as_ref(), timeline.last_instant_time());
+        for state in [State::Requested, State::Inflight] {
+            let file = Instant::new(instant.clone(), Action::Commit, state).file_name();
+            let path = format!(".hoodie/{file}");
+            if storage.put_if_absent(&path, Bytes::new()).await? == PutOutcome::AlreadyExists {
+                return Err(WriteError::InstantExists {
+                    instant: instant.to_string(),
+                    file: path,
+                });
+            }
+        }
+        Ok(instant)
+    }
+
+    /// Writes the base files of `prepared` for `instant` (markers first) and returns one write stat per file.
+    pub async fn write_files(
+        &self,
+        instant: &InstantTime,
+        prepared: &PreparedWrite,
+    ) -> Result<(Vec<WriteStat>, WriteCounts), WriteError> {
+        let storage = self.storage.as_ref();
+        let mut counts = prepared.counts;
+        let mut stats = Vec::new();
+        let mut file_index = 0usize;
+        let timeline = Timeline::load(storage).await?;
+        let slices = latest_file_slices(storage, &timeline, None).await?;
+        for (partition, winners) in &prepared.partitions {
+            if winners.iter().all(|(_, w)| w.delete) && self.bucketed().is_none() {
+                counts.delete_misses += winners.len() as u64;
+                continue;
+            }
+            self.ensure_partition_metadata(instant, partition).await?;
+            match self.bucketed() {
+                None => {
+                    let rows: Vec<(String, usize)> = winners
+                        .iter()
+                        .filter(|(_, w)| !w.delete)
+                        .map(|(k, w)| (k.clone(), w.row))
+                        .collect();
+                    counts.delete_misses += (winners.len() - rows.len()) as u64;
+                    counts.inserted += rows.len() as u64;
+                    stats.extend(
+                        self.write_new_file_groups(instant, partition, &prepared.batch, &rows, &mut file_index)
+                            .await?,
+                    );
+                }
+                Some(index) => {
+                    let mut by_bucket: BTreeMap<u32, Vec<(&str, Winner)>> = BTreeMap::new();
+                    for (key, w) in winners {
+                        let b = index.bucket_id(key);
+                        by_bucket.entry(b).or_default().push((key.as_str(), *w));
+                    }
+                    let in_partition: Vec<&FileSlice> =
+                        slices.iter().filter(|s| &s.partition_path == partition).collect();
+                    for (b, bucket_winners) in by_bucket {
+                        let existing: Vec<&&FileSlice> = in_partition
+                            .iter()
+                            .filter(|s| bucket::bucket_id_from_file_id(&s.file_id) == Some(b))
+                            .collect();
+                        if existing.len() > 1 {
+                            return Err(table_err(
+                                storage,
+                                format!(
+                                    "bucket {b} of partition {partition:?} has {} file groups; the table is corrupt",
+                                    existing.len()
+                                ),
+                            ));
+                        }
+                        let stat = self
+                            .merge_bucket(
+                                instant,
+                                partition,
+                                b,
+                                existing.first().map(|s| **s),
+                                &prepared.batch,
+                                &bucket_winners,
+                                prepared.operation,
+                                &mut file_index,
+                                &mut counts,
+                            )
+                            .await?;
+                        stats.extend(stat);
+                    }
+                }
+            }
+        }
+        Ok((stats, counts))
+    }
+
+    async fn ensure_partition_metadata(&self, instant: &InstantTime, partition: &str) -> Result<(), WriteError> {
+        let path = metafile_path(partition);
+        if self.storage.head(&path).await?.is_none() {
+            let meta = PartitionMetadata::for_partition(partition, instant.clone());
+            self.storage
+                .put_if_absent(&path, Bytes::from(meta.to_bytes()))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// New file groups for inserts (no index), split at `hoodie.parquet.max.file.size`.
+    async fn write_new_file_groups(
+        &self,
+        instant: &InstantTime,
+        partition: &str,
+        batch: &RecordBatch,
+        rows: &[(String, usize)],
+        file_index: &mut usize,
+    ) -> Result<Vec<WriteStat>, WriteError> {
+        let mut stats = Vec::new();
+        let mut start = 0;
+        while start < rows.len() {
+            let file_id = crate::table::file_name::new_file_id();
+            let file_name = base_file_name(&file_id, *file_index, instant)?;
+            self.put_marker(instant, partition, &file_name, MarkerType::Create).await?;
+            let mut writer = self.new_file_writer()?;
+            let mut seq = 0u64;
+            let mut end = start;
+            while end < rows.len() {
+                // Size the next chunk from the bytes per row so far, so that files end close to the limit.
+                let written = (end - start) as u64;
+                let chunk = if written == 0 {
+                    FIRST_CHUNK_ROWS
+                } else {
+                    let per_row = (writer.estimated_size() as u64 / written).max(1);
+                    let room = self.config.max_file_size.saturating_sub(writer.estimated_size() as u64);
+                    ((room / per_row) as usize).clamp(MIN_CHUNK_ROWS, INSERT_CHUNK_ROWS)
+                };
+                let chunk_end = (end + chunk).min(rows.len());
+                let sources: Vec<Source> = rows[end..chunk_end].iter().map(|(_, r)| Source::Insert(*r)).collect();
+                let keys: Vec<&str> = rows[end..chunk_end].iter().map(|(k, _)| k.as_str()).collect();
+                let out = self.build_output(instant, partition, &file_name, *file_index, &mut seq, None, batch, &sources, &keys)?;
+                writer.write(&out)?;
+                end = chunk_end;
+                if writer.estimated_size() as u64 >= self.config.max_file_size {
+                    break;
+                }
+            }
+            let written = writer.finish()?;
+            let inserts = (end - start) as u64;
+            stats.push(
+                self.put_base_file(partition, &file_id, &file_name, written, None, inserts, 0, 0)
+                    .await?,
+            );
+            *file_index += 1;
+            start = end;
+        }
+        Ok(stats)
+    }
+
+    /// Merges a bucket's winners into its file group (or creates the group) and writes the new slice.
+    #[allow(clippy::too_many_arguments)]
+    async fn merge_bucket(
+        &self,
+        instant: &InstantTime,
+        partition: &str,
+        bucket_id: u32,
+        existing: Option<&FileSlice>,
+        batch: &RecordBatch,
+        winners: &[(&str, Winner)],
+        operation: WriteOperation,
+        file_index: &mut usize,
+        counts: &mut WriteCounts,
+    ) -> Result<Option<WriteStat>, WriteError> {
+        let stored = match existing {
+            Some(slice) => {
+                let path = join_path(&[partition, &slice.file_name]);
+                let data = self.storage.get(&path).await?;
+                let (_, batches) = read_base_file(data)?;
+                let stored = concat_batches(&self.schema.file, &conform_batches(&self.schema.file, batches)?)
+                    .map_err(|source| WriteError::Arrow {
+                        context: "concatenate stored file",
+                        source,
+                    })?;
+                Some(stored)
+            }
+            None => None,
+        };
+        let stored_keys: Vec<&str> = match &stored {
+            Some(s) => {
+                let col = s.column(2).as_string::<i32>();
+                (0..col.len()).map(|i| col.value(i)).collect()
+            }
+            None => Vec::new(),
+        };
+        // The delete operation (like a Kafka tombstone) removes a key whatever its ordering value.
+        let ordering = self.ordering.filter(|_| operation != WriteOperation::Delete).map(|(idx, cmp)| {
+            let meta_offset = META_COLUMNS.len();
+            (
+                stored
+                    .as_ref()
+                    .map(|s| s.column(meta_offset + idx).clone())
+                    .unwrap_or_else(|| batch.column(idx).clone()),
+                batch.column(idx).clone(),
+                cmp,
+            )
+        });
+        let plan = plan_file_group(
+            &stored_keys,
+            winners,
+            ordering.as_ref().map(|(s, i, c)| (s, i, *c)),
+        );
+        counts.add_plan(&plan);
+        let changed = plan.updated + plan.inserted + plan.deleted;
+        if changed == 0 {
+            // Nothing to write for this group (only ignored versions or deletes of absent keys).
+            return Ok(None);
+        }
+        let (file_id, prev_commit, marker) = match existing {
+            Some(slice) => (slice.file_id.clone(), Some(slice.base_instant.to_string()), MarkerType::Merge),
+            None => (bucket::new_bucket_file_id(bucket_id), None, MarkerType::Create),
+        };
+        let file_name = base_file_name(&file_id, *file_index, instant)?;
+        self.put_marker(instant, partition, &file_name, marker).await?;
+        let key_of_row: HashMap<usize, &str> = winners.iter().map(|(k, w)| (w.row, *k)).collect();
+        let keys: Vec<&str> = plan
+            .rows
+            .iter()
+            .map(|s| match s {
+                Source::Stored(r) | Source::Update { stored: r, .. } => stored_keys[*r],
+                Source::Insert(r) => key_of_row.get(r).copied().unwrap_or_default(),
+            })
+            .collect();
+        let mut seq = 0u64;
+        let out = self.build_output(
+            instant,
+            partition,
+            &file_name,
+            *file_index,
+            &mut seq,
+            stored.as_ref(),
+            batch,
+            &plan.rows,
+            &keys,
+        )?;
+        let mut writer = self.new_file_writer()?;
+        writer.write(&out)?;
+        let written = writer.finish()?;
+        let stat = self
+            .put_base_file(
+                partition,
+                &file_id,
+                &file_name,
+                written,
+                prev_commit,
+                plan.inserted,
+                plan.updated,
+                plan.deleted,
+            )
+            .await?;
+        *file_index += 1;
+        Ok(Some(stat))
+    }
+
+    fn new_file_writer(&self) -> Result<BaseFileWriter, WriteError> {
+        Ok(BaseFileWriter::try_new(
+            self.schema.file.clone(),
+            self.schema.parquet.clone(),
+            self.schema.avro_with_meta_json.clone(),
+            &self.config.base_file,
+        )?)
+    }
+
+    /// Builds the output rows of one file: meta columns (kept for stored rows, new for written ones) and data
+    /// columns gathered from the stored file and the incoming batch without re-sorting.
+    #[allow(clippy::too_many_arguments)]
+    fn build_output(
+        &self,
+        instant: &InstantTime,
+        partition: &str,
+        file_name: &str,
+        file_index: usize,
+        seq: &mut u64,
+        stored: Option<&RecordBatch>,
+        incoming: &RecordBatch,
+        rows: &[Source],
+        keys: &[&str],
+    ) -> Result<RecordBatch, WriteError> {
+        let t = instant.as_str();
+        let mut commit_time = Vec::with_capacity(rows.len());
+        let mut seqno = Vec::with_capacity(rows.len());
+        let stored_meta = stored.map(|s| (s.column(0).as_string::<i32>(), s.column(1).as_string::<i32>()));
+        for src in rows {
+            match (src, &stored_meta) {
+                (Source::Stored(r), Some((ct, sq))) => {
+                    commit_time.push(Some(ct.value(*r).to_string()));
+                    seqno.push(Some(sq.value(*r).to_string()));
+                }
+                _ => {
+                    commit_time.push(Some(t.to_string()));
+                    seqno.push(Some(format!("{t}_{file_index}_{seq}")));
+                    *seq += 1;
+                }
+            }
+        }
+        let n = rows.len();
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(commit_time)),
+            Arc::new(StringArray::from(seqno)),
+            Arc::new(StringArray::from_iter_values(keys.iter())),
+            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(partition, n))),
+            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(file_name, n))),
+        ];
+        let meta_offset = META_COLUMNS.len();
+        let indices: Vec<(usize, usize)> = rows
+            .iter()
+            .map(|s| match s {
+                Source::Stored(r) => (0, *r),
+                Source::Update { incoming, .. } | Source::Insert(incoming) => (1, *incoming),
+            })
+            .collect();
+        for col in 0..self.schema.data.fields().len() {
+            let inc = incoming.column(col);
+            let array = match stored {
+                Some(s) => {
+                    let st = s.column(meta_offset + col);
+                    interleave(&[st.as_ref(), inc.as_ref()], &indices).map_err(|source| WriteError::Arrow {
+                        context: "merge columns",
+                        source,
+                    })?
+                }
+                None => {
+                    let idx = arrow_array::UInt32Array::from_iter_values(indices.iter().map(|(_, r)| *r as u32));
+                    take(inc.as_ref(), &idx, None).map_err(|source| WriteError::Arrow {
+                        context: "gather rows",
+                        source,
+                    })?
+                }
+            };
+            columns.push(array);
+        }
+        RecordBatch::try_new(self.schema.file.clone(), columns).map_err(|source| WriteError::Arrow {
+            context: "assemble base file rows",
+            source,
+        })
+    }
+
+    async fn put_marker(&self, instant: &InstantTime, partition: &str, file_name: &str, marker: MarkerType) -> Result<(), WriteError> {
+        let path = marker_path(instant, partition, file_name, marker);
+        self.storage.put(&path, Bytes::new()).await?;
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn put_base_file(
+        &self,
+        partition: &str,
+        file_id: &str,
+        file_name: &str,
+        written: WrittenBaseFile,
+        prev_commit: Option<String>,
+        inserts: u64,
+        updates: u64,
+        deletes: u64,
+    ) -> Result<WriteStat, WriteError> {
+        let path = join_path(&[partition, file_name]);
+        let size = written.data.len() as u64;
+        self.storage.put(&path, written.data).await?;
+        let mut stat = WriteStat::new(file_id, partition, &path);
+        if let Some(prev) = prev_commit {
+            stat.prev_commit = prev;
+        }
+        stat.num_writes = written.num_rows as i64;
+        stat.num_inserts = inserts as i64;
+        stat.num_update_writes = updates as i64;
+        stat.num_deletes = deletes as i64;
+        stat.total_write_bytes = size as i64;
+        stat.file_size_in_bytes = size as i64;
+        Ok(stat)
+    }
+
+    /// Completes `instant`: verifies every file of the stats exists with its size, writes `<t>.commit`
+    /// with one atomic create-if-absent, then deletes the instant's markers.
+    pub async fn commit(
+        &self,
+        instant: &InstantTime,
+        operation: WriteOperation,
+        stats: Vec<WriteStat>,
+        extra_metadata: BTreeMap<String, String>,
+    ) -> Result<CommitMetadata, WriteError> {
+        let storage = self.storage.as_ref();
+        for stat in &stats {
+            match storage.head(&stat.path).await? {
+                Some(ObjectMeta { size, .. }) if size as i64 == stat.file_size_in_bytes => {}
+                found => {
+                    return Err(table_err(
+                        storage,
+                        format!(
+                            "file {} of instant {instant} has size {:?}, expected {}",
+                            stat.path,
+                            found.map(|m| m.size),
+                            stat.file_size_in_bytes
+                        ),
+                    ))
+                }
+            }
+        }
+        let op = match operation {
+            WriteOperation::Insert => OperationType::Insert,
+            WriteOperation::Upsert => OperationType::Upsert,
+            WriteOperation::Delete => OperationType::Delete,
+        };
+        let mut commit = CommitMetadata::new(op);
+        for stat in stats {
+            commit.add_write_stat(stat);
+        }
+        commit.extra_metadata.insert("schema".into(), self.schema.avro_json.clone());
+        commit.extra_metadata.extend(extra_metadata);
+        let file = Instant::new(instant.clone(), Action::Commit, State::Completed).file_name();
+        let path = format!(".hoodie/{file}");
+        let body = Bytes::from(commit.to_json_pretty()?);
+        if storage.put_if_absent(&path, body.clone()).await? == PutOutcome::AlreadyExists {
+            let existing = storage.get(&path).await?;
+            if existing != body {
+                return Err(WriteError::InstantExists {
+                    instant: instant.to_string(),
+                    file: path,
+                });
+            }
+        }
+        delete_markers(storage, instant).await?;
+        Ok(commit)
+    }
+}
+
+/// `<fileId>_<task>-0-0_<t>.parquet`: Hudi's write token shape with the file's index in the instant as task.
+fn base_file_name(file_id: &str, file_index: usize, instant: &InstantTime) -> Result<String, WriteError> {
+    let token = WriteToken::new(file_index as u64, 0, 0);
+    Ok(BaseFileName::new_parquet(file_id, &token, instant.clone())?.file_name())
+}
+
+/// Checks that batches read from a stored base file have the table's file schema.
+fn conform_batches(schema: &SchemaRef, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>, WriteError> {
+    batches
+        .into_iter()
+        .map(|b| {
+            if b.schema().fields().len() != schema.fields().len() {
+                return Err(WriteError::Data {
+                    reason: format!(
+                        "stored base file has {} columns, the table schema {}",
+                        b.schema().fields().len(),
+                        schema.fields().len()
+                    ),
+                });
+            }
+            for (stored, expected) in b.schema().fields().iter().zip(schema.fields()) {
+                if stored.name() != expected.name() || !stored.data_type().equals_datatype(expected.data_type()) {
+                    return Err(WriteError::Data {
+                        reason: format!(
+                            "stored column {} {} differs from table column {} {} (schema evolution is not supported yet)",
+                            stored.name(),
+                            stored.data_type(),
+                            expected.name(),
+                            expected.data_type()
+                        ),
+                    });
+                }
+            }
+            RecordBatch::try_new(schema.clone(), b.columns().to_vec()).map_err(|source| WriteError::Arrow {
+                context: "conform stored batch",
+                source,
+            })
+        })
+        .collect()
+}
+
+/// Rolls back a failed commit: its data files first (found by listing, which also covers files whose
+/// marker was never written), then its markers, then its `.inflight` and `.commit.requested`, so that a
+/// crash half-way leaves a pending instant that the next writer rolls back again.
+pub(crate) async fn rollback_failed(storage: &dyn Storage, instant: &InstantTime) -> Result<(), WriteError> {
+    let listing = storage.list("").await?;
+    for obj in &listing {
+        if obj.path.starts_with(".hoodie/") {
+            continue;
+        }
+        let name = obj.path.rsplit('/').next().unwrap_or(&obj.path);
+        if let Ok(parsed) = BaseFileName::parse(name) {
+            if &parsed.instant_time == instant {
+                storage.delete(&obj.path).await?;
+            }
+        }
+    }
+    delete_markers(storage, instant).await?;
+    for state in [State::Inflight, State::Requested] {
+        let file = Instant::new(instant.clone(), Action::Commit, state).file_name();
+        storage.delete(&format!(".hoodie/{file}")).await?;
+    }
+    let heartbeat = crate::table::file_name::heartbeat_path(instant);
+    storage.delete(&heartbeat).await?;
+    tracing::info!(instant = %instant, "rolled back failed instant");
+    Ok(())
+}
+
+async fn delete_markers(storage: &dyn Storage, instant: &InstantTime) -> Result<(), WriteError> {
+    let prefix = format!(".hoodie/.temp/{instant}/");
+    for obj in storage.list(&prefix).await? {
+        storage.delete(&obj.path).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,141 @@
+"""Reads a Hudi table with an independent reader and prints its rows as canonical JSON.
+
+Used by the Rust integration tests to check every table this project writes against hudi-rs (the PyPI
+`hudi` package) and, where it supports the table, daft. Output: one JSON object
+{"rows": [...], "columns": [...]} on stdout. Values are canonicalised so that the Rust side can render its
+expected rows the same way without floating-point or timezone ambiguity:
+
+- timestamps -> integer in the column's own unit since the epoch; dates -> integer days since the epoch
+- decimals -> string of the unscaled integer; binary -> lower-case hex string
+- structs -> objects; lists -> arrays; maps -> arrays of [key, value] pairs in stored order
+
+Usage:
+  hudi_read.py TABLE snapshot
+  hudi_read.py TABLE as_of INSTANT
+  hudi_read.py TABLE incremental START END
+  hudi_read.py TABLE file_slices [INSTANT]
+  hudi_read.py --engine daft TABLE snapshot
+"""
+
+import argparse
+import json
+import sys
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def canon_array(arr: pa.Array):
+    t = arr.type
+    if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t):
+        # days since epoch / units since epoch, as plain integers
+        width = pa.int32() if pa.types.is_date32(t) or pa.types.is_time32(t) else pa.int64()
+        return arr.cast(width).to_pylist()
+    if pa.types.is_decimal(t):
+        out = []
+        for d in arr.to_pylist():
+            out.append(None if d is None else str(int(d.scaleb(t.scale))))
+        return out
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return [None if b is None else b.hex() for b in arr.to_pylist()]
+    if pa.types.is_struct(t):
+        fields = [canon_array(arr.field(i)) for i in range(t.num_fields)]
+        names = [t.field(i).name for i in range(t.num_fields)]
+        valid = arr.is_valid().to_pylist()
+        return [
+            {n: f[row] for n, f in zip(names, fields)} if valid[row] else None
+            for row in range(len(arr))
+        ]
+    if pa.types.is_map(t):
+        keys = canon_array(arr.keys)
+        items = canon_array(arr.items)
+        offsets = arr.offsets.to_pylist()
+        valid = arr.is_valid().to_pylist()
+        return [
+            [[keys[i], items[i]] for i in range(offsets[r], offsets[r + 1])] if valid[r] else None
+            for r in range(len(arr))
+        ]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        values = canon_array(arr.values)
+        offsets = arr.offsets.to_pylist()
+        valid = arr.is_valid().to_pylist()
+        return [
+            values[offsets[r]:offsets[r + 1]] if valid[r] else None for r in range(len(arr))
+        ]
+    if pa.types.is_dictionary(t):
+        return canon_array(arr.cast(t.value_type))
+    return arr.to_pylist()
+
+
+def canon_table(table: pa.Table):
+    table = table.combine_chunks()
+    cols = {}
+    for name in table.column_names:
+        col = table.column(name)
+        arr = col.chunk(0) if col.num_chunks == 1 else pa.concat_arrays(col.chunks) if col.num_chunks else pa.array([], col.type)
+        cols[name] = canon_array(arr)
+    rows = [{name: cols[name][i] for name in table.column_names} for i in range(table.num_rows)]
+    return {"columns": table.column_names, "rows": rows}
+
+
+def read_hudi_rs(path, mode, args):
+    from hudi import HudiTableBuilder, HudiReadOptions, HudiQueryType
+
+    table = HudiTableBuilder.from_base_uri(path).build()
+    opts = HudiReadOptions()
+    if mode == "as_of":
+        opts = opts.with_as_of_timestamp(args[0])
+    elif mode == "incremental":
+        opts = opts.with_query_type(HudiQueryType.Incremental).with_start_timestamp(args[0]).with_end_timestamp(args[1])
+    elif mode != "snapshot":
+        raise SystemExit(f"unknown mode {mode}")
+    batches = table.read(opts)
+    if isinstance(batches, pa.Table):
+        return batches
+    batches = list(batches)
+    if not batches:
+        return pa.Table.from_batches([], schema=table.get_schema())
+    return pa.Table.from_batches(batches)
+
+
+def read_daft(path, mode, args):
+    import daft
+
+    if mode != "snapshot":
+        raise SystemExit("daft: only snapshot reads")
+    return daft.read_hudi(path).to_arrow()
+
+
+def file_slices(path, args):
+    from hudi import HudiTableBuilder
+
+    table = HudiTableBuilder.from_base_uri(path).build()
+    slices = table.get_file_slices(args[0]) if args else table.get_file_slices()
+    out = []
+    for s in slices:
+        out.append({
+            "partition_path": s.partition_path,
+            "file_id": s.file_id,
+            "base_instant": s.creation_instant_time if hasattr(s, "creation_instant_time") else s.base_instant_time,
+            "file_name": s.base_file_name,
+        })
+    out.sort(key=lambda s: (s["partition_path"], s["file_id"]))
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--engine", default="hudi", choices=["hudi", "daft"])
+    p.add_argument("table")
+    p.add_argument("mode")
+    p.add_argument("args", nargs="*")
+    a = p.parse_args()
+    if a.mode == "file_slices":
+        json.dump({"file_slices": file_slices(a.table, a.args)}, sys.stdout)
+        return
+    reader = read_hudi_rs if a.engine == "hudi" else read_daft
+    json.dump(canon_table(reader(a.table, a.mode, a.args)), sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
