@@ -1,5 +1,15 @@
 //! The table schema: Avro (as Hudi stores it) and its Arrow / Parquet mapping.
+//!
+//! Hudi keeps the table schema as Avro JSON in every commit (`extraMetadata.schema`), in `hoodie.properties`
+//! (`hoodie.table.create.schema`) and, with the meta fields, in each Parquet footer (`parquet.avro.schema`).
+//! [`avro`] parses and re-serialises that JSON without losing anything, [`meta`] adds and checks the meta
+//! fields, [`arrow`] maps Avro to the Arrow types of our record batches (and back), and [`parquet`] gives the
+//! Parquet schema that makes arrow-rs write what parquet-avro would.
 
 pub mod arrow;
 pub mod avro;
+mod error;
 pub mod meta;
+pub mod parquet;
+
+pub use error::{SchemaError, SchemaResult};
