@@ -21,7 +21,7 @@ venv: $(VENV)/.stamp
 demo: venv
 	rm -rf $(DEMO_DIR)
 	$(CARGO) run --quiet -p hudi-sink-cli --bin hudi-sink -- demo --base-path $(DEMO_DIR)/trips
-	$(VENV_PY) tests/python/hudi_read.py $(DEMO_DIR)/trips snapshot | $(VENV_PY) -c 'import json,sys; d=json.load(sys.stdin); print(f"hudi-rs 0.5.0 reads {len(d[\"rows\"])} rows from $(DEMO_DIR)/trips")'
+	$(VENV_PY) tests/python/hudi_read.py --pretty $(DEMO_DIR)/trips snapshot
 
 test: venv
 	HUDI_SINK_PYTHON=$(VENV_PY) $(CARGO) test --workspace --all-targets

@@ -126,6 +126,7 @@ def file_slices(path, args):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--engine", default="hudi", choices=["hudi", "daft"])
+    p.add_argument("--pretty", action="store_true", help="print a readable table instead of JSON")
     p.add_argument("table")
     p.add_argument("mode")
     p.add_argument("args", nargs="*")
@@ -134,7 +135,21 @@ def main():
         json.dump({"file_slices": file_slices(a.table, a.args)}, sys.stdout)
         return
     reader = read_hudi_rs if a.engine == "hudi" else read_daft
-    json.dump(canon_table(reader(a.table, a.mode, a.args)), sys.stdout)
+    table = reader(a.table, a.mode, a.args)
+    if a.pretty:
+        print_table(table, f"{a.engine} reads {table.num_rows} rows ({a.mode}) from {a.table}:")
+        return
+    json.dump(canon_table(table), sys.stdout)
+
+
+def print_table(table: pa.Table, title: str):
+    cols = [c for c in table.column_names if c not in ("_hoodie_commit_seqno", "_hoodie_file_name")]
+    rows = sorted(table.select(cols).to_pylist(), key=lambda r: (r["_hoodie_partition_path"], r["_hoodie_record_key"]))
+    cells = [cols] + [["" if r[c] is None else str(r[c]) for c in cols] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
+    print(title)
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
 
 
 if __name__ == "__main__":
