@@ -37,7 +37,10 @@ pub enum StorageError {
     },
     /// Injected by a fault-injecting storage in tests and simulations.
     #[error("injected fault on {operation} {path}")]
-    Injected { operation: &'static str, path: String },
+    Injected {
+        operation: &'static str,
+        path: String,
+    },
 }
 
 impl StorageError {

@@ -253,14 +253,38 @@ mod tests {
     async fn list_get_range_delete() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = LocalStorage::new(dir.path());
-        store.put("a/b/c.txt", Bytes::from_static(b"hello")).await.expect("put");
-        store.put("a/d.txt", Bytes::from_static(b"x")).await.expect("put");
-        store.put("ab.txt", Bytes::from_static(b"y")).await.expect("put");
-        let names: Vec<_> = store.list("a/").await.expect("list").into_iter().map(|o| o.path).collect();
+        store
+            .put("a/b/c.txt", Bytes::from_static(b"hello"))
+            .await
+            .expect("put");
+        store
+            .put("a/d.txt", Bytes::from_static(b"x"))
+            .await
+            .expect("put");
+        store
+            .put("ab.txt", Bytes::from_static(b"y"))
+            .await
+            .expect("put");
+        let names: Vec<_> = store
+            .list("a/")
+            .await
+            .expect("list")
+            .into_iter()
+            .map(|o| o.path)
+            .collect();
         assert_eq!(names, vec!["a/b/c.txt", "a/d.txt"]);
-        let all: Vec<_> = store.list("a").await.expect("list").into_iter().map(|o| o.path).collect();
+        let all: Vec<_> = store
+            .list("a")
+            .await
+            .expect("list")
+            .into_iter()
+            .map(|o| o.path)
+            .collect();
         assert_eq!(all, vec!["a/b/c.txt", "a/d.txt", "ab.txt"]);
-        assert_eq!(&store.get_range("a/b/c.txt", 1..4).await.expect("range")[..], b"ell");
+        assert_eq!(
+            &store.get_range("a/b/c.txt", 1..4).await.expect("range")[..],
+            b"ell"
+        );
         assert!(store.get_range("a/b/c.txt", 1..9).await.is_err());
         assert!(store.get("nope").await.expect_err("missing").is_not_found());
         store.delete("a/d.txt").await.expect("delete");

@@ -8,18 +8,31 @@
 //! - [`Storage::put`] replaces an object atomically (readers see the old or the new bytes, never a mix).
 //! - [`Storage::list`] returns every object under a prefix, recursively, with its exact size.
 //! - [`Storage::delete`] of a missing object succeeds (deletes are retried).
+//!
+//! Backends: [`local::LocalStorage`] (a directory), [`s3::S3Storage`] (feature `aws`),
+//! [`memory::MemoryStorage`] (tests), and [`faulty::FaultyStorage`], which wraps any of them to inject
+//! failures. [`open_storage`] picks the backend from a table's `hoodie.base.path`.
 
 mod error;
+pub mod faulty;
 pub mod local;
 pub mod memory;
+#[cfg(feature = "aws")]
+pub mod s3;
 
 use std::fmt::Debug;
 use std::ops::Range;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 
 pub use error::{StorageError, StorageResult};
+pub use faulty::FaultyStorage;
+pub use local::LocalStorage;
+pub use memory::MemoryStorage;
+#[cfg(feature = "aws")]
+pub use s3::{S3Options, S3Storage};
 
 /// One stored object.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -65,6 +78,53 @@ pub trait Storage: Send + Sync + Debug {
 
     /// Deletes an object; succeeds when it does not exist.
     async fn delete(&self, path: &str) -> StorageResult<()>;
+}
+
+/// The storage for a table's base path (`hoodie.base.path`).
+///
+/// - `s3://bucket/prefix` and `s3a://bucket/prefix` (Hadoop's spelling, found in Hudi configurations):
+///   [`S3Storage`] with the AWS SDK configuration of the environment (credentials, region) and
+///   [`S3Options::from_env`], which honours `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` and then uses
+///   path-style addressing (moto, LocalStack). Needs the `aws` feature.
+/// - `file:///dir` and plain paths: [`LocalStorage`].
+///
+/// Other schemes are refused rather than taken for local directory names. Building an S3 storage loads
+/// credentials: open it once per process (per warm Lambda environment) and share the `Arc`.
+pub async fn open_storage(base_path: &str) -> Result<Arc<dyn Storage>, StorageError> {
+    let bad = |reason: &'static str| StorageError::InvalidPath {
+        path: base_path.to_string(),
+        reason,
+    };
+    if base_path.trim().is_empty() {
+        return Err(bad("empty base path"));
+    }
+    let scheme = base_path
+        .split_once("://")
+        .map(|(scheme, _)| scheme)
+        .filter(|s| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        });
+    match scheme.map(|s| s.to_ascii_lowercase()).as_deref() {
+        None => Ok(Arc::new(LocalStorage::new(base_path))),
+        Some("file") => {
+            let rest = &base_path["file://".len()..];
+            // `file:///dir` (empty host) or `file://localhost/dir`; a remote host cannot be reached.
+            let path = rest.strip_prefix("localhost").unwrap_or(rest);
+            if !path.starts_with('/') {
+                return Err(bad("file:// URI with a host other than localhost"));
+            }
+            Ok(Arc::new(LocalStorage::new(path)))
+        }
+        #[cfg(feature = "aws")]
+        Some("s3" | "s3a") => Ok(Arc::new(S3Storage::from_env(base_path).await?)),
+        #[cfg(not(feature = "aws"))]
+        Some("s3" | "s3a") => Err(bad("s3:// base paths need the `aws` feature")),
+        Some(_) => Err(bad(
+            "unsupported URI scheme (use s3://, s3a://, file:// or a local path)",
+        )),
+    }
 }
 
 /// Joins relative path segments with `/`, skipping empty ones (a non-partitioned table's partition is `""`).
@@ -124,5 +184,36 @@ mod tests {
             assert!(validate_relative_path(p).is_err(), "{p:?} accepted");
         }
         assert!(validate_relative_path(".hoodie/hoodie.properties").is_ok());
+    }
+
+    #[tokio::test]
+    async fn open_storage_picks_the_backend_by_scheme() {
+        let local = open_storage("/tmp/some/table").await.expect("plain path");
+        assert_eq!(local.base_uri(), "/tmp/some/table");
+        let file = open_storage("file:///tmp/some/table")
+            .await
+            .expect("file uri");
+        assert_eq!(file.base_uri(), "/tmp/some/table");
+        let file = open_storage("file://localhost/tmp/t")
+            .await
+            .expect("file uri with localhost");
+        assert_eq!(file.base_uri(), "/tmp/t");
+        let relative = open_storage("tables/t1").await.expect("relative dir");
+        assert_eq!(relative.base_uri(), "tables/t1");
+        for bad in ["", "  ", "gs://b/t", "hdfs://nn/t", "file://otherhost/t"] {
+            let err = open_storage(bad).await.expect_err(bad);
+            assert!(
+                matches!(err, StorageError::InvalidPath { .. }),
+                "{bad:?}: {err}"
+            );
+        }
+        #[cfg(feature = "aws")]
+        for bad in ["s3://", "s3:///t", "s3://b/../t"] {
+            let err = open_storage(bad).await.expect_err(bad);
+            assert!(
+                matches!(err, StorageError::InvalidPath { .. }),
+                "{bad:?}: {err}"
+            );
+        }
     }
 }
