@@ -1,0 +1,972 @@
+//! Parsing the ESM invocation payload (`aws:kafka` from Amazon MSK, `SelfManagedKafka` otherwise) into a
+//! [`KafkaBatch`].
+//!
+//! The payload is read with serde straight into private structs that mirror the JSON (no `serde_json::Value`
+//! tree of a 6 MB payload), then checked and converted:
+//! - `timestamp` is deserialised as an `i64`, so every millisecond survives (a fractional or out-of-range number
+//!   is an envelope error, never a rounded value);
+//! - headers are arrays of **signed** bytes (Java `byte`); each `-128..=127` value is reinterpreted as the same
+//!   bit pattern (`-61` → `0xC3`), so non-ASCII header text such as `"é"` = `[-61, -87]` comes out as its UTF-8
+//!   bytes; anything outside that range is an envelope error;
+//! - `key` and `value` are decoded with the standard, padded base64 alphabet. The decoder is strict (no
+//!   whitespace, canonical padding and trailing bits), so the original text is always the canonical encoding of
+//!   the bytes; the original text is kept anyway ([`KafkaRecord::raw_value_b64`]) for dead letters. A string
+//!   that does not decode marks the record [`Payload::Undecodable`]; an absent or `null` value is a tombstone.
+//!
+//! See the [module doc](super) for the envelope/record split and the batch invariants.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use thiserror::Error;
+
+/// `eventSource` of an Amazon MSK event source mapping.
+pub const MSK_EVENT_SOURCE: &str = "aws:kafka";
+/// `eventSource` of a self-managed Kafka event source mapping (no `aws:` prefix).
+pub const SELF_MANAGED_EVENT_SOURCE: &str = "SelfManagedKafka";
+
+/// Why an invocation payload is not a usable Kafka batch. The invocation fails; nothing of it is written.
+#[derive(Debug, Error)]
+pub enum EventError {
+    /// The payload is not JSON, or a field has the wrong JSON type or is missing inside a record (the message
+    /// names the field, the `records` entry and the record index, with line and column).
+    #[error("invalid Kafka event payload: {source}")]
+    Json {
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A required top-level field is absent or `null`.
+    #[error(
+        "not a Kafka event: required field `{field}` is missing{}",
+        context.map(|c| format!(" ({c})")).unwrap_or_default()
+    )]
+    MissingField {
+        /// The JSON field name.
+        field: &'static str,
+        /// Why it is required here.
+        context: Option<&'static str>,
+    },
+    /// `eventSource` names another service (or the wrong spelling `aws:SelfManagedKafka`).
+    #[error(
+        "not a Kafka event: eventSource is {found:?}; expected {MSK_EVENT_SOURCE:?} (Amazon MSK) or \
+         {SELF_MANAGED_EVENT_SOURCE:?} (self-managed Kafka)"
+    )]
+    NotKafka {
+        /// The `eventSource` found.
+        found: String,
+    },
+    /// A record sits under a `records` key that is not its own `<topic>-<partition>`.
+    #[error(
+        "records[{key:?}][{index}] is {topic}-{partition} offset {offset}: the key must be \"<topic>-<partition>\" \
+         of its records"
+    )]
+    KeyMismatch {
+        /// The `records` key.
+        key: String,
+        /// Position in that key's array.
+        index: usize,
+        /// The record's own topic.
+        topic: String,
+        /// The record's own partition.
+        partition: i32,
+        /// The record's offset.
+        offset: i64,
+    },
+    /// The same `records` key appears twice (its records would interleave).
+    #[error("records key {key:?} appears twice in one event")]
+    DuplicateKey {
+        /// The repeated key.
+        key: String,
+    },
+    /// Offsets of one topic-partition do not strictly increase in delivery order.
+    #[error(
+        "{topic}-{partition}: offset {offset} follows offset {previous}; the ESM delivers each partition in \
+         increasing offset order"
+    )]
+    OffsetOrder {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// The offset delivered before.
+        previous: i64,
+        /// The offset that does not exceed it.
+        offset: i64,
+    },
+    /// A record field holds a value Kafka cannot produce.
+    #[error("records[{key:?}][{index}]: field `{field}` = {value} is invalid: {reason}")]
+    InvalidRecordField {
+        /// The `records` key.
+        key: String,
+        /// Position in that key's array.
+        index: usize,
+        /// The JSON field.
+        field: &'static str,
+        /// The value found.
+        value: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A top-level string field is empty.
+    #[error("not a Kafka event: field `{field}` is empty")]
+    EmptyField {
+        /// The JSON field.
+        field: &'static str,
+    },
+}
+
+/// Where the batch came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventSource {
+    /// Amazon MSK (`eventSource` = `aws:kafka`).
+    Msk {
+        /// The MSK cluster ARN (`eventSourceArn`).
+        event_source_arn: String,
+        /// Broker list (`bootstrapServers`), absent from some older payloads.
+        bootstrap_servers: Option<String>,
+    },
+    /// Self-managed Kafka (`eventSource` = `SelfManagedKafka`; there is no ARN).
+    SelfManaged {
+        /// The configured broker endpoints (`bootstrapServers`).
+        bootstrap_servers: String,
+    },
+}
+
+/// Kafka's `TimestampType` as the ESM spells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimestampType {
+    /// `CREATE_TIME`: set by the producer.
+    CreateTime,
+    /// `LOG_APPEND_TIME`: set by the broker.
+    LogAppendTime,
+    /// `NO_TIMESTAMP_TYPE`: pre-0.10 message format.
+    NoTimestampType,
+    /// A spelling this crate does not know, kept verbatim rather than failing every invocation should AWS add
+    /// one.
+    Other(String),
+}
+
+impl TimestampType {
+    fn parse(text: String) -> Self {
+        match text.as_str() {
+            "CREATE_TIME" => TimestampType::CreateTime,
+            "LOG_APPEND_TIME" => TimestampType::LogAppendTime,
+            "NO_TIMESTAMP_TYPE" => TimestampType::NoTimestampType,
+            _ => TimestampType::Other(text),
+        }
+    }
+
+    /// The ESM's spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            TimestampType::CreateTime => "CREATE_TIME",
+            TimestampType::LogAppendTime => "LOG_APPEND_TIME",
+            TimestampType::NoTimestampType => "NO_TIMESTAMP_TYPE",
+            TimestampType::Other(s) => s,
+        }
+    }
+}
+
+/// Which base64 field of a record failed to decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordPart {
+    /// The Kafka key.
+    Key,
+    /// The Kafka value.
+    Value,
+}
+
+impl RecordPart {
+    /// `"key"` or `"value"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordPart::Key => "key",
+            RecordPart::Value => "value",
+        }
+    }
+}
+
+/// A record's key or value is not valid base64 (a record-level failure: the record becomes a dead letter).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{} is not valid standard base64: {reason}", part.as_str())]
+pub struct Base64Error {
+    /// Key or value.
+    pub part: RecordPart,
+    /// The decoder's message (symbol and position).
+    pub reason: String,
+}
+
+/// One Kafka record of the batch.
+///
+/// `key`/`value` hold the decoded bytes; when a base64 string does not decode, the field is `None`,
+/// [`KafkaRecord::base64_error`] says why, and [`KafkaRecord::payload`] is [`Payload::Undecodable`]. Use
+/// [`KafkaRecord::payload`] rather than `value.is_none()` to tell a tombstone from a broken record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaRecord {
+    /// Topic name.
+    pub topic: String,
+    /// Partition number (≥ 0).
+    pub partition: i32,
+    /// Offset in the partition (≥ 0).
+    pub offset: i64,
+    /// Record timestamp, epoch milliseconds, exactly as delivered.
+    pub timestamp_ms: i64,
+    /// How the timestamp was set; `None` when the payload omits `timestampType`.
+    pub timestamp_type: Option<TimestampType>,
+    /// Decoded Kafka key; `None` for a null key (or an undecodable one, see `base64_error`).
+    pub key: Option<Vec<u8>>,
+    /// Decoded Kafka value; `None` for a tombstone (or an undecodable one, see `base64_error`).
+    pub value: Option<Vec<u8>>,
+    /// Headers in delivery order, duplicates kept, values as unsigned bytes. A `null` header value (Kafka
+    /// allows one) is delivered as an empty value.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The key's base64 text as delivered (for dead letters).
+    pub raw_key_b64: Option<String>,
+    /// The value's base64 text as delivered (for dead letters).
+    pub raw_value_b64: Option<String>,
+    /// Set when `key` or `value` did not decode (the key is checked first).
+    pub base64_error: Option<Base64Error>,
+}
+
+/// What a record carries, for the write path to match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payload<'a> {
+    /// A value to decode (possibly empty bytes, which is not a tombstone).
+    Value(&'a [u8]),
+    /// A null or absent value: a delete of the record keyed by the Kafka key.
+    Tombstone,
+    /// The key or value is not valid base64: a dead letter.
+    Undecodable(&'a Base64Error),
+}
+
+impl KafkaRecord {
+    /// The record's payload: value, tombstone, or undecodable.
+    pub fn payload(&self) -> Payload<'_> {
+        if let Some(err) = &self.base64_error {
+            return Payload::Undecodable(err);
+        }
+        match &self.value {
+            Some(v) => Payload::Value(v),
+            None => Payload::Tombstone,
+        }
+    }
+
+    /// `<topic>-<partition>`, the ESM's key for this record's partition.
+    pub fn partition_key(&self) -> String {
+        format!("{}-{}", self.topic, self.partition)
+    }
+}
+
+/// One ESM invocation: where it came from and its records in delivery order (see the module invariants).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaBatch {
+    /// MSK or self-managed, with the cluster identity.
+    pub source: EventSource,
+    /// The records, in delivery order.
+    pub records: Vec<KafkaRecord>,
+}
+
+impl KafkaBatch {
+    /// Parses an invocation payload.
+    pub fn from_slice(payload: &[u8]) -> Result<Self, EventError> {
+        let raw: RawEvent =
+            serde_json::from_slice(payload).map_err(|source| EventError::Json { source })?;
+        raw.into_batch()
+    }
+
+    /// Parses an invocation payload given as text.
+    pub fn from_json_str(payload: &str) -> Result<Self, EventError> {
+        Self::from_slice(payload.as_bytes())
+    }
+
+    /// Parses an already deserialised payload (what a `LambdaEvent<serde_json::Value>` handler holds).
+    pub fn from_value(payload: serde_json::Value) -> Result<Self, EventError> {
+        let raw: RawEvent =
+            serde_json::from_value(payload).map_err(|source| EventError::Json { source })?;
+        raw.into_batch()
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether the batch has no records.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
+/// `KafkaBatch` can be the event type of a Lambda handler directly; the checks of
+/// [`KafkaBatch::from_slice`] apply and their message becomes the deserialisation error.
+impl<'de> Deserialize<'de> for KafkaBatch {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = RawEvent::deserialize(deserializer)?;
+        raw.into_batch().map_err(de::Error::custom)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The JSON shape.
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawEvent {
+    #[serde(default)]
+    event_source: Option<String>,
+    #[serde(default)]
+    event_source_arn: Option<String>,
+    #[serde(default)]
+    bootstrap_servers: Option<String>,
+    #[serde(default)]
+    records: Option<RawRecords>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawRecord {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    timestamp: i64,
+    #[serde(default)]
+    timestamp_type: Option<String>,
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
+    value: Option<String>,
+    #[serde(default)]
+    headers: Option<Vec<RawHeaderObject>>,
+}
+
+/// The `records` object in document order (a map type would lose the delivery order).
+struct RawRecords(Vec<(String, Vec<RawRecord>)>);
+
+impl<'de> Deserialize<'de> for RawRecords {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct RecordsVisitor;
+        impl<'de> Visitor<'de> for RecordsVisitor {
+            type Value = RawRecords;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of \"<topic>-<partition>\" keys to arrays of records")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawRecords, A::Error> {
+                let mut out = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let records = map.next_value_seed(PartitionSeed { key: &key })?;
+                    out.push((key, records));
+                }
+                Ok(RawRecords(out))
+            }
+        }
+        deserializer.deserialize_map(RecordsVisitor)
+    }
+}
+
+/// Deserialises one `records` entry, naming the key and index of a record that fails.
+struct PartitionSeed<'k> {
+    key: &'k str,
+}
+
+impl<'de> DeserializeSeed<'de> for PartitionSeed<'_> {
+    type Value = Vec<RawRecord>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        struct SeqVisitor<'k> {
+            key: &'k str,
+        }
+        impl<'de> Visitor<'de> for SeqVisitor<'_> {
+            type Value = Vec<RawRecord>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "an array of records under {:?}", self.key)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                loop {
+                    let index = out.len();
+                    match seq.next_element::<RawRecord>() {
+                        Ok(Some(r)) => out.push(r),
+                        Ok(None) => return Ok(out),
+                        Err(e) => {
+                            return Err(de::Error::custom(format_args!(
+                                "records[{:?}][{index}]: {e}",
+                                self.key
+                            )))
+                        }
+                    }
+                }
+            }
+        }
+        deserializer.deserialize_seq(SeqVisitor { key: self.key })
+    }
+}
+
+/// One `{ "name": [signed bytes] }` header object (normally one entry; several are kept in order).
+struct RawHeaderObject(Vec<(String, Vec<u8>)>);
+
+impl<'de> Deserialize<'de> for RawHeaderObject {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct HeaderVisitor;
+        impl<'de> Visitor<'de> for HeaderVisitor {
+            type Value = RawHeaderObject;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a header object {\"name\": [signed bytes -128..=127]}")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawHeaderObject, A::Error> {
+                let mut out = Vec::with_capacity(1);
+                while let Some(name) = map.next_key::<String>()? {
+                    let signed: Option<Vec<i8>> = map
+                        .next_value()
+                        .map_err(|e| de::Error::custom(format_args!("header {name:?}: {e}")))?;
+                    // `as u8` keeps the bit pattern: Java's byte -61 is the octet 0xC3.
+                    let bytes = signed
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|b| b as u8)
+                        .collect();
+                    out.push((name, bytes));
+                }
+                Ok(RawHeaderObject(out))
+            }
+        }
+        deserializer.deserialize_map(HeaderVisitor)
+    }
+}
+
+impl RawEvent {
+    fn into_batch(self) -> Result<KafkaBatch, EventError> {
+        let event_source = self.event_source.ok_or(EventError::MissingField {
+            field: "eventSource",
+            context: None,
+        })?;
+        let source = match event_source.as_str() {
+            MSK_EVENT_SOURCE => {
+                let arn = self.event_source_arn.ok_or(EventError::MissingField {
+                    field: "eventSourceArn",
+                    context: Some("an aws:kafka event names its MSK cluster"),
+                })?;
+                if arn.is_empty() {
+                    return Err(EventError::EmptyField {
+                        field: "eventSourceArn",
+                    });
+                }
+                EventSource::Msk {
+                    event_source_arn: arn,
+                    bootstrap_servers: self.bootstrap_servers,
+                }
+            }
+            SELF_MANAGED_EVENT_SOURCE => {
+                let servers = self.bootstrap_servers.ok_or(EventError::MissingField {
+                    field: "bootstrapServers",
+                    context: Some("a SelfManagedKafka event names its brokers"),
+                })?;
+                if servers.is_empty() {
+                    return Err(EventError::EmptyField {
+                        field: "bootstrapServers",
+                    });
+                }
+                EventSource::SelfManaged {
+                    bootstrap_servers: servers,
+                }
+            }
+            _ => {
+                return Err(EventError::NotKafka {
+                    found: event_source,
+                })
+            }
+        };
+        let RawRecords(entries) = self.records.ok_or(EventError::MissingField {
+            field: "records",
+            context: None,
+        })?;
+        let total = entries.iter().map(|(_, r)| r.len()).sum();
+        let mut records = Vec::with_capacity(total);
+        let mut keys: HashSet<&str> = HashSet::with_capacity(entries.len());
+        for (key, _) in &entries {
+            if !keys.insert(key.as_str()) {
+                return Err(EventError::DuplicateKey { key: key.clone() });
+            }
+        }
+        for (key, raw_records) in entries {
+            let mut previous: Option<i64> = None;
+            for (index, raw) in raw_records.into_iter().enumerate() {
+                let record = convert_record(&key, index, raw)?;
+                if let Some(previous) = previous {
+                    if record.offset <= previous {
+                        return Err(EventError::OffsetOrder {
+                            topic: record.topic,
+                            partition: record.partition,
+                            previous,
+                            offset: record.offset,
+                        });
+                    }
+                }
+                previous = Some(record.offset);
+                records.push(record);
+            }
+        }
+        Ok(KafkaBatch { source, records })
+    }
+}
+
+/// Whether `key` is exactly `<topic>-<partition>`, without allocating.
+fn key_matches(key: &str, topic: &str, partition: i32) -> bool {
+    let Some(rest) = key.strip_prefix(topic) else {
+        return false;
+    };
+    let Some(number) = rest.strip_prefix('-') else {
+        return false;
+    };
+    // Only the canonical decimal form: digits only (no sign), no leading zeros.
+    !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit())
+        && (number == "0" || !number.starts_with('0'))
+        && number.parse::<i32>().ok() == Some(partition)
+}
+
+fn convert_record(key: &str, index: usize, raw: RawRecord) -> Result<KafkaRecord, EventError> {
+    let invalid =
+        |field: &'static str, value: String, reason: &'static str| EventError::InvalidRecordField {
+            key: key.to_string(),
+            index,
+            field,
+            value,
+            reason,
+        };
+    if raw.topic.is_empty() {
+        return Err(invalid(
+            "topic",
+            "\"\"".into(),
+            "a topic name is never empty",
+        ));
+    }
+    if raw.partition < 0 {
+        return Err(invalid(
+            "partition",
+            raw.partition.to_string(),
+            "partitions are numbered from 0",
+        ));
+    }
+    if raw.offset < 0 {
+        return Err(invalid(
+            "offset",
+            raw.offset.to_string(),
+            "offsets are never negative",
+        ));
+    }
+    if !key_matches(key, &raw.topic, raw.partition) {
+        return Err(EventError::KeyMismatch {
+            key: key.to_string(),
+            index,
+            topic: raw.topic,
+            partition: raw.partition,
+            offset: raw.offset,
+        });
+    }
+    let mut base64_error = None;
+    let decoded_key = match &raw.key {
+        None => None,
+        Some(text) => match STANDARD.decode(text) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                base64_error = Some(Base64Error {
+                    part: RecordPart::Key,
+                    reason: e.to_string(),
+                });
+                None
+            }
+        },
+    };
+    let value = match &raw.value {
+        None => None,
+        Some(text) => match STANDARD.decode(text) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                base64_error.get_or_insert(Base64Error {
+                    part: RecordPart::Value,
+                    reason: e.to_string(),
+                });
+                None
+            }
+        },
+    };
+    let headers = raw
+        .headers
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|h| h.0)
+        .collect();
+    Ok(KafkaRecord {
+        topic: raw.topic,
+        partition: raw.partition,
+        offset: raw.offset,
+        timestamp_ms: raw.timestamp,
+        timestamp_type: raw.timestamp_type.map(TimestampType::parse),
+        key: decoded_key,
+        value,
+        headers,
+        raw_key_b64: raw.key,
+        raw_value_b64: raw.value,
+        base64_error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The complete sample of reference/aws-lambda-msk.md §1.1.
+    const REFERENCE_SAMPLE: &str = r#"{
+      "eventSource": "aws:kafka",
+      "eventSourceArn": "arn:aws:kafka:eu-west-1:111122223333:cluster/orders-cluster/3f1c2a9e-7b4d-4c1e-9a55-0d6e2f8b1c77-3",
+      "bootstrapServers": "b-1.orderscluster.x1y2z3.c3.kafka.eu-west-1.amazonaws.com:9098,b-2.orderscluster.x1y2z3.c3.kafka.eu-west-1.amazonaws.com:9098",
+      "records": {
+        "orders.v1-0": [
+          {
+            "topic": "orders.v1", "partition": 0, "offset": 1200,
+            "timestamp": 1764412800123, "timestampType": "CREATE_TIME",
+            "key": "b3JkZXItNDI=",
+            "value": "eyJvcmRlcl9pZCI6NDIsImFtb3VudF9jZW50cyI6MTk5OSwic3RhdHVzIjoiUEFJRCJ9",
+            "headers": [
+              { "content-type": [97,112,112,108,105,99,97,116,105,111,110,47,106,115,111,110] },
+              { "origin": [99,97,102,-61,-87] }
+            ]
+          },
+          {
+            "topic": "orders.v1", "partition": 0, "offset": 1202,
+            "timestamp": 1764412800456, "timestampType": "CREATE_TIME",
+            "key": "b3JkZXItNDM=",
+            "value": "eyJvcmRlcl9pZCI6NDMsImFtb3VudF9jZW50cyI6NTAwLCJzdGF0dXMiOiJORVcifQ==",
+            "headers": []
+          }
+        ],
+        "orders.v1-3": [
+          {
+            "topic": "orders.v1", "partition": 3, "offset": 877,
+            "timestamp": 1764412799001, "timestampType": "LOG_APPEND_TIME",
+            "value": "eyJvcmRlcl9pZCI6NywiYW1vdW50X2NlbnRzIjoxMjAsInN0YXR1cyI6Ik5FVyJ9",
+            "headers": []
+          }
+        ]
+      }
+    }"#;
+
+    fn parse(text: &str) -> KafkaBatch {
+        match KafkaBatch::from_json_str(text) {
+            Ok(b) => b,
+            Err(e) => panic!("parse failed: {e}"),
+        }
+    }
+
+    fn parse_err(text: &str) -> EventError {
+        match KafkaBatch::from_json_str(text) {
+            Ok(b) => panic!("expected an error, parsed {b:?}"),
+            Err(e) => e,
+        }
+    }
+
+    fn one_record(record: &str) -> String {
+        format!(
+            r#"{{"eventSource":"SelfManagedKafka","bootstrapServers":"h:9092","records":{{"t-0":[{record}]}}}}"#
+        )
+    }
+
+    #[test]
+    fn reference_sample_parses_exactly() {
+        let batch = parse(REFERENCE_SAMPLE);
+        assert!(
+            matches!(&batch.source, EventSource::Msk { event_source_arn, bootstrap_servers: Some(b) }
+            if event_source_arn.ends_with("0d6e2f8b1c77-3") && b.contains(",b-2."))
+        );
+        assert_eq!(batch.len(), 3);
+        let r = &batch.records;
+        assert_eq!(
+            (r[0].topic.as_str(), r[0].partition, r[0].offset),
+            ("orders.v1", 0, 1200)
+        );
+        assert_eq!((r[1].partition, r[1].offset), (0, 1202));
+        assert_eq!((r[2].partition, r[2].offset), (3, 877));
+        // aws_lambda_events would give …122 and …000 here.
+        assert_eq!(r[0].timestamp_ms, 1_764_412_800_123);
+        assert_eq!(r[1].timestamp_ms, 1_764_412_800_456);
+        assert_eq!(r[2].timestamp_ms, 1_764_412_799_001);
+        assert_eq!(r[0].timestamp_type, Some(TimestampType::CreateTime));
+        assert_eq!(r[2].timestamp_type, Some(TimestampType::LogAppendTime));
+        assert_eq!(r[0].key.as_deref(), Some(&b"order-42"[..]));
+        assert_eq!(r[2].key, None);
+        assert_eq!(
+            r[0].payload(),
+            Payload::Value(br#"{"order_id":42,"amount_cents":1999,"status":"PAID"}"#)
+        );
+        assert_eq!(
+            r[0].raw_value_b64.as_deref(),
+            Some("eyJvcmRlcl9pZCI6NDIsImFtb3VudF9jZW50cyI6MTk5OSwic3RhdHVzIjoiUEFJRCJ9")
+        );
+        assert_eq!(
+            r[0].headers,
+            vec![
+                ("content-type".to_string(), b"application/json".to_vec()),
+                ("origin".to_string(), "café".as_bytes().to_vec()),
+            ]
+        );
+        assert!(r[1].headers.is_empty());
+    }
+
+    #[test]
+    fn timestamps_that_f64_would_round_are_exact() {
+        for ts in [
+            1_700_000_000_001_i64,
+            9_007_199_254_740_993, // 2^53 + 1: the first integer f64 cannot hold
+            i64::MAX,
+            -1, // NO_TIMESTAMP
+        ] {
+            let text = one_record(&format!(
+                r#"{{"topic":"t","partition":0,"offset":5,"timestamp":{ts},"timestampType":"CREATE_TIME","value":"e30=","headers":[]}}"#
+            ));
+            assert_eq!(parse(&text).records[0].timestamp_ms, ts, "{ts}");
+        }
+        // A float or an out-of-range integer is refused, not rounded.
+        for ts in [
+            "1700000000001.0",
+            "1.7e12",
+            "9223372036854775808",
+            "\"1700000000001\"",
+        ] {
+            let text = one_record(&format!(
+                r#"{{"topic":"t","partition":0,"offset":5,"timestamp":{ts}}}"#
+            ));
+            assert!(
+                matches!(parse_err(&text), EventError::Json { .. }),
+                "{ts} accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn tombstones_nulls_and_bad_base64() {
+        let batch = parse(
+            r#"{"eventSource":"SelfManagedKafka","bootstrapServers":"h:9092","records":{"t-0":[
+                {"topic":"t","partition":0,"offset":1,"timestamp":1,"key":"YQ==","value":null,"headers":[]},
+                {"topic":"t","partition":0,"offset":2,"timestamp":1,"key":"YQ=="},
+                {"topic":"t","partition":0,"offset":3,"timestamp":1,"value":""},
+                {"topic":"t","partition":0,"offset":4,"timestamp":1,"value":"not base64!"},
+                {"topic":"t","partition":0,"offset":5,"timestamp":1,"key":"%%","value":"e30="},
+                {"topic":"t","partition":0,"offset":6,"timestamp":1,"value":"e30"},
+                {"topic":"t","partition":0,"offset":7,"timestamp":1,"value":"e30=","headers":null}
+            ]}}"#,
+        );
+        let r = &batch.records;
+        assert_eq!(r[0].payload(), Payload::Tombstone);
+        assert_eq!(r[0].key.as_deref(), Some(&b"a"[..]));
+        assert_eq!(r[1].payload(), Payload::Tombstone);
+        assert_eq!(
+            r[2].payload(),
+            Payload::Value(b""),
+            "empty is not a tombstone"
+        );
+        let Payload::Undecodable(e) = r[3].payload() else {
+            panic!("{:?}", r[3]);
+        };
+        assert_eq!(e.part, RecordPart::Value);
+        assert_eq!(r[3].raw_value_b64.as_deref(), Some("not base64!"));
+        let Payload::Undecodable(e) = r[4].payload() else {
+            panic!("{:?}", r[4]);
+        };
+        assert_eq!(e.part, RecordPart::Key);
+        assert_eq!(r[4].raw_key_b64.as_deref(), Some("%%"));
+        assert!(
+            matches!(r[5].payload(), Payload::Undecodable(_)),
+            "unpadded base64 is not canonical"
+        );
+        assert_eq!(r[6].payload(), Payload::Value(b"{}"));
+        assert!(r[6].headers.is_empty());
+    }
+
+    #[test]
+    fn headers_keep_order_duplicates_and_signed_bytes() {
+        let batch = parse(&one_record(
+            r#"{"topic":"t","partition":0,"offset":1,"timestamp":1,"headers":[
+                {"a":[-128,-1,0,127]},{"a":[]},{"b":null},{"c":[104],"d":[105]},{}]}"#,
+        ));
+        assert_eq!(
+            batch.records[0].headers,
+            vec![
+                ("a".into(), vec![0x80, 0xFF, 0x00, 0x7F]),
+                ("a".into(), vec![]),
+                ("b".into(), vec![]),
+                ("c".into(), b"h".to_vec()),
+                ("d".into(), b"i".to_vec()),
+            ]
+        );
+        for bad in ["[128]", "[-129]", "[1.5]", "\"aGk=\""] {
+            let text = one_record(&format!(
+                r#"{{"topic":"t","partition":0,"offset":1,"timestamp":1,"headers":[{{"h":{bad}}}]}}"#
+            ));
+            let err = parse_err(&text).to_string();
+            assert!(err.contains("header \"h\""), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn envelope_errors_name_the_field() {
+        assert!(matches!(parse_err("not json"), EventError::Json { .. }));
+        // serde reads a struct from an array too; an empty one then lacks `eventSource`.
+        assert!(matches!(
+            parse_err("[]"),
+            EventError::MissingField {
+                field: "eventSource",
+                ..
+            }
+        ));
+        assert!(matches!(parse_err("[1]"), EventError::Json { .. }));
+        assert!(matches!(
+            parse_err(r#"{"Records":[]}"#),
+            EventError::MissingField {
+                field: "eventSource",
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse_err(r#"{"eventSource":"aws:kafka","records":{}}"#),
+            EventError::MissingField {
+                field: "eventSourceArn",
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse_err(r#"{"eventSource":"SelfManagedKafka","records":{}}"#),
+            EventError::MissingField {
+                field: "bootstrapServers",
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse_err(r#"{"eventSource":"aws:kafka","eventSourceArn":"arn"}"#),
+            EventError::MissingField {
+                field: "records",
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse_err(r#"{"eventSource":"aws:SelfManagedKafka","bootstrapServers":"h","records":{}}"#),
+            EventError::NotKafka { found } if found == "aws:SelfManagedKafka"
+        ));
+        assert!(matches!(
+            parse_err(r#"{"eventSource":"aws:sqs","records":{}}"#),
+            EventError::NotKafka { .. }
+        ));
+        // Missing record fields name the field, the key and the index.
+        let err = parse_err(&one_record(r#"{"topic":"t","partition":0,"timestamp":1}"#));
+        let text = err.to_string();
+        assert!(
+            text.contains("records[\"t-0\"][0]") && text.contains("`offset`"),
+            "{text}"
+        );
+        let text = parse_err(&one_record(
+            r#"{"topic":"t","partition":"0","offset":1,"timestamp":1}"#,
+        ))
+        .to_string();
+        assert!(text.contains("records[\"t-0\"][0]"), "{text}");
+        // An empty batch is fine.
+        assert!(
+            parse(r#"{"eventSource":"aws:kafka","eventSourceArn":"arn","records":{}}"#).is_empty()
+        );
+    }
+
+    #[test]
+    fn keys_must_agree_with_their_records() {
+        for key in [
+            "t-1", "u-0", "t0", "t-00", "t-+0", "t--0", "t-", "t-0-0", "t-0 ",
+        ] {
+            let text = format!(
+                r#"{{"eventSource":"SelfManagedKafka","bootstrapServers":"h","records":{{"{key}":[{{"topic":"t","partition":0,"offset":1,"timestamp":1}}]}}}}"#
+            );
+            assert!(
+                matches!(parse_err(&text), EventError::KeyMismatch { .. }),
+                "{key}"
+            );
+        }
+        // Topic names may contain '-' and '.'.
+        let text = r#"{"eventSource":"SelfManagedKafka","bootstrapServers":"h","records":{"my-topic.v2-10":[{"topic":"my-topic.v2","partition":10,"offset":1,"timestamp":1}]}}"#;
+        assert_eq!(parse(text).records[0].partition, 10);
+    }
+
+    #[test]
+    fn offsets_must_increase_and_keys_be_unique() {
+        let text = one_record(
+            r#"{"topic":"t","partition":0,"offset":5,"timestamp":1},{"topic":"t","partition":0,"offset":5,"timestamp":1}"#,
+        );
+        assert!(matches!(
+            parse_err(&text),
+            EventError::OffsetOrder {
+                previous: 5,
+                offset: 5,
+                ..
+            }
+        ));
+        let text = r#"{"eventSource":"SelfManagedKafka","bootstrapServers":"h","records":{"t-0":[],"t-0":[]}}"#;
+        assert!(matches!(parse_err(text), EventError::DuplicateKey { .. }));
+        for (field, record) in [
+            (
+                "partition",
+                r#"{"topic":"t","partition":-1,"offset":1,"timestamp":1}"#,
+            ),
+            (
+                "offset",
+                r#"{"topic":"t","partition":0,"offset":-3,"timestamp":1}"#,
+            ),
+            (
+                "topic",
+                r#"{"topic":"","partition":0,"offset":1,"timestamp":1}"#,
+            ),
+        ] {
+            assert!(
+                matches!(parse_err(&one_record(record)), EventError::InvalidRecordField { field: f, .. } if f == field),
+                "{field}"
+            );
+        }
+    }
+
+    #[test]
+    fn delivery_order_is_kept() {
+        let text = r#"{"eventSource":"SelfManagedKafka","bootstrapServers":"h","records":{
+            "b-1":[{"topic":"b","partition":1,"offset":9,"timestamp":1}],
+            "a-0":[{"topic":"a","partition":0,"offset":3,"timestamp":1},{"topic":"a","partition":0,"offset":7,"timestamp":1}]}}"#;
+        let batch = parse(text);
+        let order: Vec<_> = batch
+            .records
+            .iter()
+            .map(|r| (r.topic.as_str(), r.offset))
+            .collect();
+        assert_eq!(order, [("b", 9), ("a", 3), ("a", 7)]);
+    }
+
+    #[test]
+    fn deserialize_impl_and_from_value_agree() {
+        let via_serde: KafkaBatch = match serde_json::from_str(REFERENCE_SAMPLE) {
+            Ok(b) => b,
+            Err(e) => panic!("{e}"),
+        };
+        let value: serde_json::Value = match serde_json::from_str(REFERENCE_SAMPLE) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        };
+        let via_value = match KafkaBatch::from_value(value) {
+            Ok(b) => b,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(via_serde, parse(REFERENCE_SAMPLE));
+        assert_eq!(via_value, via_serde);
+        let bad = r#"{"eventSource":"aws:kafka","records":{}}"#;
+        let err = serde_json::from_str::<KafkaBatch>(bad)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("eventSourceArn"), "{err}");
+    }
+}
