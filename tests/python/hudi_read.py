@@ -78,10 +78,29 @@ def canon_table(table: pa.Table):
     return {"columns": table.column_names, "rows": rows}
 
 
+def builder(path):
+    """A table builder; `s3://` paths go to the endpoint in $HUDI_S3_ENDPOINT (moto in the tests)."""
+    import os
+    from hudi import HudiTableBuilder
+
+    b = HudiTableBuilder.from_base_uri(path)
+    endpoint = os.environ.get("HUDI_S3_ENDPOINT")
+    if path.startswith("s3://") and endpoint:
+        b = b.with_storage_options({
+            "aws_endpoint_url": endpoint,
+            "aws_allow_http": "true",
+            "aws_region": "us-east-1",
+            "aws_access_key_id": "test",
+            "aws_secret_access_key": "testtesttest",
+            "aws_virtual_hosted_style_request": "false",
+        })
+    return b
+
+
 def read_hudi_rs(path, mode, args):
     from hudi import HudiTableBuilder, HudiReadOptions, HudiQueryType
 
-    table = HudiTableBuilder.from_base_uri(path).build()
+    table = builder(path).build()
     opts = HudiReadOptions()
     if mode == "as_of":
         opts = opts.with_as_of_timestamp(args[0])
@@ -109,7 +128,7 @@ def read_daft(path, mode, args):
 def file_slices(path, args):
     from hudi import HudiTableBuilder
 
-    table = HudiTableBuilder.from_base_uri(path).build()
+    table = builder(path).build()
     slices = table.get_file_slices(args[0]) if args else table.get_file_slices()
     out = []
     for s in slices:

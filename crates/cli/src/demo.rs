@@ -38,7 +38,10 @@ fn config(base_path: &Path) -> Result<WriteConfig, BoxError> {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
-    .chain([("hoodie.base.path".to_string(), base_path.display().to_string())])
+    .chain([(
+        "hoodie.base.path".to_string(),
+        base_path.display().to_string(),
+    )])
     .collect();
     Ok(WriteConfig::from_properties(props)?)
 }
@@ -131,7 +134,10 @@ pub async fn show(base_path: &Path) -> Result<(), BoxError> {
     }
     println!("latest file slices:");
     for slice in latest_file_slices(&storage, &timeline, None).await? {
-        println!("  {:<28} {} ({} bytes)", slice.partition_path, slice.file_name, slice.size);
+        println!(
+            "  {:<28} {} ({} bytes)",
+            slice.partition_path, slice.file_name, slice.size
+        );
     }
     Ok(())
 }

@@ -23,17 +23,27 @@ const SCHEMA: &str = r#"{"type":"record","name":"trips_record","namespace":"hood
  {"name":"city","type":"string"}]}"#;
 
 fn keys() -> Vec<String> {
-    (0..ROWS).map(|i| format!("{:08x}-trip-{i}", i * 2_654_435_761usize)).collect()
+    (0..ROWS)
+        .map(|i| format!("{:08x}-trip-{i}", i * 2_654_435_761usize))
+        .collect()
 }
 
 fn data_batch(schema: &TableSchema) -> RecordBatch {
     let cities = ["san_francisco", "sao_paulo", "chennai", "amsterdam"];
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(keys())),
-        Arc::new(Int64Array::from_iter_values((0..ROWS as i64).map(|i| 1_700_000_000_000 + i))),
-        Arc::new(StringArray::from_iter_values((0..ROWS).map(|i| format!("rider-{}", i % 977)))),
-        Arc::new(Float64Array::from_iter_values((0..ROWS).map(|i| i as f64 * 0.37))),
-        Arc::new(StringArray::from_iter_values((0..ROWS).map(|i| cities[i % 4]))),
+        Arc::new(Int64Array::from_iter_values(
+            (0..ROWS as i64).map(|i| 1_700_000_000_000 + i),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            (0..ROWS).map(|i| format!("rider-{}", i % 977)),
+        )),
+        Arc::new(Float64Array::from_iter_values(
+            (0..ROWS).map(|i| i as f64 * 0.37),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            (0..ROWS).map(|i| cities[i % 4]),
+        )),
     ];
     RecordBatch::try_new(schema.data.clone(), columns).expect("batch")
 }
@@ -59,7 +69,11 @@ fn bench_bloom(c: &mut Criterion) {
         filled.add(k.as_bytes()).expect("non-empty key");
     }
     g.bench_function("might_contain_10k", |b| {
-        b.iter(|| keys.iter().filter(|k| filled.might_contain(k.as_bytes())).count())
+        b.iter(|| {
+            keys.iter()
+                .filter(|k| filled.might_contain(k.as_bytes()))
+                .count()
+        })
     });
     g.throughput(Throughput::Elements(1));
     g.bench_function("to_base64", |b| b.iter(|| black_box(filled.to_base64())));
@@ -67,11 +81,15 @@ fn bench_bloom(c: &mut Criterion) {
 }
 
 fn bench_keys(c: &mut Criterion) {
-    let schema = TableSchema::try_new(AvroSchema::parse(SCHEMA).expect("schema")).expect("table schema");
+    let schema =
+        TableSchema::try_new(AvroSchema::parse(SCHEMA).expect("schema")).expect("table schema");
     let batch = data_batch(&schema);
     let mut g = c.benchmark_group("keys");
     g.throughput(Throughput::Elements(ROWS as u64));
-    for (name, key_fields, hive) in [("simple", "uuid", "true"), ("complex", "uuid,rider", "false")] {
+    for (name, key_fields, hive) in [
+        ("simple", "uuid", "true"),
+        ("complex", "uuid,rider", "false"),
+    ] {
         let props: BTreeMap<String, String> = [
             ("hoodie.datasource.write.recordkey.field", key_fields),
             ("hoodie.datasource.write.partitionpath.field", "city"),
@@ -80,8 +98,11 @@ fn bench_keys(c: &mut Criterion) {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-        let keygen = KeyGenerator::try_new(KeyGenConfig::from_properties(&props).expect("config"), &schema.data)
-            .expect("keygen");
+        let keygen = KeyGenerator::try_new(
+            KeyGenConfig::from_properties(&props).expect("config"),
+            &schema.data,
+        )
+        .expect("keygen");
         g.bench_function(format!("record_key_and_partition_{name}"), |b| {
             let mut key = String::new();
             let mut part = String::new();
@@ -90,7 +111,9 @@ fn bench_keys(c: &mut Criterion) {
                     key.clear();
                     part.clear();
                     keygen.record_key(&batch, row, &mut key).expect("key");
-                    keygen.partition_path(&batch, row, &mut part).expect("partition");
+                    keygen
+                        .partition_path(&batch, row, &mut part)
+                        .expect("partition");
                 }
                 black_box((&key, &part));
             })
@@ -98,20 +121,33 @@ fn bench_keys(c: &mut Criterion) {
     }
     let index = BucketIndexConfig::try_new(256, vec![], &["uuid".to_string()]).expect("index");
     let keys = keys();
-    g.bench_function("bucket_id_256", |b| b.iter(|| keys.iter().map(|k| index.bucket_id(k) as u64).sum::<u64>()));
+    g.bench_function("bucket_id_256", |b| {
+        b.iter(|| keys.iter().map(|k| index.bucket_id(k) as u64).sum::<u64>())
+    });
     g.finish();
 }
 
 fn bench_base_file(c: &mut Criterion) {
-    let schema = TableSchema::try_new(AvroSchema::parse(SCHEMA).expect("schema")).expect("table schema");
+    let schema =
+        TableSchema::try_new(AvroSchema::parse(SCHEMA).expect("schema")).expect("table schema");
     let data = data_batch(&schema);
     let n = data.num_rows();
     let mut columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(std::iter::repeat_n("20260101000000000", n))),
-        Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("20260101000000000_0_{i}")))),
+        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+            "20260101000000000",
+            n,
+        ))),
+        Arc::new(StringArray::from_iter_values(
+            (0..n).map(|i| format!("20260101000000000_0_{i}")),
+        )),
         data.column(0).clone(),
-        Arc::new(StringArray::from_iter_values(std::iter::repeat_n("city=x", n))),
-        Arc::new(StringArray::from_iter_values(std::iter::repeat_n("f.parquet", n))),
+        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+            "city=x", n,
+        ))),
+        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+            "f.parquet",
+            n,
+        ))),
     ];
     columns.extend(data.columns().iter().cloned());
     let batch = RecordBatch::try_new(schema.file.clone(), columns).expect("file batch");

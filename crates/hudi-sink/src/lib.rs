@@ -5,14 +5,24 @@
 //! tests and simulations can inject faults at any step.
 
 pub mod base_file;
+pub mod bootstrap;
 pub mod clock;
 pub mod config;
+pub mod coordinator;
+pub mod dead_letter;
 pub mod error;
 pub mod index;
+pub mod lock;
+pub mod metrics;
+pub mod protocol;
 pub mod record;
 pub mod schema;
+pub mod sink;
+pub mod source;
 pub mod storage;
 pub mod table;
+pub mod telemetry;
+pub mod transport;
 pub mod write;
 
 pub use error::{Error, Result};

@@ -68,9 +68,18 @@ mod tests {
 
     #[test]
     fn parses_hudi_spellings() {
-        assert_eq!("GZIP".parse::<CompressionCodec>(), Ok(CompressionCodec::Gzip));
-        assert_eq!("snappy".parse::<CompressionCodec>(), Ok(CompressionCodec::Snappy));
-        assert_eq!("zstd".parse::<CompressionCodec>(), Ok(CompressionCodec::Zstd));
+        assert_eq!(
+            "GZIP".parse::<CompressionCodec>(),
+            Ok(CompressionCodec::Gzip)
+        );
+        assert_eq!(
+            "snappy".parse::<CompressionCodec>(),
+            Ok(CompressionCodec::Snappy)
+        );
+        assert_eq!(
+            "zstd".parse::<CompressionCodec>(),
+            Ok(CompressionCodec::Zstd)
+        );
         assert!("lzo".parse::<CompressionCodec>().is_err());
     }
 }

@@ -43,9 +43,11 @@ impl BaseFileFooter {
             return Ok(None);
         };
         let kind = match self.key_values.get(BLOOM_FILTER_TYPE_CODE_KEY) {
-            Some(code) => code.parse::<BloomFilterType>().map_err(|e| BaseFileError::Footer {
-                reason: format!("{BLOOM_FILTER_TYPE_CODE_KEY}: {e}"),
-            })?,
+            Some(code) => code
+                .parse::<BloomFilterType>()
+                .map_err(|e| BaseFileError::Footer {
+                    reason: format!("{BLOOM_FILTER_TYPE_CODE_KEY}: {e}"),
+                })?,
             None => BloomFilterType::Simple,
         };
         BloomFilter::from_base64(text, kind)
@@ -129,12 +131,13 @@ pub async fn read_footer_from_storage(
         })?;
     let footer = storage.get_range(path, start..size).await?;
     // The footer bytes end with the 8-byte trailer, which is what the metadata decoder expects.
-    let meta = ParquetMetaDataReader::decode_metadata(&footer[..footer.len() - 8]).map_err(
-        |source| BaseFileError::Parquet {
-            context: format!("decode footer of {path}"),
-            source,
-        },
-    )?;
+    let meta =
+        ParquetMetaDataReader::decode_metadata(&footer[..footer.len() - 8]).map_err(|source| {
+            BaseFileError::Parquet {
+                context: format!("decode footer of {path}"),
+                source,
+            }
+        })?;
     let file = meta.file_metadata();
     let key_values = file
         .key_value_metadata()

@@ -179,6 +179,9 @@ const USED_KEYS: &[&str] = &[
     "hoodie.write.lock.dynamodb.region",
     "hoodie.write.lock.dynamodb.endpoint_url",
     "hoodie.write.lock.dynamodb.billing_mode",
+    "hoodie.write.lock.dynamodb.read_capacity",
+    "hoodie.write.lock.dynamodb.write_capacity",
+    "hoodie.write.lock.dynamodb.table_creation_timeout",
     "hoodie.write.lock.wait_time_ms",
     "hoodie.write.concurrency.mode",
 ];
@@ -283,7 +286,12 @@ impl WriteConfig {
             // Other engines' namespaced keys (e.g. `spark.*`) are not ours to judge.
             ignored.push(key.clone());
         }
-        let get = |k: &str| properties.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let get = |k: &str| {
+            properties
+                .get(k)
+                .map(|v| v.trim())
+                .filter(|v| !v.is_empty())
+        };
 
         let table_name = get("hoodie.table.name")
             .ok_or(ConfigError::Missing {
@@ -294,7 +302,8 @@ impl WriteConfig {
             return Err(ConfigError::Invalid {
                 key: "hoodie.table.name".into(),
                 value: table_name,
-                reason: "must match [A-Za-z_][A-Za-z0-9_]* (Hudi derives Avro names from it)".into(),
+                reason: "must match [A-Za-z_][A-Za-z0-9_]* (Hudi derives Avro names from it)"
+                    .into(),
             });
         }
         let base_path = get("hoodie.base.path")
@@ -383,7 +392,9 @@ impl WriteConfig {
                 return Err(ConfigError::Invalid {
                     key: "hoodie.index.type".into(),
                     value: v.into(),
-                    reason: "only BUCKET is supported (upserts need an index that needs no lookups)".into(),
+                    reason:
+                        "only BUCKET is supported (upserts need an index that needs no lookups)"
+                            .into(),
                 })
             }
             None => IndexConfig::None,
@@ -411,11 +422,13 @@ impl WriteConfig {
         }
         let mut base_file = BaseFileOptions::default();
         if let Some(v) = get("hoodie.parquet.compression.codec") {
-            base_file.codec = v.parse::<CompressionCodec>().map_err(|e| ConfigError::Invalid {
-                key: "hoodie.parquet.compression.codec".into(),
-                value: v.into(),
-                reason: e.to_string(),
-            })?;
+            base_file.codec = v
+                .parse::<CompressionCodec>()
+                .map_err(|e| ConfigError::Invalid {
+                    key: "hoodie.parquet.compression.codec".into(),
+                    value: v.into(),
+                    reason: e.to_string(),
+                })?;
         }
         if let Some(v) = get("hoodie.parquet.block.size") {
             base_file.row_group_bytes = parse_num("hoodie.parquet.block.size", v)?;
@@ -439,11 +452,13 @@ impl WriteConfig {
             });
         }
         let bloom_type = match get("hoodie.bloom.index.filter.type") {
-            Some(v) => v.parse::<BloomFilterType>().map_err(|e| ConfigError::Invalid {
-                key: "hoodie.bloom.index.filter.type".into(),
-                value: v.into(),
-                reason: e.to_string(),
-            })?,
+            Some(v) => v
+                .parse::<BloomFilterType>()
+                .map_err(|e| ConfigError::Invalid {
+                    key: "hoodie.bloom.index.filter.type".into(),
+                    value: v.into(),
+                    reason: e.to_string(),
+                })?,
             None => BloomFilterType::DynamicV0,
         };
         let max_entries: u32 = match get("hoodie.bloom.index.filter.dynamic.max.entries") {

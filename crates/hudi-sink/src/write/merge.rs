@@ -14,14 +14,21 @@ use arrow_array::ArrayRef;
 
 use super::ordering::OrderingComparator;
 
-/// One incoming row that survived folding.
+/// One incoming version that survived folding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Winner {
-    /// Row index in the concatenated incoming batch.
+    /// Row index in the concatenated incoming batch ([`TOMBSTONE_ROW`] for a Kafka tombstone, which has no
+    /// data row).
     pub row: usize,
     /// Whether this version deletes the record.
     pub delete: bool,
+    /// Whether it wins against the stored version whatever the ordering values: a Kafka tombstone, the
+    /// delete operation, and a record that follows a tombstone in the same batch (it recreates the key).
+    pub force: bool,
 }
+
+/// The `row` of a tombstone winner.
+pub const TOMBSTONE_ROW: usize = usize::MAX;
 
 /// The outcome of folding: winners in first-arrival order of their key, and how many rows were superseded.
 #[derive(Debug, Default)]
@@ -32,11 +39,13 @@ pub struct Folded {
     pub superseded: u64,
 }
 
-/// Folds the incoming rows `rows` (indices into `keys`, `deletes` and the ordering column, in arrival
-/// order) by key; `ordering` = `None` means the later row wins.
+/// Folds the incoming rows `rows` (indices into `keys`, `deletes`, `forced` and the ordering column, in
+/// arrival order) by key; `ordering` = `None` means the later row wins. Forced rows (after a tombstone)
+/// only compete with each other by ordering value; the winner stays forced.
 pub fn fold_incoming(
     keys: &[String],
     deletes: &[bool],
+    forced: &[bool],
     rows: &[usize],
     ordering: Option<(&ArrayRef, OrderingComparator)>,
 ) -> Folded {
@@ -48,6 +57,7 @@ pub fn fold_incoming(
         let candidate = Winner {
             row,
             delete: deletes[row],
+            force: forced[row],
         };
         match index.get(key) {
             None => {
@@ -62,7 +72,10 @@ pub fn fold_incoming(
                     None => true,
                 };
                 if later_wins {
-                    winners[slot].1 = candidate;
+                    winners[slot].1 = Winner {
+                        force: candidate.force || current.force,
+                        ..candidate
+                    };
                 }
             }
         }
@@ -97,8 +110,10 @@ pub struct FileGroupPlan {
     pub deleted: u64,
     /// Incoming versions ignored because the stored version has a larger ordering value.
     pub ignored_older: u64,
-    /// Incoming deletes of keys that are not stored.
+    /// Incoming deletes of keys that are not stored (tombstones excluded: they probe several files).
     pub delete_misses: u64,
+    /// Keys deleted by Kafka tombstones in this file group.
+    pub tombstone_deletes: Vec<String>,
 }
 
 /// Merges folded `winners` into a stored file whose keys are `stored_keys` (file order).
@@ -120,15 +135,18 @@ pub fn plan_file_group(
             continue;
         };
         matched.insert(key, ());
-        let incoming_wins = match &ordering {
-            Some((stored_col, incoming_col, cmp)) => {
-                cmp.later_wins(stored_col, stored_row, incoming_col, w.row)
-            }
-            None => true,
-        };
+        let incoming_wins = w.force
+            || match &ordering {
+                Some((stored_col, incoming_col, cmp)) => {
+                    cmp.later_wins(stored_col, stored_row, incoming_col, w.row)
+                }
+                None => true,
+            };
         if !incoming_wins {
             plan.ignored_older += 1;
             plan.rows.push(Source::Stored(stored_row));
+        } else if w.row == TOMBSTONE_ROW {
+            plan.tombstone_deletes.push(key.to_string());
         } else if w.delete {
             plan.deleted += 1;
         } else {
@@ -143,7 +161,9 @@ pub fn plan_file_group(
         if matched.contains_key(key) {
             continue;
         }
-        if w.delete {
+        if w.row == TOMBSTONE_ROW {
+            // Accounted by the caller once per tombstone, whatever the number of files probed.
+        } else if w.delete {
             plan.delete_misses += 1;
         } else {
             plan.inserted += 1;
@@ -168,13 +188,33 @@ mod tests {
         let ts: ArrayRef = Arc::new(Int64Array::from(vec![5, 3, 5, 1, 9]));
         let cmp = OrderingComparator::try_new("ts", ts.data_type()).expect("orderable");
         let k = keys(&["a", "a", "a", "b", "b"]);
-        let folded = fold_incoming(&k, &[false, false, true, false, false], &[0, 1, 2, 3, 4], Some((&ts, cmp)));
+        let folded = fold_incoming(
+            &k,
+            &[false, false, true, false, false],
+            &[false; 5],
+            &[0, 1, 2, 3, 4],
+            Some((&ts, cmp)),
+        );
         // a: row0 ts5, row1 ts3 loses, row2 ts5 ties and wins (a delete); b: row4 ts9 wins.
         assert_eq!(
             folded.winners,
             vec![
-                ("a".to_string(), Winner { row: 2, delete: true }),
-                ("b".to_string(), Winner { row: 4, delete: false })
+                (
+                    "a".to_string(),
+                    Winner {
+                        row: 2,
+                        delete: true,
+                        force: false
+                    }
+                ),
+                (
+                    "b".to_string(),
+                    Winner {
+                        row: 4,
+                        delete: false,
+                        force: false
+                    }
+                )
             ]
         );
         assert_eq!(folded.superseded, 3);
@@ -183,7 +223,7 @@ mod tests {
     #[test]
     fn fold_without_ordering_takes_the_last() {
         let k = keys(&["a", "b", "a"]);
-        let folded = fold_incoming(&k, &[false, false, false], &[0, 1, 2], None);
+        let folded = fold_incoming(&k, &[false, false, false], &[false; 3], &[0, 1, 2], None);
         assert_eq!(folded.winners[0].1.row, 2);
         assert_eq!(folded.superseded, 1);
     }
@@ -195,25 +235,116 @@ mod tests {
         let cmp = OrderingComparator::try_new("ts", stored_ts.data_type()).expect("orderable");
         let stored = ["k1", "k2", "k3", "k4"];
         let winners = [
-            ("k2", Winner { row: 0, delete: false }), // newer: update
-            ("k3", Winner { row: 1, delete: true }),  // older delete: ignored
-            ("k4", Winner { row: 2, delete: true }),  // equal delete: deletes
-            ("k9", Winner { row: 3, delete: false }), // insert
-            ("k8", Winner { row: 4, delete: true }),  // delete of a missing key
+            (
+                "k2",
+                Winner {
+                    row: 0,
+                    delete: false,
+                    force: false,
+                },
+            ), // newer: update
+            (
+                "k3",
+                Winner {
+                    row: 1,
+                    delete: true,
+                    force: false,
+                },
+            ), // older delete: ignored
+            (
+                "k4",
+                Winner {
+                    row: 2,
+                    delete: true,
+                    force: false,
+                },
+            ), // equal delete: deletes
+            (
+                "k9",
+                Winner {
+                    row: 3,
+                    delete: false,
+                    force: false,
+                },
+            ), // insert
+            (
+                "k8",
+                Winner {
+                    row: 4,
+                    delete: true,
+                    force: false,
+                },
+            ), // delete of a missing key
         ];
         let plan = plan_file_group(&stored, &winners, Some((&stored_ts, &incoming_ts, cmp)));
         assert_eq!(
             plan.rows,
             vec![
                 Source::Stored(0),
-                Source::Update { incoming: 0, stored: 1 },
+                Source::Update {
+                    incoming: 0,
+                    stored: 1
+                },
                 Source::Stored(2),
                 Source::Insert(3)
             ]
         );
         assert_eq!(
-            (plan.updated, plan.inserted, plan.deleted, plan.ignored_older, plan.delete_misses),
+            (
+                plan.updated,
+                plan.inserted,
+                plan.deleted,
+                plan.ignored_older,
+                plan.delete_misses
+            ),
             (1, 1, 1, 1, 1)
         );
+    }
+
+    #[test]
+    fn forced_versions_win_whatever_the_ordering_and_tombstones_are_reported() {
+        let stored_ts: ArrayRef = Arc::new(Int64Array::from(vec![10, 10]));
+        let incoming_ts: ArrayRef = Arc::new(Int64Array::from(vec![1]));
+        let cmp = OrderingComparator::try_new("ts", stored_ts.data_type()).expect("orderable");
+        let winners = [
+            (
+                "k1",
+                Winner {
+                    row: 0,
+                    delete: false,
+                    force: true,
+                },
+            ),
+            (
+                "k2",
+                Winner {
+                    row: TOMBSTONE_ROW,
+                    delete: true,
+                    force: true,
+                },
+            ),
+            (
+                "k3",
+                Winner {
+                    row: TOMBSTONE_ROW,
+                    delete: true,
+                    force: true,
+                },
+            ),
+        ];
+        let plan = plan_file_group(
+            &["k1", "k2"],
+            &winners,
+            Some((&stored_ts, &incoming_ts, cmp)),
+        );
+        assert_eq!(
+            plan.rows,
+            vec![Source::Update {
+                incoming: 0,
+                stored: 0
+            }]
+        );
+        assert_eq!(plan.tombstone_deletes, vec!["k2".to_string()]);
+        assert_eq!((plan.deleted, plan.delete_misses), (0, 0));
     }
 }

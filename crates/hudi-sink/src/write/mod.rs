@@ -17,6 +17,7 @@ mod table_writer;
 
 use thiserror::Error;
 
+pub(crate) use table_writer::{delete_markers, rollback_failed};
 pub use table_writer::{
     PreparedWrite, TableSchema, TableWriter, WriteCounts, WriteResult, IS_DELETED_FIELD,
 };
@@ -71,6 +72,21 @@ pub enum WriteError {
     /// Storage failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// Dead letters could not be stored (the invocation fails so that nothing is lost).
+    #[error("dead letters: {0}")]
+    DeadLetter(String),
+    /// The coordinator could not be reached or answered nonsense.
+    #[error("coordinator {function}: {message}")]
+    Transport { function: String, message: String },
+    /// The table lock failed.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
+    /// The coordinator answered something the writer did not ask for.
+    #[error("unexpected coordinator answer to {request}: {answer}")]
+    Protocol {
+        request: &'static str,
+        answer: String,
+    },
     /// Arrow kernels failed.
     #[error("arrow {context}: {source}")]
     Arrow {
@@ -98,6 +114,20 @@ via_table_error!(
     PartitionMetadataError,
     TimelineError
 );
+
+impl From<crate::record::decode::DecodeError> for WriteError {
+    fn from(e: crate::record::decode::DecodeError) -> Self {
+        WriteError::Data {
+            reason: e.to_string(),
+        }
+    }
+}
+
+impl From<crate::dead_letter::DeadLetterError> for WriteError {
+    fn from(e: crate::dead_letter::DeadLetterError) -> Self {
+        WriteError::DeadLetter(e.to_string())
+    }
+}
 
 impl From<crate::index::bucket::BucketIndexError> for WriteError {
     fn from(e: crate::index::bucket::BucketIndexError) -> Self {

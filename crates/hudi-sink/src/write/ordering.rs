@@ -47,7 +47,9 @@ fn kind_of(field: &str, data_type: &DataType) -> Result<Kind, WriteError> {
         DataType::Boolean => Kind::Bool,
         other => {
             return Err(WriteError::Config {
-                reason: format!("ordering field {field} has type {other}, which cannot order records"),
+                reason: format!(
+                    "ordering field {field} has type {other}, which cannot order records"
+                ),
             })
         }
     })
@@ -77,8 +79,14 @@ impl OrderingComparator {
             _ => {}
         }
         match self.kind {
-            Kind::I32 => a.as_primitive::<Int32Type>().value(i).cmp(&b.as_primitive::<Int32Type>().value(j)),
-            Kind::I64 => a.as_primitive::<Int64Type>().value(i).cmp(&b.as_primitive::<Int64Type>().value(j)),
+            Kind::I32 => a
+                .as_primitive::<Int32Type>()
+                .value(i)
+                .cmp(&b.as_primitive::<Int32Type>().value(j)),
+            Kind::I64 => a
+                .as_primitive::<Int64Type>()
+                .value(i)
+                .cmp(&b.as_primitive::<Int64Type>().value(j)),
             Kind::F32 => a
                 .as_primitive::<Float32Type>()
                 .value(i)
@@ -91,7 +99,10 @@ impl OrderingComparator {
                 a.as_string::<i32>().value(i),
                 b.as_string::<i32>().value(j),
             ),
-            Kind::Date32 => a.as_primitive::<Date32Type>().value(i).cmp(&b.as_primitive::<Date32Type>().value(j)),
+            Kind::Date32 => a
+                .as_primitive::<Date32Type>()
+                .value(i)
+                .cmp(&b.as_primitive::<Date32Type>().value(j)),
             Kind::TsMillis => a
                 .as_primitive::<TimestampMillisecondType>()
                 .value(i)
@@ -139,7 +150,11 @@ mod tests {
 
     #[test]
     fn nested_types_cannot_order() {
-        let dt = DataType::List(Arc::new(arrow_schema::Field::new("element", DataType::Int32, true)));
+        let dt = DataType::List(Arc::new(arrow_schema::Field::new(
+            "element",
+            DataType::Int32,
+            true,
+        )));
         assert!(OrderingComparator::try_new("x", &dt).is_err());
     }
 }

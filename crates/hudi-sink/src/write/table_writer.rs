@@ -83,7 +83,7 @@ impl TableSchema {
 }
 
 /// What happened to the incoming rows of one write. `records_in` always equals the sum of the others.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct WriteCounts {
     /// Rows handed to the writer.
     pub records_in: u64,
@@ -142,8 +142,15 @@ pub struct PreparedWrite {
     pub batch: RecordBatch,
     /// Surviving versions per partition path, in first-arrival order: `(record key, winner)`.
     pub partitions: BTreeMap<String, Vec<(String, Winner)>>,
+    /// Keys deleted by Kafka tombstones, in whatever partition they are stored (one count each).
+    pub tombstones: Vec<String>,
+    /// Keys whose tombstone was followed by a record: its partition gets the new version, other partitions'
+    /// versions are deleted (not counted again).
+    pub shadow_tombstones: Vec<String>,
     /// Row accounting so far (records in, deduped).
     pub counts: WriteCounts,
+    /// Rows whose key or partition path could not be computed (row index, reason).
+    pub rejected: Vec<(usize, crate::record::keygen::KeyError)>,
 }
 
 /// The in-process single writer of one table. See the module doc of [`crate::write`].
@@ -202,7 +209,12 @@ fn table_err(storage: &dyn Storage, reason: impl Into<String>) -> WriteError {
 }
 
 /// Refuses a configuration that disagrees with what the table on storage was written with.
-fn check_compatible(storage: &dyn Storage, props: &TableProperties, config: &WriteConfig, keygen: &KeyGenConfig) -> Result<(), WriteError> {
+fn check_compatible(
+    storage: &dyn Storage,
+    props: &TableProperties,
+    config: &WriteConfig,
+    keygen: &KeyGenConfig,
+) -> Result<(), WriteError> {
     let mismatch = |what: &str, table: String, config: String| {
         table_err(
             storage,
@@ -210,7 +222,11 @@ fn check_compatible(storage: &dyn Storage, props: &TableProperties, config: &Wri
         )
     };
     if props.name != config.table_name {
-        return Err(mismatch("hoodie.table.name", props.name.clone(), config.table_name.clone()));
+        return Err(mismatch(
+            "hoodie.table.name",
+            props.name.clone(),
+            config.table_name.clone(),
+        ));
     }
     if props.record_key_fields != config.record_key_fields {
         return Err(mismatch(
@@ -242,7 +258,11 @@ fn check_compatible(storage: &dyn Storage, props: &TableProperties, config: &Wri
     }
     if let Some(class) = &props.key_generator_class {
         if class.rsplit('.').next() != keygen.kind.class_name().rsplit('.').next() {
-            return Err(mismatch("the key generator", class.clone(), keygen.kind.class_name().to_string()));
+            return Err(mismatch(
+                "the key generator",
+                class.clone(),
+                keygen.kind.class_name().to_string(),
+            ));
         }
     }
     let stored_buckets = props.other().get("hoodie.bucket.index.num.buckets");
@@ -265,7 +285,10 @@ fn check_compatible(storage: &dyn Storage, props: &TableProperties, config: &Wri
             "the table uses the bucket index; configure hoodie.index.type=BUCKET with its bucket count",
         ));
     }
-    let stored_hash = props.other().get("hoodie.bucket.index.hash.field").unwrap_or("");
+    let stored_hash = props
+        .other()
+        .get("hoodie.bucket.index.hash.field")
+        .unwrap_or("");
     if let IndexConfig::Bucket { hash_fields, .. } = &config.index {
         if stored_buckets.is_some() && stored_hash != hash_fields.join(",") {
             return Err(mismatch(
@@ -304,9 +327,7 @@ impl TableWriter {
                     Some(s) => Some(s),
                     None => props.create_schema.clone(),
                 };
-                let stored = stored
-                    .map(|s| AvroSchema::parse(&s))
-                    .transpose()?;
+                let stored = stored.map(|s| AvroSchema::parse(&s)).transpose()?;
                 let avro = match (stored, schema) {
                     (Some(stored), Some(given)) => {
                         if stored.to_json_value() != given.to_json_value() {
@@ -348,8 +369,10 @@ impl TableWriter {
         let keygen = KeyGenerator::try_new(keygen_config, &table_schema.data)?;
         let ordering = match &config.precombine_field {
             Some(field) => {
-                let (idx, f) = table_schema.data.column_with_name(field).ok_or_else(|| WriteError::Config {
-                    reason: format!("precombine field {field} is not a column of the schema"),
+                let (idx, f) = table_schema.data.column_with_name(field).ok_or_else(|| {
+                    WriteError::Config {
+                        reason: format!("precombine field {field} is not a column of the schema"),
+                    }
                 })?;
                 Some((idx, OrderingComparator::try_new(field, f.data_type())?))
             }
@@ -359,7 +382,10 @@ impl TableWriter {
             Some((idx, f)) if f.data_type() == &DataType::Boolean => Some(idx),
             Some((_, f)) => {
                 return Err(WriteError::Config {
-                    reason: format!("{IS_DELETED_FIELD} must be boolean, found {}", f.data_type()),
+                    reason: format!(
+                        "{IS_DELETED_FIELD} must be boolean, found {}",
+                        f.data_type()
+                    ),
                 })
             }
             None => None,
@@ -410,7 +436,8 @@ impl TableWriter {
 
     /// Writes one instant with the configured operation.
     pub async fn write(&self, batches: &[RecordBatch]) -> Result<WriteResult, WriteError> {
-        self.write_with(self.config.operation, batches, BTreeMap::new()).await
+        self.write_with(self.config.operation, batches, BTreeMap::new())
+            .await
     }
 
     /// Writes one instant: prepare, begin, write files, commit. `extra_metadata` goes into the commit's
@@ -434,9 +461,25 @@ impl TableWriter {
         })
     }
 
-    /// Keys, places and folds the incoming rows. Fails on the first row that cannot be keyed (callers that
-    /// must not fail a batch dead-letter such rows before calling this).
-    pub fn prepare(&self, operation: WriteOperation, batches: &[RecordBatch]) -> Result<PreparedWrite, WriteError> {
+    /// Keys, places and folds the incoming rows. Fails on the first row that cannot be keyed.
+    pub fn prepare(
+        &self,
+        operation: WriteOperation,
+        batches: &[RecordBatch],
+    ) -> Result<PreparedWrite, WriteError> {
+        let batch = self.concat(batches)?;
+        let prepared = self.prepare_records(operation, batch, None, &[])?;
+        match prepared.rejected.first() {
+            Some((row, source)) => Err(WriteError::Record {
+                row: *row,
+                source: source.clone(),
+            }),
+            None => Ok(prepared),
+        }
+    }
+
+    /// Concatenates incoming batches after checking they have the table's data schema.
+    pub fn concat(&self, batches: &[RecordBatch]) -> Result<RecordBatch, WriteError> {
         for b in batches {
             if b.schema().fields() != self.schema.data.fields() {
                 return Err(WriteError::Data {
@@ -448,40 +491,109 @@ impl TableWriter {
                 });
             }
         }
-        let batch = concat_batches(&self.schema.data, batches).map_err(|source| WriteError::Arrow {
+        concat_batches(&self.schema.data, batches).map_err(|source| WriteError::Arrow {
             context: "concatenate incoming batches",
             source,
-        })?;
+        })
+    }
+
+    /// Keys, places and folds incoming rows and Kafka tombstones, in arrival order.
+    ///
+    /// `positions[i]` is the arrival position of data row `i` (default: its index); `tombstones` are
+    /// `(record key, position)` of tombstones (records without a value). Per key, in arrival order: a
+    /// tombstone deletes whatever came before it; a record after a tombstone recreates the key whatever the
+    /// stored ordering value; otherwise the larger ordering value wins, ties go to the later record. Rows
+    /// whose key or partition cannot be computed are returned in `rejected` (with their row index) and take
+    /// no part in the write.
+    pub fn prepare_records(
+        &self,
+        operation: WriteOperation,
+        batch: RecordBatch,
+        positions: Option<&[u64]>,
+        tombstones: &[(String, u64)],
+    ) -> Result<PreparedWrite, WriteError> {
         let rows = batch.num_rows();
-        let mut keys = Vec::with_capacity(rows);
-        let mut parts = Vec::with_capacity(rows);
-        let mut deletes = Vec::with_capacity(rows);
-        let is_deleted = self.is_deleted.map(|i| batch.column(i).as_boolean().clone());
+        let position = |row: usize| {
+            positions
+                .and_then(|p| p.get(row).copied())
+                .unwrap_or(row as u64)
+        };
+        let mut last_tombstone: HashMap<&str, u64> = HashMap::new();
+        for (key, pos) in tombstones {
+            let e = last_tombstone.entry(key.as_str()).or_insert(*pos);
+            *e = (*e).max(*pos);
+        }
+        let mut keys = vec![String::new(); rows];
+        let mut parts = vec![String::new(); rows];
+        let mut deletes = vec![false; rows];
+        let mut forced = vec![false; rows];
+        let mut rejected = Vec::new();
+        let mut counts = WriteCounts::default();
+        let is_deleted = self
+            .is_deleted
+            .map(|i| batch.column(i).as_boolean().clone());
+        let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for row in 0..rows {
             let mut key = String::new();
-            self.keygen
-                .record_key(&batch, row, &mut key)
-                .map_err(|source| WriteError::Record { row, source })?;
             let mut part = String::new();
-            self.keygen
-                .partition_path(&batch, row, &mut part)
-                .map_err(|source| WriteError::Record { row, source })?;
+            if let Err(e) = self
+                .keygen
+                .record_key(&batch, row, &mut key)
+                .and_then(|()| self.keygen.partition_path(&batch, row, &mut part))
+            {
+                rejected.push((row, e));
+                continue;
+            }
+            counts.records_in += 1;
+            let pos = position(row);
+            match last_tombstone.get(key.as_str()) {
+                // A later tombstone deletes this version whatever its ordering value.
+                Some(t) if *t > pos => {
+                    counts.deduped += 1;
+                    continue;
+                }
+                Some(_) => forced[row] = true,
+                None => {}
+            }
             let flagged = is_deleted
                 .as_ref()
                 .is_some_and(|a| a.is_valid(row) && a.value(row));
-            deletes.push(operation == WriteOperation::Delete || flagged);
-            keys.push(key);
-            parts.push(part);
+            if operation == WriteOperation::Delete {
+                // The delete operation removes keys whatever their ordering value.
+                deletes[row] = true;
+                forced[row] = true;
+            } else {
+                deletes[row] = flagged;
+            }
+            keys[row] = key;
+            by_partition.entry(part.clone()).or_default().push(row);
+            parts[row] = part;
         }
-        let mut counts = WriteCounts {
-            records_in: rows as u64,
-            ..WriteCounts::default()
-        };
-        // Group row indices by partition (keys are unique per partition with a non-global index).
-        let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (row, part) in parts.into_iter().enumerate() {
-            by_partition.entry(part).or_default().push(row);
+        // Tombstones: one effective delete per key; repeated tombstones and tombstones followed by a record
+        // of the same key (which recreates it) are superseded.
+        let recreated: std::collections::HashSet<&str> = (0..rows)
+            .filter(|r| forced[*r] && operation != WriteOperation::Delete)
+            .map(|r| keys[r].as_str())
+            .collect();
+        let mut effective_tombstones = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (key, _) in tombstones {
+            counts.records_in += 1;
+            if !seen.insert(key.as_str()) || recreated.contains(key.as_str()) {
+                counts.deduped += 1;
+            } else {
+                effective_tombstones.push(key.clone());
+            }
         }
+        // Recreated keys still delete their other partitions' versions.
+        let mut shadow_tombstones: Vec<String> = tombstones
+            .iter()
+            .filter(|(k, _)| recreated.contains(k.as_str()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        shadow_tombstones.sort();
+        shadow_tombstones.dedup();
+
         let ordering = self
             .ordering
             .map(|(idx, cmp)| (batch.column(idx).clone(), cmp));
@@ -497,6 +609,7 @@ impl TableWriter {
                             Winner {
                                 row,
                                 delete: deletes[row],
+                                force: forced[row],
                             },
                         )
                     })
@@ -505,6 +618,7 @@ impl TableWriter {
                 let folded = fold_incoming(
                     &keys,
                     &deletes,
+                    &forced,
                     &rows_in_part,
                     ordering.as_ref().map(|(col, cmp)| (col, *cmp)),
                 );
@@ -517,7 +631,10 @@ impl TableWriter {
             operation,
             batch,
             partitions,
+            tombstones: effective_tombstones,
+            shadow_tombstones,
             counts,
+            rejected,
         })
     }
 
@@ -571,72 +688,151 @@ impl TableWriter {
         let mut counts = prepared.counts;
         let mut stats = Vec::new();
         let mut file_index = 0usize;
+        let Some(index) = self.bucketed() else {
+            if !prepared.tombstones.is_empty() || !prepared.shadow_tombstones.is_empty() {
+                return Err(WriteError::Config {
+                    reason: "Kafka tombstones need an index to find their records (hoodie.index.type=BUCKET)".into(),
+                });
+            }
+            for (partition, winners) in &prepared.partitions {
+                let rows: Vec<(String, usize)> = winners
+                    .iter()
+                    .filter(|(_, w)| !w.delete)
+                    .map(|(k, w)| (k.clone(), w.row))
+                    .collect();
+                counts.delete_misses += (winners.len() - rows.len()) as u64;
+                counts.inserted += rows.len() as u64;
+                if rows.is_empty() {
+                    continue;
+                }
+                self.ensure_partition_metadata(instant, partition).await?;
+                stats.extend(
+                    self.write_new_file_groups(
+                        instant,
+                        partition,
+                        &prepared.batch,
+                        &rows,
+                        &mut file_index,
+                    )
+                    .await?,
+                );
+            }
+            return Ok((stats, counts));
+        };
         let timeline = Timeline::load(storage).await?;
         let slices = latest_file_slices(storage, &timeline, None).await?;
+        let mut groups: BTreeMap<(String, u32), Option<&FileSlice>> = BTreeMap::new();
+        for slice in &slices {
+            if let Some(b) = bucket::bucket_id_from_file_id(&slice.file_id) {
+                let entry = groups
+                    .entry((slice.partition_path.clone(), b))
+                    .or_insert(None);
+                if entry.is_some() {
+                    return Err(table_err(
+                        storage,
+                        format!(
+                            "bucket {b} of partition {:?} has more than one file group; the table is corrupt",
+                            slice.partition_path
+                        ),
+                    ));
+                }
+                *entry = Some(slice);
+            }
+        }
+        // Work per (partition, bucket): folded winners, then tombstones in every partition whose bucket file
+        // may hold the key (footer min/max and bloom filter prune the others).
+        let mut work: BTreeMap<(String, u32), Vec<(&str, Winner)>> = BTreeMap::new();
         for (partition, winners) in &prepared.partitions {
-            if winners.iter().all(|(_, w)| w.delete) && self.bucketed().is_none() {
-                counts.delete_misses += winners.len() as u64;
+            for (key, w) in winners {
+                work.entry((partition.clone(), index.bucket_id(key)))
+                    .or_default()
+                    .push((key.as_str(), *w));
+            }
+        }
+        let mut footers: HashMap<String, crate::base_file::reader::BaseFileFooter> = HashMap::new();
+        for key in prepared
+            .tombstones
+            .iter()
+            .chain(&prepared.shadow_tombstones)
+        {
+            let b = index.bucket_id(key);
+            for ((partition, gb), slice) in &groups {
+                let Some(slice) = slice else { continue };
+                if *gb != b {
+                    continue;
+                }
+                let entry = work.entry((partition.clone(), b)).or_default();
+                if entry.iter().any(|(k, _)| *k == key.as_str()) {
+                    continue;
+                }
+                let path = slice.path();
+                if !footers.contains_key(&path) {
+                    let footer = crate::base_file::reader::read_footer_from_storage(
+                        storage, &path, slice.size,
+                    )
+                    .await?;
+                    footers.insert(path.clone(), footer);
+                }
+                if let Some(footer) = footers.get(&path) {
+                    if !footer_may_contain(footer, key)? {
+                        continue;
+                    }
+                }
+                entry.push((
+                    key.as_str(),
+                    Winner {
+                        row: super::merge::TOMBSTONE_ROW,
+                        delete: true,
+                        force: true,
+                    },
+                ));
+            }
+        }
+        let mut tombstoned: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for ((partition, b), winners) in work {
+            if winners.is_empty() {
                 continue;
             }
-            self.ensure_partition_metadata(instant, partition).await?;
-            match self.bucketed() {
-                None => {
-                    let rows: Vec<(String, usize)> = winners
-                        .iter()
-                        .filter(|(_, w)| !w.delete)
-                        .map(|(k, w)| (k.clone(), w.row))
-                        .collect();
-                    counts.delete_misses += (winners.len() - rows.len()) as u64;
-                    counts.inserted += rows.len() as u64;
-                    stats.extend(
-                        self.write_new_file_groups(instant, partition, &prepared.batch, &rows, &mut file_index)
-                            .await?,
-                    );
-                }
-                Some(index) => {
-                    let mut by_bucket: BTreeMap<u32, Vec<(&str, Winner)>> = BTreeMap::new();
-                    for (key, w) in winners {
-                        let b = index.bucket_id(key);
-                        by_bucket.entry(b).or_default().push((key.as_str(), *w));
-                    }
-                    let in_partition: Vec<&FileSlice> =
-                        slices.iter().filter(|s| &s.partition_path == partition).collect();
-                    for (b, bucket_winners) in by_bucket {
-                        let existing: Vec<&&FileSlice> = in_partition
-                            .iter()
-                            .filter(|s| bucket::bucket_id_from_file_id(&s.file_id) == Some(b))
-                            .collect();
-                        if existing.len() > 1 {
-                            return Err(table_err(
-                                storage,
-                                format!(
-                                    "bucket {b} of partition {partition:?} has {} file groups; the table is corrupt",
-                                    existing.len()
-                                ),
-                            ));
-                        }
-                        let stat = self
-                            .merge_bucket(
-                                instant,
-                                partition,
-                                b,
-                                existing.first().map(|s| **s),
-                                &prepared.batch,
-                                &bucket_winners,
-                                prepared.operation,
-                                &mut file_index,
-                                &mut counts,
-                            )
-                            .await?;
-                        stats.extend(stat);
-                    }
-                }
+            let existing = groups.get(&(partition.clone(), b)).copied().flatten();
+            if existing.is_none() && winners.iter().all(|(_, w)| w.delete) {
+                // Deletes of keys in a bucket that has no file group: nothing stored to delete.
+                counts.delete_misses += winners
+                    .iter()
+                    .filter(|(_, w)| w.row != super::merge::TOMBSTONE_ROW)
+                    .count() as u64;
+                continue;
+            }
+            self.ensure_partition_metadata(instant, &partition).await?;
+            let (stat, applied) = self
+                .merge_bucket(
+                    instant,
+                    &partition,
+                    b,
+                    existing,
+                    &prepared.batch,
+                    &winners,
+                    &mut file_index,
+                    &mut counts,
+                )
+                .await?;
+            tombstoned.extend(applied);
+            stats.extend(stat);
+        }
+        for key in &prepared.tombstones {
+            if tombstoned.contains(key) {
+                counts.deleted += 1;
+            } else {
+                counts.delete_misses += 1;
             }
         }
         Ok((stats, counts))
     }
 
-    async fn ensure_partition_metadata(&self, instant: &InstantTime, partition: &str) -> Result<(), WriteError> {
+    async fn ensure_partition_metadata(
+        &self,
+        instant: &InstantTime,
+        partition: &str,
+    ) -> Result<(), WriteError> {
         let path = metafile_path(partition);
         if self.storage.head(&path).await?.is_none() {
             let meta = PartitionMetadata::for_partition(partition, instant.clone());
@@ -661,24 +857,41 @@ impl TableWriter {
         while start < rows.len() {
             let file_id = crate::table::file_name::new_file_id();
             let file_name = base_file_name(&file_id, *file_index, instant)?;
-            self.put_marker(instant, partition, &file_name, MarkerType::Create).await?;
+            self.put_marker(instant, partition, &file_name, MarkerType::Create)
+                .await?;
             let mut writer = self.new_file_writer()?;
             let mut seq = 0u64;
             let mut end = start;
             while end < rows.len() {
                 // Size the next chunk from the bytes per row so far, so that files end close to the limit.
-                let written = (end - start) as u64;
-                let chunk = if written == 0 {
-                    FIRST_CHUNK_ROWS
-                } else {
-                    let per_row = (writer.estimated_size() as u64 / written).max(1);
-                    let room = self.config.max_file_size.saturating_sub(writer.estimated_size() as u64);
-                    ((room / per_row) as usize).clamp(MIN_CHUNK_ROWS, INSERT_CHUNK_ROWS)
+                let size = writer.estimated_size() as u64;
+                let chunk = match size.checked_div((end - start) as u64) {
+                    None => FIRST_CHUNK_ROWS,
+                    Some(per_row) => {
+                        let room = self.config.max_file_size.saturating_sub(size);
+                        ((room / per_row.max(1)) as usize).clamp(MIN_CHUNK_ROWS, INSERT_CHUNK_ROWS)
+                    }
                 };
                 let chunk_end = (end + chunk).min(rows.len());
-                let sources: Vec<Source> = rows[end..chunk_end].iter().map(|(_, r)| Source::Insert(*r)).collect();
-                let keys: Vec<&str> = rows[end..chunk_end].iter().map(|(k, _)| k.as_str()).collect();
-                let out = self.build_output(instant, partition, &file_name, *file_index, &mut seq, None, batch, &sources, &keys)?;
+                let sources: Vec<Source> = rows[end..chunk_end]
+                    .iter()
+                    .map(|(_, r)| Source::Insert(*r))
+                    .collect();
+                let keys: Vec<&str> = rows[end..chunk_end]
+                    .iter()
+                    .map(|(k, _)| k.as_str())
+                    .collect();
+                let out = self.build_output(
+                    instant,
+                    partition,
+                    &file_name,
+                    *file_index,
+                    &mut seq,
+                    None,
+                    batch,
+                    &sources,
+                    &keys,
+                )?;
                 writer.write(&out)?;
                 end = chunk_end;
                 if writer.estimated_size() as u64 >= self.config.max_file_size {
@@ -688,8 +901,10 @@ impl TableWriter {
             let written = writer.finish()?;
             let inserts = (end - start) as u64;
             stats.push(
-                self.put_base_file(partition, &file_id, &file_name, written, None, inserts, 0, 0)
-                    .await?,
+                self.put_base_file(
+                    partition, &file_id, &file_name, written, None, inserts, 0, 0,
+                )
+                .await?,
             );
             *file_index += 1;
             start = end;
@@ -707,20 +922,22 @@ impl TableWriter {
         existing: Option<&FileSlice>,
         batch: &RecordBatch,
         winners: &[(&str, Winner)],
-        operation: WriteOperation,
         file_index: &mut usize,
         counts: &mut WriteCounts,
-    ) -> Result<Option<WriteStat>, WriteError> {
+    ) -> Result<(Option<WriteStat>, Vec<String>), WriteError> {
         let stored = match existing {
             Some(slice) => {
                 let path = join_path(&[partition, &slice.file_name]);
                 let data = self.storage.get(&path).await?;
                 let (_, batches) = read_base_file(data)?;
-                let stored = concat_batches(&self.schema.file, &conform_batches(&self.schema.file, batches)?)
-                    .map_err(|source| WriteError::Arrow {
-                        context: "concatenate stored file",
-                        source,
-                    })?;
+                let stored = concat_batches(
+                    &self.schema.file,
+                    &conform_batches(&self.schema.file, batches)?,
+                )
+                .map_err(|source| WriteError::Arrow {
+                    context: "concatenate stored file",
+                    source,
+                })?;
                 Some(stored)
             }
             None => None,
@@ -732,8 +949,7 @@ impl TableWriter {
             }
             None => Vec::new(),
         };
-        // The delete operation (like a Kafka tombstone) removes a key whatever its ordering value.
-        let ordering = self.ordering.filter(|_| operation != WriteOperation::Delete).map(|(idx, cmp)| {
+        let ordering = self.ordering.map(|(idx, cmp)| {
             let meta_offset = META_COLUMNS.len();
             (
                 stored
@@ -750,17 +966,27 @@ impl TableWriter {
             ordering.as_ref().map(|(s, i, c)| (s, i, *c)),
         );
         counts.add_plan(&plan);
-        let changed = plan.updated + plan.inserted + plan.deleted;
+        let changed =
+            plan.updated + plan.inserted + plan.deleted + plan.tombstone_deletes.len() as u64;
         if changed == 0 {
             // Nothing to write for this group (only ignored versions or deletes of absent keys).
-            return Ok(None);
+            return Ok((None, Vec::new()));
         }
         let (file_id, prev_commit, marker) = match existing {
-            Some(slice) => (slice.file_id.clone(), Some(slice.base_instant.to_string()), MarkerType::Merge),
-            None => (bucket::new_bucket_file_id(bucket_id), None, MarkerType::Create),
+            Some(slice) => (
+                slice.file_id.clone(),
+                Some(slice.base_instant.to_string()),
+                MarkerType::Merge,
+            ),
+            None => (
+                bucket::new_bucket_file_id(bucket_id),
+                None,
+                MarkerType::Create,
+            ),
         };
         let file_name = base_file_name(&file_id, *file_index, instant)?;
-        self.put_marker(instant, partition, &file_name, marker).await?;
+        self.put_marker(instant, partition, &file_name, marker)
+            .await?;
         let key_of_row: HashMap<usize, &str> = winners.iter().map(|(k, w)| (w.row, *k)).collect();
         let keys: Vec<&str> = plan
             .rows
@@ -794,11 +1020,11 @@ impl TableWriter {
                 prev_commit,
                 plan.inserted,
                 plan.updated,
-                plan.deleted,
+                plan.deleted + plan.tombstone_deletes.len() as u64,
             )
             .await?;
         *file_index += 1;
-        Ok(Some(stat))
+        Ok((Some(stat), plan.tombstone_deletes))
     }
 
     fn new_file_writer(&self) -> Result<BaseFileWriter, WriteError> {
@@ -828,7 +1054,12 @@ impl TableWriter {
         let t = instant.as_str();
         let mut commit_time = Vec::with_capacity(rows.len());
         let mut seqno = Vec::with_capacity(rows.len());
-        let stored_meta = stored.map(|s| (s.column(0).as_string::<i32>(), s.column(1).as_string::<i32>()));
+        let stored_meta = stored.map(|s| {
+            (
+                s.column(0).as_string::<i32>(),
+                s.column(1).as_string::<i32>(),
+            )
+        });
         for src in rows {
             match (src, &stored_meta) {
                 (Source::Stored(r), Some((ct, sq))) => {
@@ -847,8 +1078,12 @@ impl TableWriter {
             Arc::new(StringArray::from(commit_time)),
             Arc::new(StringArray::from(seqno)),
             Arc::new(StringArray::from_iter_values(keys.iter())),
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(partition, n))),
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(file_name, n))),
+            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+                partition, n,
+            ))),
+            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+                file_name, n,
+            ))),
         ];
         let meta_offset = META_COLUMNS.len();
         let indices: Vec<(usize, usize)> = rows
@@ -863,13 +1098,17 @@ impl TableWriter {
             let array = match stored {
                 Some(s) => {
                     let st = s.column(meta_offset + col);
-                    interleave(&[st.as_ref(), inc.as_ref()], &indices).map_err(|source| WriteError::Arrow {
-                        context: "merge columns",
-                        source,
+                    interleave(&[st.as_ref(), inc.as_ref()], &indices).map_err(|source| {
+                        WriteError::Arrow {
+                            context: "merge columns",
+                            source,
+                        }
                     })?
                 }
                 None => {
-                    let idx = arrow_array::UInt32Array::from_iter_values(indices.iter().map(|(_, r)| *r as u32));
+                    let idx = arrow_array::UInt32Array::from_iter_values(
+                        indices.iter().map(|(_, r)| *r as u32),
+                    );
                     take(inc.as_ref(), &idx, None).map_err(|source| WriteError::Arrow {
                         context: "gather rows",
                         source,
@@ -878,13 +1117,21 @@ impl TableWriter {
             };
             columns.push(array);
         }
-        RecordBatch::try_new(self.schema.file.clone(), columns).map_err(|source| WriteError::Arrow {
-            context: "assemble base file rows",
-            source,
+        RecordBatch::try_new(self.schema.file.clone(), columns).map_err(|source| {
+            WriteError::Arrow {
+                context: "assemble base file rows",
+                source,
+            }
         })
     }
 
-    async fn put_marker(&self, instant: &InstantTime, partition: &str, file_name: &str, marker: MarkerType) -> Result<(), WriteError> {
+    async fn put_marker(
+        &self,
+        instant: &InstantTime,
+        partition: &str,
+        file_name: &str,
+        marker: MarkerType,
+    ) -> Result<(), WriteError> {
         let path = marker_path(instant, partition, file_name, marker);
         self.storage.put(&path, Bytes::new()).await?;
         Ok(())
@@ -953,7 +1200,9 @@ impl TableWriter {
         for stat in stats {
             commit.add_write_stat(stat);
         }
-        commit.extra_metadata.insert("schema".into(), self.schema.avro_json.clone());
+        commit
+            .extra_metadata
+            .insert("schema".into(), self.schema.avro_json.clone());
         commit.extra_metadata.extend(extra_metadata);
         let file = Instant::new(instant.clone(), Action::Commit, State::Completed).file_name();
         let path = format!(".hoodie/{file}");
@@ -972,14 +1221,44 @@ impl TableWriter {
     }
 }
 
+/// Whether a base file may hold `key`: inside its min/max key range (Java order) and in its bloom filter.
+fn footer_may_contain(
+    footer: &crate::base_file::reader::BaseFileFooter,
+    key: &str,
+) -> Result<bool, WriteError> {
+    use crate::base_file::writer::java_string_cmp;
+    use std::cmp::Ordering;
+    if footer.num_rows == 0 {
+        return Ok(false);
+    }
+    if let (Some(min), Some(max)) = (footer.min_record_key(), footer.max_record_key()) {
+        if java_string_cmp(key, min) == Ordering::Less
+            || java_string_cmp(key, max) == Ordering::Greater
+        {
+            return Ok(false);
+        }
+    }
+    Ok(match footer.bloom_filter()? {
+        Some(bloom) => bloom.might_contain(key.as_bytes()),
+        None => true,
+    })
+}
+
 /// `<fileId>_<task>-0-0_<t>.parquet`: Hudi's write token shape with the file's index in the instant as task.
-fn base_file_name(file_id: &str, file_index: usize, instant: &InstantTime) -> Result<String, WriteError> {
+fn base_file_name(
+    file_id: &str,
+    file_index: usize,
+    instant: &InstantTime,
+) -> Result<String, WriteError> {
     let token = WriteToken::new(file_index as u64, 0, 0);
     Ok(BaseFileName::new_parquet(file_id, &token, instant.clone())?.file_name())
 }
 
 /// Checks that batches read from a stored base file have the table's file schema.
-fn conform_batches(schema: &SchemaRef, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>, WriteError> {
+fn conform_batches(
+    schema: &SchemaRef,
+    batches: Vec<RecordBatch>,
+) -> Result<Vec<RecordBatch>, WriteError> {
     batches
         .into_iter()
         .map(|b| {
@@ -1016,7 +1295,10 @@ fn conform_batches(schema: &SchemaRef, batches: Vec<RecordBatch>) -> Result<Vec<
 /// Rolls back a failed commit: its data files first (found by listing, which also covers files whose
 /// marker was never written), then its markers, then its `.inflight` and `.commit.requested`, so that a
 /// crash half-way leaves a pending instant that the next writer rolls back again.
-pub(crate) async fn rollback_failed(storage: &dyn Storage, instant: &InstantTime) -> Result<(), WriteError> {
+pub(crate) async fn rollback_failed(
+    storage: &dyn Storage,
+    instant: &InstantTime,
+) -> Result<(), WriteError> {
     let listing = storage.list("").await?;
     for obj in &listing {
         if obj.path.starts_with(".hoodie/") {
@@ -1040,7 +1322,10 @@ pub(crate) async fn rollback_failed(storage: &dyn Storage, instant: &InstantTime
     Ok(())
 }
 
-async fn delete_markers(storage: &dyn Storage, instant: &InstantTime) -> Result<(), WriteError> {
+pub(crate) async fn delete_markers(
+    storage: &dyn Storage,
+    instant: &InstantTime,
+) -> Result<(), WriteError> {
     let prefix = format!(".hoodie/.temp/{instant}/");
     for obj in storage.list(&prefix).await? {
         storage.delete(&obj.path).await?;

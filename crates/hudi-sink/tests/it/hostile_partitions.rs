@@ -39,7 +39,12 @@ fn all_files(dir: &Path) -> Vec<String> {
             if p.is_dir() {
                 walk(root, &p, out);
             } else {
-                out.push(p.strip_prefix(root).expect("under root").display().to_string());
+                out.push(
+                    p.strip_prefix(root)
+                        .expect("under root")
+                        .display()
+                        .to_string(),
+                );
             }
         }
     }
@@ -61,8 +66,14 @@ async fn writer(base: &Path, hive: bool, encode: bool) -> TableWriter {
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .chain([
         ("hoodie.base.path".to_string(), base.display().to_string()),
-        ("hoodie.datasource.write.hive_style_partitioning".to_string(), hive.to_string()),
-        ("hoodie.datasource.write.partitionpath.urlencode".to_string(), encode.to_string()),
+        (
+            "hoodie.datasource.write.hive_style_partitioning".to_string(),
+            hive.to_string(),
+        ),
+        (
+            "hoodie.datasource.write.partitionpath.urlencode".to_string(),
+            encode.to_string(),
+        ),
     ])
     .collect();
     TableWriter::create_or_open(
@@ -94,7 +105,9 @@ async fn hostile_partition_values_stay_inside_the_table() {
             for value in HOSTILE {
                 // What the test expects, independently of the library: URL encoding escapes `/`, `\` and
                 // control characters; a `.`/`..` segment is only safe behind a hive-style `p=` prefix.
-                let unsafe_chars = value.contains('/') || value.contains('\\') || value.chars().any(|c| c.is_control());
+                let unsafe_chars = value.contains('/')
+                    || value.contains('\\')
+                    || value.chars().any(|c| c.is_control());
                 let dot_segment = !hive && (*value == "." || *value == "..");
                 let expect_ok = !dot_segment && (encode || !unsafe_chars);
                 let outcome = w.write(&[batch(&w, value)]).await;
@@ -110,7 +123,10 @@ async fn hostile_partition_values_stay_inside_the_table() {
                             let p = &stat.partition_path;
                             assert!(!p.is_empty(), "{value:?}: empty partition path");
                             assert!(!p.contains('/'), "{value:?} -> {p:?} has a separator");
-                            assert!(p != "." && p != ".." && !p.chars().any(|c| c.is_control()), "{value:?} -> {p:?}");
+                            assert!(
+                                p != "." && p != ".." && !p.chars().any(|c| c.is_control()),
+                                "{value:?} -> {p:?}"
+                            );
                         }
                     }
                     Err(WriteError::Record { row, source }) => {
@@ -118,7 +134,9 @@ async fn hostile_partition_values_stay_inside_the_table() {
                         let msg = source.to_string();
                         assert!(!msg.is_empty());
                     }
-                    Err(other) => panic!("hive={hive} encode={encode} {value:?}: unexpected error {other}"),
+                    Err(other) => {
+                        panic!("hive={hive} encode={encode} {value:?}: unexpected error {other}")
+                    }
                 }
             }
             // Nothing outside the base path, and every file inside is part of the table layout.
@@ -126,10 +144,16 @@ async fn hostile_partition_values_stay_inside_the_table() {
                 .expect("read_dir")
                 .map(|e| e.expect("entry").file_name().to_string_lossy().to_string())
                 .collect();
-            assert_eq!(outside, vec!["table".to_string()], "hive={hive} encode={encode}");
+            assert_eq!(
+                outside,
+                vec!["table".to_string()],
+                "hive={hive} encode={encode}"
+            );
             for f in all_files(&base) {
                 assert!(
-                    f.starts_with(".hoodie/") || f.ends_with(".parquet") || f.ends_with(".hoodie_partition_metadata"),
+                    f.starts_with(".hoodie/")
+                        || f.ends_with(".parquet")
+                        || f.ends_with(".hoodie_partition_metadata"),
                     "unexpected file {f}"
                 );
                 assert!(f.split('/').all(|seg| seg != ".." && seg != "."), "{f}");

@@ -82,7 +82,10 @@ const LAYOUTS: &[Layout] = &[
         name: "nonhive_complex_bucket",
         props: &[
             ("hoodie.datasource.write.recordkey.field", "id,k2"),
-            ("hoodie.datasource.write.partitionpath.field", "region,shard"),
+            (
+                "hoodie.datasource.write.partitionpath.field",
+                "region,shard",
+            ),
             ("hoodie.datasource.write.hive_style_partitioning", "false"),
             ("hoodie.datasource.write.precombine.field", "seq"),
             ("hoodie.index.type", "BUCKET"),
@@ -108,7 +111,13 @@ const LAYOUTS: &[Layout] = &[
         ],
         key: |id, _| id.to_string(),
         bucketed: true,
-        regions: &[Some("a/b"), Some("x:y=z"), Some("50%"), Some("é ü"), Some("")],
+        regions: &[
+            Some("a/b"),
+            Some("x:y=z"),
+            Some("50%"),
+            Some("é ü"),
+            Some(""),
+        ],
         daft: true,
     },
     Layout {
@@ -150,14 +159,24 @@ struct Spec {
 fn batch_for(writer: &TableWriter, layout: &Layout, specs: &[Spec], seed: u64) -> RecordBatch {
     let schema = writer.schema().data.clone();
     let b = gen_batch(&schema, specs.len(), seed);
-    let ids: ArrayRef = Arc::new(StringArray::from_iter_values(specs.iter().map(|s| format!("id-{:04}", s.id))));
-    let k2: ArrayRef = Arc::new(Int32Array::from_iter_values(specs.iter().map(|s| (s.id % 5) as i32)));
-    let shard: ArrayRef = Arc::new(Int32Array::from_iter_values(specs.iter().map(|s| (s.id % 3) as i32)));
+    let ids: ArrayRef = Arc::new(StringArray::from_iter_values(
+        specs.iter().map(|s| format!("id-{:04}", s.id)),
+    ));
+    let k2: ArrayRef = Arc::new(Int32Array::from_iter_values(
+        specs.iter().map(|s| (s.id % 5) as i32),
+    ));
+    let shard: ArrayRef = Arc::new(Int32Array::from_iter_values(
+        specs.iter().map(|s| (s.id % 3) as i32),
+    ));
     let seq: ArrayRef = Arc::new(Int64Array::from_iter_values(specs.iter().map(|s| s.seq)));
     let regions: ArrayRef = Arc::new(StringArray::from_iter(
-        specs.iter().map(|s| layout.regions[s.id as usize % layout.regions.len()]),
+        specs
+            .iter()
+            .map(|s| layout.regions[s.id as usize % layout.regions.len()]),
     ));
-    let deleted: ArrayRef = Arc::new(BooleanArray::from_iter(specs.iter().map(|s| Some(s.deleted))));
+    let deleted: ArrayRef = Arc::new(BooleanArray::from_iter(
+        specs.iter().map(|s| Some(s.deleted)),
+    ));
     let b = with_column(&b, "id", ids);
     let b = with_column(&b, "k2", k2);
     let b = with_column(&b, "shard", shard);
@@ -166,10 +185,13 @@ fn batch_for(writer: &TableWriter, layout: &Layout, specs: &[Spec], seed: u64) -
     with_column(&b, "_hoodie_is_deleted", deleted)
 }
 
+/// (partition path, record key).
+type RowKey = (String, String);
+
 /// The expected table: (partition path, record key) → (ordering value, commit time, data columns).
 #[derive(Clone, Default, Debug)]
 struct Model {
-    rows: BTreeMap<(String, String), (i64, String, Map<String, Value>)>,
+    rows: BTreeMap<RowKey, (i64, String, Map<String, Value>)>,
 }
 
 fn hive_escape(v: &str) -> String {
@@ -187,8 +209,12 @@ fn hive_escape(v: &str) -> String {
 
 /// Partition path the test expects for a row (independent of the library's key generator).
 fn expected_partition(layout: &Layout, region: Option<&str>, shard: i32) -> String {
-    let hive = layout.props.contains(&("hoodie.datasource.write.hive_style_partitioning", "true"));
-    let encode = layout.props.contains(&("hoodie.datasource.write.partitionpath.urlencode", "true"));
+    let hive = layout
+        .props
+        .contains(&("hoodie.datasource.write.hive_style_partitioning", "true"));
+    let encode = layout
+        .props
+        .contains(&("hoodie.datasource.write.partitionpath.urlencode", "true"));
     let fields: Vec<&str> = layout
         .props
         .iter()
@@ -224,7 +250,14 @@ fn expected_partition(layout: &Layout, region: Option<&str>, shard: i32) -> Stri
 }
 
 impl Model {
-    fn apply(&mut self, layout: &Layout, op: WriteOperation, batch: &RecordBatch, specs: &[Spec], instant: &str) {
+    fn apply(
+        &mut self,
+        layout: &Layout,
+        op: WriteOperation,
+        batch: &RecordBatch,
+        specs: &[Spec],
+        instant: &str,
+    ) {
         let schema = batch.schema();
         let region_col = batch.column(schema.index_of("region").expect("region"));
         let mut folded: BTreeMap<(String, String), (i64, bool, usize)> = BTreeMap::new();
@@ -276,7 +309,8 @@ impl Model {
     /// Compares rows read by an independent reader with this model (restricted to commit times in
     /// `(after, ..]` for incremental reads).
     fn assert_matches(&self, read: &[Map<String, Value>], after: Option<&str>, what: &str) {
-        let mut expected: BTreeMap<(String, String), (String, Map<String, Value>)> = BTreeMap::new();
+        let mut expected: BTreeMap<(String, String), (String, Map<String, Value>)> =
+            BTreeMap::new();
         for ((p, k), (_, t, data)) in &self.rows {
             if after.is_some_and(|a| t.as_str() <= a) {
                 continue;
@@ -285,7 +319,12 @@ impl Model {
         }
         let mut actual: BTreeMap<(String, String), (String, Map<String, Value>)> = BTreeMap::new();
         for row in read {
-            let get = |c: &str| row[c].as_str().unwrap_or_else(|| panic!("{what}: {c} missing in {row:?}")).to_string();
+            let get = |c: &str| {
+                row[c]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{what}: {c} missing in {row:?}"))
+                    .to_string()
+            };
             let (t, seqno, key, part, file) = (
                 get("_hoodie_commit_time"),
                 get("_hoodie_commit_seqno"),
@@ -293,10 +332,16 @@ impl Model {
                 get("_hoodie_partition_path"),
                 get("_hoodie_file_name"),
             );
-            assert!(seqno.starts_with(&format!("{t}_")), "{what}: seqno {seqno} not of commit {t}");
+            assert!(
+                seqno.starts_with(&format!("{t}_")),
+                "{what}: seqno {seqno} not of commit {t}"
+            );
             assert!(file.ends_with(".parquet"), "{what}: file name {file}");
-            let data: Map<String, Value> =
-                row.iter().filter(|(c, _)| !c.starts_with("_hoodie_") || c.as_str() == "_hoodie_is_deleted").map(|(c, v)| (c.clone(), v.clone())).collect();
+            let data: Map<String, Value> = row
+                .iter()
+                .filter(|(c, _)| !c.starts_with("_hoodie_") || c.as_str() == "_hoodie_is_deleted")
+                .map(|(c, v)| (c.clone(), v.clone()))
+                .collect();
             let prev = actual.insert((part.clone(), key.clone()), (t, data));
             assert!(prev.is_none(), "{what}: duplicate record ({part}, {key})");
         }
@@ -326,24 +371,98 @@ async fn run_layout(layout: &Layout) {
     let mut steps: Vec<(WriteOperation, Vec<Spec>)> = Vec::new();
     if layout.bucketed {
         // insert 120 keys, 20 of them twice in the same batch (the larger seq, or the later on ties, wins)
-        let mut first: Vec<Spec> = (0..120).map(|id| Spec { id, seq: 10, deleted: false }).collect();
-        first.extend((0..20).map(|id| Spec { id, seq: if id % 2 == 0 { 11 } else { 10 }, deleted: false }));
-        first.push(Spec { id: 3, seq: 5, deleted: false }); // older duplicate: loses
+        let mut first: Vec<Spec> = (0..120)
+            .map(|id| Spec {
+                id,
+                seq: 10,
+                deleted: false,
+            })
+            .collect();
+        first.extend((0..20).map(|id| Spec {
+            id,
+            seq: if id % 2 == 0 { 11 } else { 10 },
+            deleted: false,
+        }));
+        first.push(Spec {
+            id: 3,
+            seq: 5,
+            deleted: false,
+        }); // older duplicate: loses
         steps.push((WriteOperation::Upsert, first));
         // updates (newer), stale versions (older: ignored), new keys, _hoodie_is_deleted with newer seq
-        let mut second: Vec<Spec> = (60..90).map(|id| Spec { id, seq: 20, deleted: false }).collect();
-        second.extend((90..100).map(|id| Spec { id, seq: 1, deleted: false }));
-        second.extend((200..230).map(|id| Spec { id, seq: 20, deleted: false }));
-        second.extend((100..105).map(|id| Spec { id, seq: 30, deleted: true }));
-        second.push(Spec { id: 106, seq: 1, deleted: true }); // older delete: ignored
+        let mut second: Vec<Spec> = (60..90)
+            .map(|id| Spec {
+                id,
+                seq: 20,
+                deleted: false,
+            })
+            .collect();
+        second.extend((90..100).map(|id| Spec {
+            id,
+            seq: 1,
+            deleted: false,
+        }));
+        second.extend((200..230).map(|id| Spec {
+            id,
+            seq: 20,
+            deleted: false,
+        }));
+        second.extend((100..105).map(|id| Spec {
+            id,
+            seq: 30,
+            deleted: true,
+        }));
+        second.push(Spec {
+            id: 106,
+            seq: 1,
+            deleted: true,
+        }); // older delete: ignored
         steps.push((WriteOperation::Upsert, second));
         // delete operation: present and absent keys, whatever their ordering value
-        steps.push((WriteOperation::Delete, (0..10).chain(500..505).map(|id| Spec { id, seq: 0, deleted: false }).collect()));
+        steps.push((
+            WriteOperation::Delete,
+            (0..10)
+                .chain(500..505)
+                .map(|id| Spec {
+                    id,
+                    seq: 0,
+                    deleted: false,
+                })
+                .collect(),
+        ));
         // recreate deleted keys and update again
-        steps.push((WriteOperation::Upsert, (0..5).chain(60..65).map(|id| Spec { id, seq: 40, deleted: false }).collect()));
+        steps.push((
+            WriteOperation::Upsert,
+            (0..5)
+                .chain(60..65)
+                .map(|id| Spec {
+                    id,
+                    seq: 40,
+                    deleted: false,
+                })
+                .collect(),
+        ));
     } else {
-        steps.push((WriteOperation::Insert, (0..300).map(|id| Spec { id, seq: 1, deleted: false }).collect()));
-        steps.push((WriteOperation::Insert, (300..350).map(|id| Spec { id, seq: 1, deleted: false }).collect()));
+        steps.push((
+            WriteOperation::Insert,
+            (0..300)
+                .map(|id| Spec {
+                    id,
+                    seq: 1,
+                    deleted: false,
+                })
+                .collect(),
+        ));
+        steps.push((
+            WriteOperation::Insert,
+            (300..350)
+                .map(|id| Spec {
+                    id,
+                    seq: 1,
+                    deleted: false,
+                })
+                .collect(),
+        ));
     }
 
     let mut model = Model::default();
@@ -351,23 +470,40 @@ async fn run_layout(layout: &Layout) {
     for (n, (op, specs)) in steps.iter().enumerate() {
         let batch = batch_for(&writer, layout, specs, n as u64 + 1);
         let result = writer
-            .write_with(*op, &[batch.clone()], BTreeMap::new())
+            .write_with(*op, std::slice::from_ref(&batch), BTreeMap::new())
             .await
             .unwrap_or_else(|e| panic!("{}: write {n}: {e}", layout.name));
-        assert!(result.counts.balanced(), "{}: counts {:?}", layout.name, result.counts);
+        assert!(
+            result.counts.balanced(),
+            "{}: counts {:?}",
+            layout.name,
+            result.counts
+        );
         let t = result.instant.to_string();
         model.apply(layout, *op, &batch, specs, &t);
         let read = read_rows(&base, "hudi", &["snapshot"]);
-        model.assert_matches(&read, None, &format!("{} snapshot after write {n}", layout.name));
+        model.assert_matches(
+            &read,
+            None,
+            &format!("{} snapshot after write {n}", layout.name),
+        );
         history.push((t, model.clone()));
     }
     // Time travel as of every instant, and incremental between consecutive instants.
     for (i, (t, m)) in history.iter().enumerate() {
         let read = read_rows(&base, "hudi", &["as_of", t]);
         m.assert_matches(&read, None, &format!("{} as of {t}", layout.name));
-        let start = if i == 0 { "00000000000000000".to_string() } else { history[i - 1].0.clone() };
+        let start = if i == 0 {
+            "00000000000000000".to_string()
+        } else {
+            history[i - 1].0.clone()
+        };
         let read = read_rows(&base, "hudi", &["incremental", &start, t]);
-        m.assert_matches(&read, Some(&start), &format!("{} incremental ({start}, {t}]", layout.name));
+        m.assert_matches(
+            &read,
+            Some(&start),
+            &format!("{} incremental ({start}, {t}]", layout.name),
+        );
     }
     // daft supports table version 6 (it reads snapshots only).
     if layout.daft {
@@ -376,7 +512,12 @@ async fn run_layout(layout: &Layout) {
     }
     if !layout.bucketed {
         let files = crate::common::parquet_files(&base);
-        assert!(files.len() > 2, "{}: max.file.size should split inserts, got {} files", layout.name, files.len());
+        assert!(
+            files.len() > 2,
+            "{}: max.file.size should split inserts, got {} files",
+            layout.name,
+            files.len()
+        );
     }
 }
 

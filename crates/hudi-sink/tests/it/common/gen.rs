@@ -31,30 +31,59 @@ fn nulls(n: usize, nullable: bool, seed: u64, salt: u64) -> Option<NullBuffer> {
     Some(NullBuffer::new(b.finish()))
 }
 
-const WORDS: &[&str] = &["alpha", "Bravo", "charlie", "dé", "ünïcode", "中文", "emoji😀", "", "a,b:c", "x y"];
+const WORDS: &[&str] = &[
+    "alpha",
+    "Bravo",
+    "charlie",
+    "dé",
+    "ünïcode",
+    "中文",
+    "emoji😀",
+    "",
+    "a,b:c",
+    "x y",
+];
 
 /// An array of `n` values of `data_type`.
 pub fn gen_array(data_type: &DataType, nullable: bool, n: usize, seed: u64, salt: u64) -> ArrayRef {
     let nb = nulls(n, nullable, seed, salt);
     let v = |row: usize| mix(row, seed, salt);
     match data_type {
-        DataType::Boolean => Arc::new(BooleanArray::new((0..n).map(|r| v(r) % 2 == 0).collect(), nb)),
-        DataType::Int32 => Arc::new(Int32Array::new(
-            (0..n).map(|r| (v(r) % 2_000_001) as i32 - 1_000_000).collect(),
+        DataType::Boolean => Arc::new(BooleanArray::new(
+            (0..n).map(|r| v(r) % 2 == 0).collect(),
             nb,
         )),
-        DataType::Int64 => Arc::new(Int64Array::new((0..n).map(|r| v(r) as i64 >> 3).collect(), nb)),
+        DataType::Int32 => Arc::new(Int32Array::new(
+            (0..n)
+                .map(|r| (v(r) % 2_000_001) as i32 - 1_000_000)
+                .collect(),
+            nb,
+        )),
+        DataType::Int64 => Arc::new(Int64Array::new(
+            (0..n).map(|r| v(r) as i64 >> 3).collect(),
+            nb,
+        )),
         DataType::Float32 => Arc::new(Float32Array::new(
-            (0..n).map(|r| (v(r) % 100_000) as f32 * 0.25 - 1000.0).collect(),
+            (0..n)
+                .map(|r| (v(r) % 100_000) as f32 * 0.25 - 1000.0)
+                .collect(),
             nb,
         )),
         DataType::Float64 => Arc::new(Float64Array::new(
-            (0..n).map(|r| (v(r) % 10_000_000) as f64 / 1024.0 - 3.5).collect(),
+            (0..n)
+                .map(|r| (v(r) % 10_000_000) as f64 / 1024.0 - 3.5)
+                .collect(),
             nb,
         )),
         DataType::Utf8 => {
             let values: Vec<String> = (0..n)
-                .map(|r| format!("{}-{}", WORDS[(v(r) % WORDS.len() as u64) as usize], v(r) % 1000))
+                .map(|r| {
+                    format!(
+                        "{}-{}",
+                        WORDS[(v(r) % WORDS.len() as u64) as usize],
+                        v(r) % 1000
+                    )
+                })
                 .collect();
             Arc::new(StringArray::new(
                 OffsetBuffer::from_lengths(values.iter().map(|s| s.len())),
@@ -63,7 +92,9 @@ pub fn gen_array(data_type: &DataType, nullable: bool, n: usize, seed: u64, salt
             ))
         }
         DataType::Binary => {
-            let values: Vec<Vec<u8>> = (0..n).map(|r| v(r).to_le_bytes()[..(v(r) % 8) as usize].to_vec()).collect();
+            let values: Vec<Vec<u8>> = (0..n)
+                .map(|r| v(r).to_le_bytes()[..(v(r) % 8) as usize].to_vec())
+                .collect();
             Arc::new(BinaryArray::new(
                 OffsetBuffer::from_lengths(values.iter().map(|s| s.len())),
                 values.concat().into(),
@@ -72,39 +103,76 @@ pub fn gen_array(data_type: &DataType, nullable: bool, n: usize, seed: u64, salt
         }
         DataType::FixedSizeBinary(size) => {
             let size = *size as usize;
-            let bytes: Vec<u8> = (0..n).flat_map(|r| (0..size).map(move |i| (mix(r, seed, salt + i as u64) & 0xff) as u8)).collect();
+            let bytes: Vec<u8> = (0..n)
+                .flat_map(|r| (0..size).map(move |i| (mix(r, seed, salt + i as u64) & 0xff) as u8))
+                .collect();
             Arc::new(FixedSizeBinaryArray::new(size as i32, bytes.into(), nb))
         }
         DataType::Decimal128(p, s) => {
             let max = 10i128.pow(u32::from(*p)) - 1;
             Arc::new(
-                Decimal128Array::new((0..n).map(|r| (v(r) as i128 % (2 * max + 1)) - max).collect(), nb)
-                    .with_precision_and_scale(*p, *s)
-                    .expect("valid decimal"),
+                Decimal128Array::new(
+                    (0..n)
+                        .map(|r| (v(r) as i128 % (2 * max + 1)) - max)
+                        .collect(),
+                    nb,
+                )
+                .with_precision_and_scale(*p, *s)
+                .expect("valid decimal"),
             )
         }
-        DataType::Date32 => Arc::new(Date32Array::new((0..n).map(|r| (v(r) % 40_000) as i32 - 5_000).collect(), nb)),
+        DataType::Date32 => Arc::new(Date32Array::new(
+            (0..n).map(|r| (v(r) % 40_000) as i32 - 5_000).collect(),
+            nb,
+        )),
         DataType::Timestamp(TimeUnit::Millisecond, tz) => Arc::new(
-            TimestampMillisecondArray::new((0..n).map(|r| (v(r) % 4_000_000_000_000) as i64).collect(), nb)
-                .with_timezone_opt(tz.clone()),
+            TimestampMillisecondArray::new(
+                (0..n).map(|r| (v(r) % 4_000_000_000_000) as i64).collect(),
+                nb,
+            )
+            .with_timezone_opt(tz.clone()),
         ),
         DataType::Timestamp(TimeUnit::Microsecond, tz) => Arc::new(
-            TimestampMicrosecondArray::new((0..n).map(|r| (v(r) % 4_000_000_000_000_000) as i64).collect(), nb)
-                .with_timezone_opt(tz.clone()),
+            TimestampMicrosecondArray::new(
+                (0..n)
+                    .map(|r| (v(r) % 4_000_000_000_000_000) as i64)
+                    .collect(),
+                nb,
+            )
+            .with_timezone_opt(tz.clone()),
         ),
         DataType::Struct(fields) => {
             let children: Vec<ArrayRef> = fields
                 .iter()
                 .enumerate()
-                .map(|(i, f)| gen_array(f.data_type(), f.is_nullable(), n, seed, salt * 31 + i as u64 + 1))
+                .map(|(i, f)| {
+                    gen_array(
+                        f.data_type(),
+                        f.is_nullable(),
+                        n,
+                        seed,
+                        salt * 31 + i as u64 + 1,
+                    )
+                })
                 .collect();
             Arc::new(StructArray::new(fields.clone(), children, nb))
         }
         DataType::List(item) => {
             let lens: Vec<usize> = (0..n).map(|r| (v(r) % 4) as usize).collect();
             let total: usize = lens.iter().sum();
-            let values = gen_array(item.data_type(), item.is_nullable(), total, seed, salt * 17 + 3);
-            Arc::new(ListArray::new(item.clone(), OffsetBuffer::from_lengths(lens), values, nb))
+            let values = gen_array(
+                item.data_type(),
+                item.is_nullable(),
+                total,
+                seed,
+                salt * 17 + 3,
+            );
+            Arc::new(ListArray::new(
+                item.clone(),
+                OffsetBuffer::from_lengths(lens),
+                values,
+                nb,
+            ))
         }
         DataType::Map(entries, sorted) => {
             let DataType::Struct(kv) = entries.data_type() else {
@@ -116,12 +184,21 @@ pub fn gen_array(data_type: &DataType, nullable: bool, n: usize, seed: u64, salt
             let mut keys = Vec::with_capacity(total);
             for (r, len) in lens.iter().enumerate() {
                 for i in 0..*len {
-                    keys.push(format!("k{i}-{}", WORDS[(v(r) % WORDS.len() as u64) as usize]));
+                    keys.push(format!(
+                        "k{i}-{}",
+                        WORDS[(v(r) % WORDS.len() as u64) as usize]
+                    ));
                 }
             }
             let key_array: ArrayRef = Arc::new(StringArray::from(keys));
             let value_field = &kv[1];
-            let value_array = gen_array(value_field.data_type(), value_field.is_nullable(), total, seed, salt * 13 + 5);
+            let value_array = gen_array(
+                value_field.data_type(),
+                value_field.is_nullable(),
+                total,
+                seed,
+                salt * 13 + 5,
+            );
             let entries_array = StructArray::new(kv.clone(), vec![key_array, value_array], None);
             Arc::new(MapArray::new(
                 entries.clone(),
@@ -149,9 +226,10 @@ pub fn gen_batch(schema: &arrow_schema::SchemaRef, n: usize, seed: u64) -> Recor
 /// Replaces column `name` of `batch`.
 pub fn with_column(batch: &RecordBatch, name: &str, array: ArrayRef) -> RecordBatch {
     let schema = batch.schema();
-    let (idx, _) = schema.column_with_name(name).unwrap_or_else(|| panic!("no column {name}"));
+    let (idx, _) = schema
+        .column_with_name(name)
+        .unwrap_or_else(|| panic!("no column {name}"));
     let mut columns = batch.columns().to_vec();
     columns[idx] = array;
     RecordBatch::try_new(schema.clone(), columns).expect("same type")
 }
-

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 pub mod canon;
 pub mod gen;
+pub mod moto;
 pub mod python;
 
 /// Every table-version-6 golden table shipped in `shared/testdata/hudi-rs-tables`.
@@ -68,7 +69,9 @@ pub fn golden_table(name: &str) -> GoldenTable {
     let dir = tempfile::tempdir().expect("tempdir");
     for i in 0..archive.len() {
         let mut entry = archive.by_index(i).expect("zip entry");
-        let Some(rel) = entry.enclosed_name() else { continue };
+        let Some(rel) = entry.enclosed_name() else {
+            continue;
+        };
         let rel_str = rel.to_string_lossy();
         if rel_str.starts_with("__MACOSX") || rel_str.ends_with(".DS_Store") {
             continue;
@@ -83,7 +86,10 @@ pub fn golden_table(name: &str) -> GoldenTable {
         }
     }
     let path = dir.path().join(name);
-    assert!(path.join(".hoodie").is_dir(), "{name}: no .hoodie after unzip");
+    assert!(
+        path.join(".hoodie").is_dir(),
+        "{name}: no .hoodie after unzip"
+    );
     GoldenTable {
         _dir: dir,
         path,
@@ -99,6 +105,27 @@ pub fn parquet_files(root: &Path) -> Vec<PathBuf> {
             if path.is_dir() {
                 walk(&path, out);
             } else if path.extension().is_some_and(|e| e == "parquet") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, &mut out);
+    out.sort();
+    out
+}
+
+/// Every file under `root`, recursively, sorted (empty when `root` does not exist).
+pub fn all_files(root: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
                 out.push(path);
             }
         }

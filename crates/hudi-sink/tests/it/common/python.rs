@@ -1,6 +1,7 @@
 //! Runs the independent Python readers (`tests/python/hudi_read.py`: hudi-rs 0.5.0, daft).
 
-use std::path::{Path, PathBuf};
+use std::ffi::OsStr;
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{Map, Value};
@@ -20,9 +21,14 @@ pub fn python() -> PathBuf {
 }
 
 /// Runs `hudi_read.py` with `args` and parses its JSON output; panics with the reader's stderr on failure.
-pub fn hudi_read_json(table: &Path, engine: &str, args: &[&str]) -> Value {
+pub fn hudi_read_json(table: impl AsRef<OsStr>, engine: &str, args: &[&str]) -> Value {
+    let table = table.as_ref();
     let script = super::workspace_root().join("tests/python/hudi_read.py");
-    let out = Command::new(python())
+    let mut cmd = Command::new(python());
+    if let Some(endpoint) = super::moto::endpoint_if_started() {
+        cmd.env("HUDI_S3_ENDPOINT", endpoint);
+    }
+    let out = cmd
         .arg(&script)
         .arg("--engine")
         .arg(engine)
@@ -33,7 +39,7 @@ pub fn hudi_read_json(table: &Path, engine: &str, args: &[&str]) -> Value {
     assert!(
         out.status.success(),
         "{engine} reader failed on {} {args:?}:\n{}",
-        table.display(),
+        table.to_string_lossy(),
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("reader prints JSON")
@@ -41,7 +47,7 @@ pub fn hudi_read_json(table: &Path, engine: &str, args: &[&str]) -> Value {
 
 /// Rows read by `engine` (`hudi` or `daft`): `args` = `["snapshot"]`, `["as_of", t]`,
 /// `["incremental", start, end]`.
-pub fn read_rows(table: &Path, engine: &str, args: &[&str]) -> Vec<Map<String, Value>> {
+pub fn read_rows(table: impl AsRef<OsStr>, engine: &str, args: &[&str]) -> Vec<Map<String, Value>> {
     let v = hudi_read_json(table, engine, args);
     v["rows"]
         .as_array()

@@ -1,0 +1,424 @@
+//! The coordinator: the only component that changes a table's timeline, always under the table lock.
+//!
+//! Exactly-once rests on three rules it enforces (DESIGN §4–§5):
+//! - **One winner per instant and per offset.** A commit is refused with `AlreadyCommitted` when the table's
+//!   checkpoint already covers any offset of the request, and `<t>.commit` is created with an atomic
+//!   create-if-absent, so a redelivered batch or a retried request can never commit twice.
+//! - **Optimistic concurrency.** Writers work without the lock; at commit the coordinator refuses
+//!   (`Conflict`) a write whose file groups or buckets were changed by a commit completed after the writer's
+//!   base instant.
+//! - **Nothing of a failed write survives.** Pending instants whose heartbeat expired are rolled back (data
+//!   files, markers, instant files) before any new instant starts or commits; a rolled-back instant can never
+//!   be committed (`RolledBack`), and a writer whose lock lease was lost is fenced off before the commit file
+//!   is written.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::clock::Clock;
+use crate::index::bucket::bucket_id_from_file_id;
+use crate::lock::Lock;
+use crate::protocol::{CommitRequest, CoordinatorRequest, CoordinatorResponse};
+use crate::storage::{ObjectMeta, PutOutcome, Storage};
+use crate::table::commit::{Checkpoint, CommitMetadata, OperationType, WriteStat};
+use crate::table::file_name::heartbeat_path;
+use crate::table::instant::{Action, Instant, InstantTime, State};
+use crate::table::properties::TableProperties;
+use crate::table::timeline::Timeline;
+use crate::write::{rollback_failed, WriteError};
+
+/// Coordinator settings (`hudi.sink.*` keys).
+#[derive(Debug, Clone)]
+pub struct CoordinatorConfig {
+    /// How long to wait for the table lock (`hoodie.write.lock.wait_time_ms`).
+    pub lock_wait: Duration,
+    /// A pending instant whose heartbeat is older than this is a failed write and gets rolled back.
+    pub heartbeat_tolerance: Duration,
+}
+
+impl Default for CoordinatorConfig {
+    fn default() -> Self {
+        Self {
+            lock_wait: Duration::from_secs(60),
+            heartbeat_tolerance: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Coordinates the writers of one table.
+#[derive(Debug, Clone)]
+pub struct Coordinator {
+    storage: Arc<dyn Storage>,
+    lock: Arc<dyn Lock>,
+    clock: Arc<dyn Clock>,
+    config: CoordinatorConfig,
+}
+
+/// Writes the heartbeat of `instant`: its content is the time in epoch milliseconds (and Hudi's own
+/// services read the object's modification time, which the write refreshes too).
+pub async fn write_heartbeat(
+    storage: &dyn Storage,
+    clock: &dyn Clock,
+    instant: &InstantTime,
+) -> Result<(), WriteError> {
+    storage
+        .put(
+            &heartbeat_path(instant),
+            Bytes::from(clock.now_millis().to_string()),
+        )
+        .await?;
+    Ok(())
+}
+
+/// Checks that every file of `stats` exists with exactly its stated size.
+pub(crate) async fn verify_files(
+    storage: &dyn Storage,
+    instant: &InstantTime,
+    stats: &[WriteStat],
+) -> Result<(), WriteError> {
+    for stat in stats {
+        match storage.head(&stat.path).await? {
+            Some(ObjectMeta { size, .. }) if size as i64 == stat.file_size_in_bytes => {}
+            found => {
+                return Err(WriteError::Table {
+                    base_path: storage.base_uri().to_string(),
+                    reason: format!(
+                        "file {} of instant {instant} has size {:?}, expected {}",
+                        stat.path,
+                        found.map(|m| m.size),
+                        stat.file_size_in_bytes
+                    ),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+fn parse_instant(text: &str) -> Result<InstantTime, WriteError> {
+    Ok(InstantTime::parse(text)?)
+}
+
+/// (partition, file group) and (partition, bucket) keys of write stats.
+type Touched = (BTreeSet<(String, String)>, BTreeSet<(String, u32)>);
+
+/// What a set of write stats touched, for conflict detection.
+fn touched(stats: &[WriteStat]) -> Touched {
+    let mut groups = BTreeSet::new();
+    let mut buckets = BTreeSet::new();
+    for s in stats {
+        groups.insert((s.partition_path.clone(), s.file_id.clone()));
+        if let Some(b) = bucket_id_from_file_id(&s.file_id) {
+            buckets.insert((s.partition_path.clone(), b));
+        }
+    }
+    (groups, buckets)
+}
+
+impl Coordinator {
+    /// A coordinator of the table at `storage`, serialising timeline changes with `lock`.
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        lock: Arc<dyn Lock>,
+        clock: Arc<dyn Clock>,
+        config: CoordinatorConfig,
+    ) -> Self {
+        Self {
+            storage,
+            lock,
+            clock,
+            config,
+        }
+    }
+
+    /// The table storage.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// Handles one request.
+    pub async fn handle(
+        &self,
+        request: CoordinatorRequest,
+    ) -> Result<CoordinatorResponse, WriteError> {
+        match request {
+            CoordinatorRequest::Begin { writer } => self.begin(&writer).await,
+            CoordinatorRequest::Commit(req) => self.commit(req).await,
+            CoordinatorRequest::Abort { instant } => {
+                let instant = parse_instant(&instant)?;
+                let guard = self.lock().await?;
+                let result = self.abort_locked(&instant).await;
+                self.unlock(guard, result).await
+            }
+            CoordinatorRequest::Services => {
+                let guard = self.lock().await?;
+                let result = async {
+                    let timeline = Timeline::load(self.storage.as_ref()).await?;
+                    self.rollback_expired(&timeline).await?;
+                    Ok(CoordinatorResponse::Done)
+                }
+                .await;
+                self.unlock(guard, result).await
+            }
+        }
+    }
+
+    /// Takes the table lock (waiting up to `lock_wait`).
+    async fn lock(&self) -> Result<crate::lock::LockGuard, WriteError> {
+        let started = std::time::Instant::now();
+        let guard = self.lock.acquire(self.config.lock_wait).await?;
+        tracing::debug!(
+            waited_ms = started.elapsed().as_millis() as u64,
+            "lock acquired"
+        );
+        Ok(guard)
+    }
+
+    /// Releases the lock whatever the locked work returned, then returns that result.
+    async fn unlock<T>(
+        &self,
+        guard: crate::lock::LockGuard,
+        result: Result<T, WriteError>,
+    ) -> Result<T, WriteError> {
+        if let Err(e) = guard.release().await {
+            // A timeline change (if any) is already durable; a failed release only delays the next holder
+            // until the lease expires.
+            tracing::warn!(error = %e, "lock release failed");
+        }
+        result
+    }
+
+    /// Rolls back every pending commit whose heartbeat is older than the tolerance. Pending instants of
+    /// other actions (another engine's clean or clustering) are left alone.
+    async fn rollback_expired(&self, timeline: &Timeline) -> Result<Vec<InstantTime>, WriteError> {
+        let storage = self.storage.as_ref();
+        let now = self.clock.now_millis();
+        let tolerance = self.config.heartbeat_tolerance.as_millis() as i64;
+        let mut rolled_back = Vec::new();
+        for pending in timeline.pending() {
+            if pending.action != Action::Commit {
+                continue;
+            }
+            let last_beat = match storage.get(&heartbeat_path(&pending.time)).await {
+                Ok(bytes) => std::str::from_utf8(&bytes)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<i64>().ok()),
+                Err(e) if e.is_not_found() => None,
+                Err(e) => return Err(e.into()),
+            };
+            // Without a readable heartbeat, the instant's own time is its last sign of life.
+            let last = match last_beat {
+                Some(ms) => ms,
+                None => pending.time.to_millis().unwrap_or(0),
+            };
+            if now - last > tolerance {
+                tracing::info!(instant = %pending.time, last_heartbeat_ms = last, "rolling back failed write");
+                rollback_failed(storage, &pending.time).await?;
+                rolled_back.push(pending.time.clone());
+            }
+        }
+        Ok(rolled_back)
+    }
+
+    async fn abort_locked(&self, instant: &InstantTime) -> Result<CoordinatorResponse, WriteError> {
+        let timeline = Timeline::load(self.storage.as_ref()).await?;
+        if !timeline.is_completed_commit(instant) {
+            rollback_failed(self.storage.as_ref(), instant).await?;
+        }
+        Ok(CoordinatorResponse::Done)
+    }
+
+    async fn begin(&self, writer: &str) -> Result<CoordinatorResponse, WriteError> {
+        let guard = self.lock().await?;
+        let result = self.begin_locked(writer).await;
+        self.unlock(guard, result).await
+    }
+
+    async fn begin_locked(&self, writer: &str) -> Result<CoordinatorResponse, WriteError> {
+        {
+            let storage = self.storage.as_ref();
+            TableProperties::load(storage).await?.validate_writable()?;
+            let timeline = Timeline::load(storage).await?;
+            self.rollback_expired(&timeline).await?;
+            let instant =
+                InstantTime::next_after(self.clock.as_ref(), timeline.last_instant_time());
+            for state in [State::Requested, State::Inflight] {
+                let file = Instant::new(instant.clone(), Action::Commit, state).file_name();
+                let path = format!(".hoodie/{file}");
+                if storage.put_if_absent(&path, Bytes::new()).await? == PutOutcome::AlreadyExists {
+                    return Err(WriteError::InstantExists {
+                        instant: instant.to_string(),
+                        file: path,
+                    });
+                }
+            }
+            write_heartbeat(storage, self.clock.as_ref(), &instant).await?;
+            let checkpoint = timeline
+                .latest_checkpoint(storage)
+                .await?
+                .map(|(_, c)| c)
+                .unwrap_or_default();
+            tracing::info!(%instant, writer, "instant begun");
+            Ok(CoordinatorResponse::Begun {
+                instant: instant.to_string(),
+                base_instant: timeline.latest_completed().map(|i| i.time.to_string()),
+                checkpoint: checkpoint.to_sink_json(),
+            })
+        }
+    }
+
+    async fn commit(&self, req: CommitRequest) -> Result<CoordinatorResponse, WriteError> {
+        let guard = self.lock().await?;
+        let result = self.commit_locked(&guard, req).await;
+        self.unlock(guard, result).await
+    }
+
+    async fn commit_locked(
+        &self,
+        guard: &crate::lock::LockGuard,
+        req: CommitRequest,
+    ) -> Result<CoordinatorResponse, WriteError> {
+        let instant = parse_instant(&req.instant)?;
+        let base = req.base_instant.as_deref().map(parse_instant).transpose()?;
+        let operation: OperationType = req.operation.parse()?;
+        {
+            let storage = self.storage.as_ref();
+            TableProperties::load(storage).await?.validate_writable()?;
+            let timeline = Timeline::load(storage).await?;
+            let commit_file = format!(
+                ".hoodie/{}",
+                Instant::new(instant.clone(), Action::Commit, State::Completed).file_name()
+            );
+            if timeline.is_completed_commit(&instant) {
+                // A retry of a commit whose answer was lost: success only if it is the same commit.
+                let stored = CommitMetadata::from_json(&storage.get(&commit_file).await?)?;
+                let same = stored.write_stats().cloned().collect::<Vec<_>>();
+                let mut asked = req.write_stats.clone();
+                asked.sort_by(|a, b| {
+                    (&a.partition_path, &a.path).cmp(&(&b.partition_path, &b.path))
+                });
+                let mut same_sorted = same;
+                same_sorted.sort_by(|a, b| {
+                    (&a.partition_path, &a.path).cmp(&(&b.partition_path, &b.path))
+                });
+                if same_sorted == asked {
+                    return Ok(CoordinatorResponse::Committed {
+                        instant: instant.to_string(),
+                    });
+                }
+                return Err(WriteError::InstantExists {
+                    instant: instant.to_string(),
+                    file: commit_file,
+                });
+            }
+            self.rollback_expired(&timeline).await?;
+            let timeline = Timeline::load(storage).await?;
+            if !timeline.contains(&instant) {
+                return Ok(CoordinatorResponse::RolledBack {
+                    instant: instant.to_string(),
+                });
+            }
+            // Optimistic concurrency: commits completed after the writer's base must not share its file
+            // groups or buckets.
+            let (groups, buckets) = touched(&req.write_stats);
+            for done in timeline.completed_commits() {
+                if base.as_ref().is_some_and(|b| done.time <= *b) {
+                    continue;
+                }
+                let stats: Vec<WriteStat> = if done.action == Action::ReplaceCommit {
+                    let meta = timeline.replace_commit_metadata(storage, done).await?;
+                    let mut s: Vec<WriteStat> = meta.commit.write_stats().cloned().collect();
+                    for (p, f) in meta.replaced_file_groups() {
+                        s.push(WriteStat::new(f, p, ""));
+                    }
+                    s
+                } else {
+                    timeline
+                        .commit_metadata(storage, done)
+                        .await?
+                        .write_stats()
+                        .cloned()
+                        .collect()
+                };
+                let (their_groups, their_buckets) = touched(&stats);
+                if let Some((p, f)) = groups.intersection(&their_groups).next() {
+                    return Ok(CoordinatorResponse::Conflict {
+                        reason: format!(
+                            "file group {f} in partition {p:?} was changed by commit {}",
+                            done.time
+                        ),
+                    });
+                }
+                if let Some((p, b)) = buckets.intersection(&their_buckets).next() {
+                    return Ok(CoordinatorResponse::Conflict {
+                        reason: format!(
+                            "bucket {b} in partition {p:?} was changed by commit {}",
+                            done.time
+                        ),
+                    });
+                }
+            }
+            // Exactly once: no offset may be committed twice.
+            let mut checkpoint = timeline
+                .latest_checkpoint(storage)
+                .await?
+                .map(|(_, c)| c)
+                .unwrap_or_default();
+            for topic in &req.offsets {
+                for r in &topic.ranges {
+                    if checkpoint
+                        .get(&topic.topic, r.partition)
+                        .is_some_and(|next| r.first < next)
+                    {
+                        return Ok(CoordinatorResponse::AlreadyCommitted {
+                            checkpoint: checkpoint.to_sink_json(),
+                        });
+                    }
+                }
+            }
+            verify_files(storage, &instant, &req.write_stats).await?;
+            for topic in &req.offsets {
+                for r in &topic.ranges {
+                    checkpoint.set(&topic.topic, r.partition, r.last + 1);
+                }
+            }
+            let mut commit = CommitMetadata::new(operation);
+            for stat in req.write_stats.iter().cloned() {
+                commit.add_write_stat(stat);
+            }
+            commit.set_schema(&req.schema);
+            if !checkpoint.is_empty() {
+                checkpoint.write_to(&mut commit.extra_metadata)?;
+            }
+            let body = Bytes::from(commit.to_json_pretty()?);
+            // Fencing: a coordinator whose lease was lost (e.g. paused past its lease) must not commit.
+            guard.ensure_held().await?;
+            match storage.put_if_absent(&commit_file, body).await? {
+                PutOutcome::Created => {}
+                PutOutcome::AlreadyExists => {
+                    return Err(WriteError::InstantExists {
+                        instant: instant.to_string(),
+                        file: commit_file,
+                    })
+                }
+            }
+            crate::write::delete_markers(storage, &instant).await?;
+            storage.delete(&heartbeat_path(&instant)).await?;
+            tracing::info!(%instant, files = req.write_stats.len(), "instant committed");
+            Ok(CoordinatorResponse::Committed {
+                instant: instant.to_string(),
+            })
+        }
+    }
+}
+
+/// Parses the checkpoint a coordinator returns.
+pub fn parse_checkpoint(json: &str) -> Result<Checkpoint, WriteError> {
+    if json.trim() == "{}" || json.trim().is_empty() {
+        return Ok(Checkpoint::default());
+    }
+    Ok(Checkpoint::parse_sink_json(json)?)
+}

@@ -1,0 +1,117 @@
+//! The writer ↔ coordinator protocol: JSON messages, the same in-process and over Lambda `Invoke`.
+//!
+//! ```text
+//! writer                                   coordinator (holds the table lock for each call)
+//!   ── Begin{writer} ───────────────────▶  roll back expired failed writes; new instant t;
+//!                                          <t>.commit.requested, <t>.inflight, heartbeat
+//!   ◀── Begun{instant, base, checkpoint}
+//!   (write markers and base files, heartbeat <t>)
+//!   ── Commit{instant, base, stats, offsets} ▶ refuse if t was rolled back; Conflict if a commit after
+//!                                          `base` touched the same file group / bucket; AlreadyCommitted if
+//!                                          the checkpoint covers any offset; verify files; <t>.commit
+//!   ◀── Committed | Conflict | AlreadyCommitted | RolledBack
+//!   ── Abort{instant} ─────────────────▶  roll back t now (after a conflict), so nothing of it survives
+//! ```
+//!
+//! Conflict and already-committed are answers, not errors: the writer retries on them. Transport and
+//! storage failures are errors; every request is safe to repeat (a repeated commit of a completed instant
+//! with the same stats answers `Committed`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::table::commit::WriteStat;
+
+/// One request to the coordinator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum CoordinatorRequest {
+    /// Start an instant.
+    Begin {
+        /// Who asks (Lambda request id or host), for logs and the heartbeat.
+        writer: String,
+    },
+    /// Complete an instant.
+    Commit(CommitRequest),
+    /// Roll back an instant this writer gives up.
+    Abort {
+        /// The instant to roll back.
+        instant: String,
+    },
+    /// Run table services now (roll back expired failed writes).
+    Services,
+}
+
+/// Kafka offsets consumed by an instant for one topic-partition: `first..=last`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffsetRange {
+    /// Partition.
+    pub partition: i32,
+    /// First offset written by the instant.
+    pub first: i64,
+    /// Last offset written by the instant (the checkpoint becomes `last + 1`).
+    pub last: i64,
+}
+
+/// Offsets per topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicOffsets {
+    /// Topic name.
+    pub topic: String,
+    /// Ranges, one per partition.
+    pub ranges: Vec<OffsetRange>,
+}
+
+/// What a writer asks to commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommitRequest {
+    /// The instant from `Begin`.
+    pub instant: String,
+    /// The last completed instant when the writer began (its view of the table).
+    pub base_instant: Option<String>,
+    /// Hudi operation type name (`UPSERT`, `INSERT`, `DELETE`).
+    pub operation: String,
+    /// One stat per written file.
+    pub write_stats: Vec<WriteStat>,
+    /// Avro schema of the data (`extraMetadata.schema`).
+    pub schema: String,
+    /// Offsets consumed, per topic.
+    pub offsets: Vec<TopicOffsets>,
+}
+
+/// The coordinator's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum CoordinatorResponse {
+    /// An instant was started.
+    Begun {
+        /// The new instant.
+        instant: String,
+        /// The latest completed instant.
+        base_instant: Option<String>,
+        /// The current checkpoint as `hudi.sink.checkpoint` JSON (`{}` when none).
+        checkpoint: String,
+    },
+    /// The instant is complete and durable.
+    Committed {
+        /// The committed instant.
+        instant: String,
+    },
+    /// A commit completed after `base_instant` touched the same file group or bucket: retry with a fresh
+    /// instant.
+    Conflict {
+        /// What collided.
+        reason: String,
+    },
+    /// The checkpoint already covers some offsets of the request: re-filter and retry.
+    AlreadyCommitted {
+        /// The current checkpoint (`hudi.sink.checkpoint` JSON).
+        checkpoint: String,
+    },
+    /// The instant was rolled back (its heartbeat expired): nothing of it may be committed.
+    RolledBack {
+        /// The instant.
+        instant: String,
+    },
+    /// `Abort` or `Services` finished.
+    Done,
+}
