@@ -65,6 +65,8 @@ fn write_temp(target: &Path, data: &[u8]) -> std::io::Result<tempfile::TempPath>
     Ok(tmp.into_temp_path())
 }
 
+/// Lists files under `dir`. An entry deleted while the listing runs is simply absent from it (as an object
+/// deleted during an S3 listing is), not an error.
 fn list_recursive(dir: &Path, rel: &str, out: &mut Vec<ObjectMeta>) -> std::io::Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -83,13 +85,23 @@ fn list_recursive(dir: &Path, rel: &str, out: &mut Vec<ObjectMeta>) -> std::io::
         } else {
             format!("{rel}/{name}")
         };
-        let ft = entry.file_type()?;
+        let vanished = |e: &std::io::Error| e.kind() == ErrorKind::NotFound;
+        let ft = match entry.file_type() {
+            Ok(ft) => ft,
+            Err(e) if vanished(&e) => continue,
+            Err(e) => return Err(e),
+        };
         if ft.is_dir() {
             list_recursive(&entry.path(), &child_rel, out)?;
         } else if ft.is_file() {
+            let size = match entry.metadata() {
+                Ok(m) => m.len(),
+                Err(e) if vanished(&e) => continue,
+                Err(e) => return Err(e),
+            };
             out.push(ObjectMeta {
                 path: child_rel,
-                size: entry.metadata()?.len(),
+                size,
             });
         }
     }

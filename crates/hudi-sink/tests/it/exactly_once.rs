@@ -507,3 +507,168 @@ async fn four_concurrent_writers_on_the_same_buckets_are_exact() {
     let leftovers = crate::common::all_files(&s.base.join(".hoodie/.temp"));
     assert!(leftovers.is_empty(), "markers left: {leftovers:?}");
 }
+
+/// A transport that, on the first commit it forwards, first lets another writer commit a whole batch:
+/// the interleaving that optimistic concurrency must catch.
+#[derive(Debug)]
+struct Interleave {
+    inner: hudi_sink::transport::InProcessClient,
+    other: tokio::sync::Mutex<Option<(Arc<KafkaSink>, Vec<Msg>)>>,
+}
+
+#[async_trait::async_trait]
+impl hudi_sink::transport::CoordinatorClient for Interleave {
+    async fn call(
+        &self,
+        request: hudi_sink::protocol::CoordinatorRequest,
+    ) -> Result<hudi_sink::protocol::CoordinatorResponse, hudi_sink::write::WriteError> {
+        if matches!(request, hudi_sink::protocol::CoordinatorRequest::Commit(_)) {
+            if let Some((sink, msgs)) = self.other.lock().await.take() {
+                process(&sink, &msgs).await;
+            }
+        }
+        self.inner.call(request).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_racing_another_on_the_same_bucket_conflicts_and_is_retried() {
+    use hudi_sink::clock::SystemClock;
+    use hudi_sink::config::write_config::WriteConfig;
+    use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
+    use hudi_sink::dead_letter::StorageDeadLetterSink;
+    use hudi_sink::lock::memory::MemoryLock;
+    use hudi_sink::lock::LeaseOptions;
+    use hudi_sink::schema::avro::AvroSchema;
+    use hudi_sink::sink::SinkConfig;
+    use hudi_sink::storage::local::LocalStorage;
+    use hudi_sink::transport::InProcessClient;
+    use hudi_sink::write::TableWriter;
+
+    let s = setup();
+    let storage: Arc<dyn hudi_sink::storage::Storage> = Arc::new(LocalStorage::new(&s.base));
+    let clock = Arc::new(SystemClock);
+    let lock = Arc::new(MemoryLock::new(
+        "trips",
+        LeaseOptions::hudi(std::time::Duration::from_secs(20)),
+    ));
+    let coordinator = Coordinator::new(
+        storage.clone(),
+        lock,
+        clock.clone(),
+        CoordinatorConfig::default(),
+    );
+    let config = WriteConfig::from_properties(s.props.clone()).expect("config");
+    let sink_config = SinkConfig::from_properties(&s.props).expect("sink config");
+    let schema = AvroSchema::parse(SCHEMA).expect("schema");
+    let make_writer = || async {
+        TableWriter::create_or_open(
+            storage.clone(),
+            clock.clone(),
+            config.clone(),
+            Some(schema.clone()),
+        )
+        .await
+        .expect("writer")
+    };
+    let dead = || {
+        Arc::new(StorageDeadLetterSink::new(Arc::new(LocalStorage::new(
+            &s.dead_letters,
+        ))))
+    };
+    let sink_b = Arc::new(KafkaSink::new(
+        make_writer().await,
+        Arc::new(InProcessClient::new(coordinator.clone())),
+        dead(),
+        clock.clone(),
+        sink_config.clone(),
+        "b",
+    ));
+    // The same keys from two Kafka partitions: every bucket A touches, B touches first.
+    let keys = [
+        "trip-00001",
+        "trip-00002",
+        "trip-00003",
+        "trip-00004",
+        "trip-00005",
+    ];
+    let msgs = |partition: i32, ts: i64| -> Vec<Msg> {
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| Msg {
+                topic: "trips".into(),
+                partition,
+                offset: i as i64,
+                key: Some(k.to_string()),
+                value: Some(
+                    Trip {
+                        uuid: k.to_string(),
+                        ts,
+                        rider: format!("rider-{partition}"),
+                        fare: ts as f64,
+                        city: CITIES[i % CITIES.len()].into(),
+                        deleted: false,
+                    }
+                    .json(),
+                ),
+            })
+            .collect()
+    };
+    let (batch_a, batch_b) = (msgs(0, 5), msgs(1, 7));
+    let sink_a = KafkaSink::new(
+        make_writer().await,
+        Arc::new(Interleave {
+            inner: InProcessClient::new(coordinator.clone()),
+            other: tokio::sync::Mutex::new(Some((sink_b, batch_b.clone()))),
+        }),
+        dead(),
+        clock.clone(),
+        sink_config,
+        "a",
+    );
+    let report = process(&sink_a, &batch_a).await;
+    assert_eq!(
+        report.conflicts, 1,
+        "the racing commit must be detected: {report:?}"
+    );
+    assert_eq!(report.retries, 1);
+    // B (ts 7) committed first; A's retry (ts 5) merges against B's rows and loses on every key.
+    let mut model = Model::default();
+    model.apply(&batch_b);
+    model.apply(&batch_a);
+    assert!(model.rows.values().all(|t| t.ts == 7));
+    let read = read_rows(&s.base, "hudi", &["snapshot"]);
+    model.assert_table(&read, "after conflict and retry");
+    // A's aborted instant left nothing behind: every parquet file belongs to a completed commit.
+    let completed: std::collections::BTreeSet<String> = std::fs::read_dir(s.base.join(".hoodie"))
+        .expect("timeline")
+        .filter_map(|e| {
+            e.expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .strip_suffix(".commit")
+                .map(String::from)
+        })
+        .collect();
+    assert_eq!(completed.len(), 2);
+    for f in crate::common::parquet_files(&s.base) {
+        let name = f.file_name().expect("name").to_string_lossy().to_string();
+        let instant = name
+            .trim_end_matches(".parquet")
+            .rsplit('_')
+            .next()
+            .expect("instant")
+            .to_string();
+        assert!(
+            completed.contains(&instant),
+            "file of an uncommitted instant left: {name}"
+        );
+    }
+    let pending: Vec<_> = std::fs::read_dir(s.base.join(".hoodie"))
+        .expect("timeline")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".inflight") || n.ends_with(".requested"))
+        .filter(|n| !completed.contains(n.split('.').next().unwrap_or_default()))
+        .collect();
+    assert!(pending.is_empty(), "pending instants left: {pending:?}");
+}
