@@ -83,6 +83,8 @@ def builder(path):
     import os
     from hudi import HudiTableBuilder
 
+    if "://" not in path:
+        path = os.path.abspath(path)
     b = HudiTableBuilder.from_base_uri(path)
     endpoint = os.environ.get("HUDI_S3_ENDPOINT")
     if path.startswith("s3://") and endpoint:

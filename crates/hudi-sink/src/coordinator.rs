@@ -245,16 +245,7 @@ impl Coordinator {
             self.rollback_expired(&timeline).await?;
             let instant =
                 InstantTime::next_after(self.clock.as_ref(), timeline.last_instant_time());
-            for state in [State::Requested, State::Inflight] {
-                let file = Instant::new(instant.clone(), Action::Commit, state).file_name();
-                let path = format!(".hoodie/{file}");
-                if storage.put_if_absent(&path, Bytes::new()).await? == PutOutcome::AlreadyExists {
-                    return Err(WriteError::InstantExists {
-                        instant: instant.to_string(),
-                        file: path,
-                    });
-                }
-            }
+            crate::write::create_pending_instant(storage, &instant).await?;
             write_heartbeat(storage, self.clock.as_ref(), &instant).await?;
             let checkpoint = timeline
                 .latest_checkpoint(storage)

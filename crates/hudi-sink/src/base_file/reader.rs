@@ -58,6 +58,23 @@ impl BaseFileFooter {
     }
 }
 
+/// The key/value pairs and row count of decoded Parquet metadata.
+fn footer_of(meta: &parquet::file::metadata::ParquetMetaData) -> BaseFileFooter {
+    let file = meta.file_metadata();
+    let key_values = file
+        .key_value_metadata()
+        .map(|kvs| {
+            kvs.iter()
+                .filter_map(|kv| kv.value.as_ref().map(|v| (kv.key.clone(), v.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    BaseFileFooter {
+        key_values,
+        num_rows: u64::try_from(file.num_rows()).unwrap_or(0),
+    }
+}
+
 /// Decodes a whole base file into record batches.
 pub fn read_base_file(data: Bytes) -> Result<(SchemaRef, Vec<RecordBatch>), BaseFileError> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(data).map_err(|source| {
@@ -91,19 +108,7 @@ pub fn read_footer(data: &Bytes) -> Result<BaseFileFooter, BaseFileError> {
             context: "read footer".into(),
             source,
         })?;
-    let file = meta.file_metadata();
-    let key_values = file
-        .key_value_metadata()
-        .map(|kvs| {
-            kvs.iter()
-                .filter_map(|kv| kv.value.as_ref().map(|v| (kv.key.clone(), v.clone())))
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(BaseFileFooter {
-        key_values,
-        num_rows: u64::try_from(file.num_rows()).unwrap_or(0),
-    })
+    Ok(footer_of(&meta))
 }
 
 /// Reads only the footer of a stored base file with two ranged reads (length trailer, then footer).
@@ -138,17 +143,5 @@ pub async fn read_footer_from_storage(
                 source,
             }
         })?;
-    let file = meta.file_metadata();
-    let key_values = file
-        .key_value_metadata()
-        .map(|kvs| {
-            kvs.iter()
-                .filter_map(|kv| kv.value.as_ref().map(|v| (kv.key.clone(), v.clone())))
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(BaseFileFooter {
-        key_values,
-        num_rows: u64::try_from(file.num_rows()).unwrap_or(0),
-    })
+    Ok(footer_of(&meta))
 }

@@ -23,7 +23,7 @@ use crate::index::bucket::{self, BucketIndexConfig};
 use crate::record::keygen::{KeyGenConfig, KeyGenerator};
 use crate::schema::avro::AvroSchema;
 use crate::schema::meta::{self, META_COLUMNS};
-use crate::storage::{join_path, ObjectMeta, PutOutcome, Storage};
+use crate::storage::{join_path, PutOutcome, Storage};
 use crate::table::commit::{CommitMetadata, OperationType, WriteStat};
 use crate::table::file_name::{marker_path, BaseFileName, MarkerType, WriteToken};
 use crate::table::instant::{Action, Instant, InstantTime, State};
@@ -665,16 +665,7 @@ impl TableWriter {
             rollback_failed(storage, &pending.time).await?;
         }
         let instant = InstantTime::next_after(self.clock.as_ref(), timeline.last_instant_time());
-        for state in [State::Requested, State::Inflight] {
-            let file = Instant::new(instant.clone(), Action::Commit, state).file_name();
-            let path = format!(".hoodie/{file}");
-            if storage.put_if_absent(&path, Bytes::new()).await? == PutOutcome::AlreadyExists {
-                return Err(WriteError::InstantExists {
-                    instant: instant.to_string(),
-                    file: path,
-                });
-            }
-        }
+        create_pending_instant(storage, &instant).await?;
         Ok(instant)
     }
 
@@ -1175,22 +1166,7 @@ impl TableWriter {
         extra_metadata: BTreeMap<String, String>,
     ) -> Result<CommitMetadata, WriteError> {
         let storage = self.storage.as_ref();
-        for stat in &stats {
-            match storage.head(&stat.path).await? {
-                Some(ObjectMeta { size, .. }) if size as i64 == stat.file_size_in_bytes => {}
-                found => {
-                    return Err(table_err(
-                        storage,
-                        format!(
-                            "file {} of instant {instant} has size {:?}, expected {}",
-                            stat.path,
-                            found.map(|m| m.size),
-                            stat.file_size_in_bytes
-                        ),
-                    ))
-                }
-            }
-        }
+        crate::coordinator::verify_files(storage, instant, &stats).await?;
         let op = match operation {
             WriteOperation::Insert => OperationType::Insert,
             WriteOperation::Upsert => OperationType::Upsert,
@@ -1219,6 +1195,25 @@ impl TableWriter {
         delete_markers(storage, instant).await?;
         Ok(commit)
     }
+}
+
+/// Creates `<t>.commit.requested` and `<t>.inflight` (both empty), each with create-if-absent: an existing
+/// file means another writer took the same instant.
+pub(crate) async fn create_pending_instant(
+    storage: &dyn Storage,
+    instant: &InstantTime,
+) -> Result<(), WriteError> {
+    for state in [State::Requested, State::Inflight] {
+        let file = Instant::new(instant.clone(), Action::Commit, state).file_name();
+        let path = format!(".hoodie/{file}");
+        if storage.put_if_absent(&path, Bytes::new()).await? == PutOutcome::AlreadyExists {
+            return Err(WriteError::InstantExists {
+                instant: instant.to_string(),
+                file: path,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Whether a base file may hold `key`: inside its min/max key range (Java order) and in its bloom filter.
