@@ -158,6 +158,7 @@ impl Coordinator {
                 let result = async {
                     let timeline = Timeline::load(self.storage.as_ref()).await?;
                     self.rollback_expired(&timeline).await?;
+                    self.clean_completed_leftovers(&timeline).await?;
                     Ok(CoordinatorResponse::Done)
                 }
                 .await;
@@ -237,12 +238,32 @@ impl Coordinator {
         self.unlock(guard, result).await
     }
 
+    /// Deletes markers and heartbeats left by completed instants (a coordinator that failed right after
+    /// creating `<t>.commit` never got to its clean-up).
+    async fn clean_completed_leftovers(&self, timeline: &Timeline) -> Result<(), WriteError> {
+        let storage = self.storage.as_ref();
+        for prefix in [".hoodie/.temp/", ".hoodie/.heartbeat/"] {
+            for obj in storage.list(prefix).await? {
+                let rest = &obj.path[prefix.len()..];
+                let instant = rest.split('/').next().unwrap_or_default();
+                let Ok(instant) = InstantTime::parse(instant) else {
+                    continue;
+                };
+                if timeline.is_completed_commit(&instant) {
+                    storage.delete(&obj.path).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn begin_locked(&self, writer: &str) -> Result<CoordinatorResponse, WriteError> {
         {
             let storage = self.storage.as_ref();
             TableProperties::load(storage).await?.validate_writable()?;
             let timeline = Timeline::load(storage).await?;
             self.rollback_expired(&timeline).await?;
+            self.clean_completed_leftovers(&timeline).await?;
             let instant =
                 InstantTime::next_after(self.clock.as_ref(), timeline.last_instant_time());
             crate::write::create_pending_instant(storage, &instant).await?;

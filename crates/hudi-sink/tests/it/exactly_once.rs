@@ -672,3 +672,172 @@ async fn a_commit_racing_another_on_the_same_bucket_conflicts_and_is_retried() {
         .collect();
     assert!(pending.is_empty(), "pending instants left: {pending:?}");
 }
+
+/// Fault injection at each step of an instant: the failed invocation is redelivered (as the ESM does) and
+/// the final table must be exact, with no file or pending instant of a failed write left after the next
+/// commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_at_any_step_is_recovered_by_redelivery_without_leftovers() {
+    use hudi_sink::clock::SystemClock;
+    use hudi_sink::config::write_config::WriteConfig;
+    use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
+    use hudi_sink::dead_letter::StorageDeadLetterSink;
+    use hudi_sink::lock::memory::MemoryLock;
+    use hudi_sink::lock::LeaseOptions;
+    use hudi_sink::schema::avro::AvroSchema;
+    use hudi_sink::sink::SinkConfig;
+    use hudi_sink::storage::faulty::{FaultRule, Operation};
+    use hudi_sink::storage::local::LocalStorage;
+    use hudi_sink::storage::FaultyStorage;
+    use hudi_sink::transport::InProcessClient;
+    use hudi_sink::write::TableWriter;
+    use std::time::Duration;
+
+    let faults: Vec<(&str, FaultRule)> = vec![
+        (
+            "requested file",
+            FaultRule::fail(Operation::PutIfAbsent).path_suffix(".commit.requested"),
+        ),
+        (
+            "inflight file",
+            FaultRule::fail(Operation::PutIfAbsent).path_suffix(".inflight"),
+        ),
+        (
+            "first marker",
+            FaultRule::fail(Operation::Put).path_prefix(".hoodie/.temp/"),
+        ),
+        (
+            "second base file",
+            FaultRule::fail(Operation::Put)
+                .path_suffix(".parquet")
+                .on_call(2),
+        ),
+        (
+            "dead letters",
+            FaultRule::fail(Operation::PutIfAbsent).path_suffix(".jsonl"),
+        ),
+        (
+            "commit file, before",
+            FaultRule::fail(Operation::PutIfAbsent).path_suffix(".commit"),
+        ),
+        (
+            "commit file, effect then error",
+            FaultRule::effect_then_fail(Operation::PutIfAbsent).path_suffix(".commit"),
+        ),
+        (
+            "marker cleanup after commit",
+            FaultRule::fail(Operation::Delete).path_prefix(".hoodie/.temp/"),
+        ),
+        (
+            "heartbeat cleanup after commit",
+            FaultRule::fail(Operation::Delete).path_prefix(".hoodie/.heartbeat/"),
+        ),
+    ];
+    let msgs = stream("trips", 2, 150, 10);
+    let batches: Vec<Vec<Msg>> = msgs.chunks(50).map(|c| c.to_vec()).collect();
+    // The fault hits a later batch that has bad records (so that dead letters are written too).
+    let is_bad = |m: &Msg| {
+        m.value
+            .as_ref()
+            .is_some_and(|v| serde_json::from_slice::<Value>(v).map_or(true, |j| !j["ts"].is_i64()))
+    };
+    let fault_at = (1..batches.len())
+        .find(|i| batches[*i].iter().any(is_bad))
+        .expect("a later batch with bad records");
+    for (name, rule) in faults {
+        let s = setup();
+        let local: Arc<dyn hudi_sink::storage::Storage> = Arc::new(LocalStorage::new(&s.base));
+        let faulty = Arc::new(FaultyStorage::new(local));
+        let storage: Arc<dyn hudi_sink::storage::Storage> = faulty.clone();
+        let clock = Arc::new(SystemClock);
+        let lock = Arc::new(MemoryLock::new(
+            "trips",
+            LeaseOptions::hudi(Duration::from_secs(20)),
+        ));
+        let mut props = s.props.clone();
+        props.insert("hudi.sink.heartbeat.interval.ms".into(), "100".into());
+        props.insert("hudi.sink.heartbeat.tolerable.misses".into(), "2".into());
+        let sink_config = SinkConfig::from_properties(&props).expect("sink config");
+        let coordinator = Coordinator::new(
+            storage.clone(),
+            lock,
+            clock.clone(),
+            CoordinatorConfig {
+                lock_wait: Duration::from_secs(20),
+                heartbeat_tolerance: sink_config.heartbeat_tolerance(),
+            },
+        );
+        let writer = TableWriter::create_or_open(
+            storage.clone(),
+            clock.clone(),
+            WriteConfig::from_properties(props.clone()).expect("config"),
+            Some(AvroSchema::parse(SCHEMA).expect("schema")),
+        )
+        .await
+        .expect("writer");
+        let dead_storage = Arc::new(FaultyStorage::new(Arc::new(LocalStorage::new(
+            &s.dead_letters,
+        ))));
+        let sink = KafkaSink::new(
+            writer,
+            Arc::new(InProcessClient::new(coordinator)),
+            Arc::new(StorageDeadLetterSink::new(dead_storage.clone())),
+            clock,
+            sink_config,
+            "faulty",
+        );
+        let mut model = Model::default();
+        for (i, batch) in batches.iter().enumerate() {
+            if i == fault_at {
+                if name == "dead letters" {
+                    dead_storage.add_rule(rule.clone());
+                } else {
+                    faulty.add_rule(rule.clone());
+                }
+                let first = sink
+                    .process(KafkaBatch::from_slice(&esm_payload(batch)).expect("event"))
+                    .await;
+                assert!(
+                    first.is_err(),
+                    "{name}: the injected fault must fail the invocation"
+                );
+                // Redelivery after the failed write's heartbeat has expired.
+                tokio::time::sleep(Duration::from_millis(400)).await;
+            }
+            process(&sink, batch).await;
+            model.apply(batch);
+        }
+        let read = read_rows(&s.base, "hudi", &["snapshot"]);
+        model.assert_table(&read, name);
+        let hoodie = s.base.join(".hoodie");
+        let names: Vec<String> = std::fs::read_dir(&hoodie)
+            .expect("timeline")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().to_string())
+            .collect();
+        let completed: std::collections::BTreeSet<&str> = names
+            .iter()
+            .filter_map(|n| n.strip_suffix(".commit"))
+            .collect();
+        for n in &names {
+            if n.ends_with(".inflight") || n.ends_with(".requested") {
+                let t = n.split('.').next().unwrap_or_default();
+                assert!(completed.contains(t), "{name}: pending instant left: {n}");
+            }
+        }
+        for f in crate::common::parquet_files(&s.base) {
+            let file = f.file_name().expect("name").to_string_lossy().to_string();
+            let t = file
+                .trim_end_matches(".parquet")
+                .rsplit('_')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            assert!(
+                completed.contains(t.as_str()),
+                "{name}: file of a failed instant left: {file}"
+            );
+        }
+        let markers = crate::common::all_files(&hoodie.join(".temp"));
+        assert!(markers.is_empty(), "{name}: markers left: {markers:?}");
+    }
+}
