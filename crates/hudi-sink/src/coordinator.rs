@@ -379,17 +379,10 @@ impl Coordinator {
                 .await?
                 .map(|(_, c)| c)
                 .unwrap_or_default();
-            for topic in &req.offsets {
-                for r in &topic.ranges {
-                    if checkpoint
-                        .get(&topic.topic, r.partition)
-                        .is_some_and(|next| r.first < next)
-                    {
-                        return Ok(CoordinatorResponse::AlreadyCommitted {
-                            checkpoint: checkpoint.to_sink_json(),
-                        });
-                    }
-                }
+            if crate::protocol::checkpoint_covers(&checkpoint, &req.offsets) {
+                return Ok(CoordinatorResponse::AlreadyCommitted {
+                    checkpoint: checkpoint.to_sink_json(),
+                });
             }
             verify_files(storage, &instant, &req.write_stats).await?;
             for topic in &req.offsets {

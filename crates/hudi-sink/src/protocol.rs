@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::table::commit::WriteStat;
+use crate::table::commit::{Checkpoint, WriteStat};
 
 /// One request to the coordinator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,4 +114,16 @@ pub enum CoordinatorResponse {
     },
     /// `Abort` or `Services` finished.
     Done,
+}
+
+/// Whether `checkpoint` already covers an offset of `offsets` (a range starting below the next offset to
+/// read). Offsets may have gaps, so this compares range starts, never record counts.
+pub fn checkpoint_covers(checkpoint: &Checkpoint, offsets: &[TopicOffsets]) -> bool {
+    offsets.iter().any(|t| {
+        t.ranges.iter().any(|r| {
+            checkpoint
+                .get(&t.topic, r.partition)
+                .is_some_and(|next| r.first < next)
+        })
+    })
 }

@@ -23,7 +23,8 @@ use crate::config::write_config::ConfigError;
 use crate::coordinator::{parse_checkpoint, write_heartbeat};
 use crate::dead_letter::{DeadLetter, DeadLetterSink, DeadLetterStage};
 use crate::protocol::{
-    CommitRequest, CoordinatorRequest, CoordinatorResponse, OffsetRange, TopicOffsets,
+    checkpoint_covers, CommitRequest, CoordinatorRequest, CoordinatorResponse, OffsetRange,
+    TopicOffsets,
 };
 use crate::record::decode::JsonDecoder;
 use crate::source::event::{KafkaBatch, Payload};
@@ -348,7 +349,7 @@ impl KafkaSink {
         let instant_time = InstantTime::parse(&instant).map_err(crate::table::TableError::from)?;
         // Someone may have committed these offsets since we filtered: give the instant back and re-filter.
         let current = parse_checkpoint(&checkpoint)?;
-        if covers_any(&current, &offsets) {
+        if checkpoint_covers(&current, &offsets) {
             self.abort(&instant).await?;
             return Ok(Attempt::AlreadyCommitted(current));
         }
@@ -435,40 +436,21 @@ enum Attempt {
     RolledBack(String),
 }
 
-/// First and last offset per topic-partition of the records left in the batch.
+/// First and last offset per topic-partition of the records left in the batch, grouped by topic.
 fn offsets_of(batch: &KafkaBatch) -> Vec<TopicOffsets> {
-    let mut by_topic: BTreeMap<&str, BTreeMap<i32, (i64, i64)>> = BTreeMap::new();
-    for r in &batch.records {
-        let e = by_topic
-            .entry(r.topic.as_str())
+    let mut by_topic: BTreeMap<String, Vec<OffsetRange>> = BTreeMap::new();
+    for r in batch.offset_ranges() {
+        by_topic
+            .entry(r.topic_partition.topic)
             .or_default()
-            .entry(r.partition)
-            .or_insert((r.offset, r.offset));
-        e.0 = e.0.min(r.offset);
-        e.1 = e.1.max(r.offset);
+            .push(OffsetRange {
+                partition: r.topic_partition.partition.value(),
+                first: r.first.value(),
+                last: r.last.value(),
+            });
     }
     by_topic
         .into_iter()
-        .map(|(topic, parts)| TopicOffsets {
-            topic: topic.to_string(),
-            ranges: parts
-                .into_iter()
-                .map(|(partition, (first, last))| OffsetRange {
-                    partition,
-                    first,
-                    last,
-                })
-                .collect(),
-        })
+        .map(|(topic, ranges)| TopicOffsets { topic, ranges })
         .collect()
-}
-
-fn covers_any(checkpoint: &crate::table::commit::Checkpoint, offsets: &[TopicOffsets]) -> bool {
-    offsets.iter().any(|t| {
-        t.ranges.iter().any(|r| {
-            checkpoint
-                .get(&t.topic, r.partition)
-                .is_some_and(|next| r.first < next)
-        })
-    })
 }
