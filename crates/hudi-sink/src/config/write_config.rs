@@ -261,13 +261,6 @@ fn parse_list(value: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether `name` can be a Hudi table name: Spark derives Avro names `<name>_record` from it.
-fn valid_table_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 impl WriteConfig {
     /// Parses and checks every key; see the module doc for how unknown keys are treated.
     pub fn from_properties(properties: BTreeMap<String, String>) -> Result<Self, ConfigError> {
@@ -298,7 +291,7 @@ impl WriteConfig {
                 key: "hoodie.table.name",
             })?
             .to_string();
-        if !valid_table_name(&table_name) {
+        if !crate::table::properties::is_avro_name(&table_name) {
             return Err(ConfigError::Invalid {
                 key: "hoodie.table.name".into(),
                 value: table_name,

@@ -507,7 +507,7 @@ fn non_empty(value: &str) -> Option<String> {
 }
 
 /// Whether `name` is an Avro name (Spark derives `<name>_record` / `hoodie.<name>` from the table name).
-fn is_avro_name(name: &str) -> bool {
+pub(crate) fn is_avro_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
