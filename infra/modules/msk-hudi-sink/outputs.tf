@@ -1,0 +1,80 @@
+output "writer_function_name" {
+  description = "Writer function name."
+  value       = aws_lambda_function.writer.function_name
+}
+
+output "writer_function_arn" {
+  description = "Writer function ARN."
+  value       = aws_lambda_function.writer.arn
+}
+
+output "coordinator_function_name" {
+  description = "Coordinator function name (hudi.sink.coordinator.function)."
+  value       = aws_lambda_function.coordinator.function_name
+}
+
+output "coordinator_function_arn" {
+  description = "Coordinator function ARN."
+  value       = aws_lambda_function.coordinator.arn
+}
+
+output "event_source_mapping_id" {
+  description = "UUID of the writer's event source mapping (aws lambda get-event-source-mapping --uuid ...)."
+  value       = aws_lambda_event_source_mapping.writer.uuid
+}
+
+output "lock_table_name" {
+  description = "DynamoDB lock table (hoodie.write.lock.dynamodb.table)."
+  value       = aws_dynamodb_table.lock.name
+}
+
+output "lock_table_arn" {
+  description = "DynamoDB lock table ARN."
+  value       = aws_dynamodb_table.lock.arn
+}
+
+output "bucket_name" {
+  description = "S3 bucket holding the table and the dead letters."
+  value       = local.bucket_name
+}
+
+output "base_path" {
+  description = "Table base path (hoodie.base.path)."
+  value       = "s3://${local.bucket_name}/${var.table_prefix}"
+}
+
+output "dead_letter_path" {
+  description = "Dead-letter location (hudi.sink.dead.letter.path)."
+  value       = "s3://${local.bucket_name}/${var.dead_letter_prefix}"
+}
+
+output "writer_role_arn" {
+  description = "Writer execution role ARN."
+  value       = aws_iam_role.writer.arn
+}
+
+output "coordinator_role_arn" {
+  description = "Coordinator execution role ARN."
+  value       = aws_iam_role.coordinator.arn
+}
+
+output "writer_log_group_name" {
+  description = "Writer log group (JSON logs and one EMF metrics line per invocation)."
+  value       = aws_cloudwatch_log_group.writer.name
+}
+
+output "coordinator_log_group_name" {
+  description = "Coordinator log group."
+  value       = aws_cloudwatch_log_group.coordinator.name
+}
+
+output "deployment_properties" {
+  description = "The deployment-bound lines of the table properties file (append them to your table's keys)."
+  value       = <<-EOT
+    hoodie.base.path=s3://${local.bucket_name}/${var.table_prefix}
+    hoodie.write.lock.dynamodb.table=${aws_dynamodb_table.lock.name}
+    hoodie.write.lock.dynamodb.region=${local.region}
+    hudi.sink.coordinator.function=${aws_lambda_function.coordinator.function_name}
+    hudi.sink.dead.letter.path=s3://${local.bucket_name}/${var.dead_letter_prefix}
+  EOT
+}

@@ -1,0 +1,739 @@
+"""Evaluate the IAM statements of template.yaml (SAM/CloudFormation) and of the Terraform module for concrete
+inputs, so both can be compared with tests/deploy/least_privilege.json.
+
+Both evaluators implement only the subset of the languages the two files use, and fail loudly on anything
+else: a construct they do not know is a test failure, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+MODULE = ROOT / "infra" / "modules" / "msk-hudi-sink"
+EXAMPLE = ROOT / "infra" / "examples" / "msk"
+LEAST_PRIVILEGE = Path(__file__).resolve().parent / "least_privilege.json"
+
+# python-hcl2 and checkov's fork of it (bc-python-hcl2) both install a module named `hcl2`; python-hcl2 is
+# installed into its own directory of .venv-deploy (see the Makefile) and put first on the path here.
+_HCL2_DIR = os.environ.get("HUDI_SINK_HCL2_PATH")
+if _HCL2_DIR and _HCL2_DIR not in sys.path:
+    sys.path.insert(0, _HCL2_DIR)
+import hcl2  # noqa: E402
+
+
+class Unsupported(Exception):
+    """A construct the evaluator does not implement."""
+
+
+# ----------------------------------------------------------------------------------------------- CloudFormation
+
+
+class _CfnLoader(yaml.SafeLoader):
+    pass
+
+
+def _tag(name):
+    def construct(loader, node):
+        if isinstance(node, yaml.ScalarNode):
+            value = loader.construct_scalar(node)
+            if name == "Fn::GetAtt":
+                value = value.split(".", 1)
+        elif isinstance(node, yaml.SequenceNode):
+            value = loader.construct_sequence(node, deep=True)
+        else:
+            value = loader.construct_mapping(node, deep=True)
+        return {name: value}
+
+    return construct
+
+
+for _short, _full in {
+    "Ref": "Ref",
+    "GetAtt": "Fn::GetAtt",
+    "Sub": "Fn::Sub",
+    "If": "Fn::If",
+    "Select": "Fn::Select",
+    "Split": "Fn::Split",
+    "Join": "Fn::Join",
+    "Equals": "Fn::Equals",
+    "Not": "Fn::Not",
+    "And": "Fn::And",
+    "Or": "Fn::Or",
+    "Condition": "Condition",
+}.items():
+    _CfnLoader.add_constructor("!" + _short, _tag(_full))
+
+
+def load_template(text: str | None = None) -> dict:
+    return yaml.load(TEMPLATE.read_text() if text is None else text, Loader=_CfnLoader)
+
+
+_NOVALUE = object()
+
+
+class CfnEvaluator:
+    """Resolves intrinsic functions of `template` for the parameter values `params` (strings)."""
+
+    def __init__(self, template: dict, params: dict, account: str, region: str, partition: str = "aws"):
+        self.t = template
+        self.params = {}
+        for name, spec in template["Parameters"].items():
+            if name in params:
+                self.params[name] = str(params[name])
+            elif "Default" in spec:
+                self.params[name] = str(spec["Default"])
+            else:
+                raise KeyError(f"parameter {name} has no default and no value")
+        unknown = set(params) - set(template["Parameters"])
+        if unknown:
+            raise KeyError(f"unknown parameters {sorted(unknown)}")
+        self.pseudo = {
+            "AWS::AccountId": account,
+            "AWS::Region": region,
+            "AWS::Partition": partition,
+            "AWS::StackName": "stack",
+        }
+        self._conditions: dict[str, bool] = {}
+
+    def condition(self, name: str) -> bool:
+        if name not in self._conditions:
+            self._conditions[name] = bool(self.eval(self.t["Conditions"][name]))
+        return self._conditions[name]
+
+    def _ref(self, name: str):
+        if name == "AWS::NoValue":
+            return _NOVALUE
+        if name in self.pseudo:
+            return self.pseudo[name]
+        if name in self.params:
+            return self.params[name]
+        res = self.t["Resources"].get(name)
+        if res is None:
+            raise Unsupported(f"Ref {name}")
+        self._check_exists(name)
+        props = res.get("Properties", {})
+        kind = res["Type"]
+        key = {
+            "AWS::S3::Bucket": "BucketName",
+            "AWS::DynamoDB::Table": "TableName",
+            "AWS::Logs::LogGroup": "LogGroupName",
+            "AWS::Serverless::Function": "FunctionName",
+            "AWS::IAM::Role": None,
+        }.get(kind, None)
+        if key is None:
+            return f"<ref:{name}>"
+        return self.eval(props[key])
+
+    def _check_exists(self, name: str):
+        cond = self.t["Resources"][name].get("Condition")
+        if cond and not self.condition(cond):
+            raise Unsupported(f"reference to {name}, which does not exist under condition {cond}")
+
+    def _getatt(self, name: str, attr: str):
+        res = self.t["Resources"].get(name)
+        if res is None:
+            raise Unsupported(f"GetAtt {name}.{attr}")
+        self._check_exists(name)
+        p, r, a = self.pseudo["AWS::Partition"], self.pseudo["AWS::Region"], self.pseudo["AWS::AccountId"]
+        kind = res["Type"]
+        if attr != "Arn":
+            raise Unsupported(f"GetAtt {name}.{attr}")
+        if kind == "AWS::S3::Bucket":
+            return f"arn:{p}:s3:::{self._ref(name)}"
+        if kind == "AWS::DynamoDB::Table":
+            return f"arn:{p}:dynamodb:{r}:{a}:table/{self._ref(name)}"
+        if kind == "AWS::Logs::LogGroup":
+            # CloudFormation's LogGroup Arn attribute ends in ":*".
+            return f"arn:{p}:logs:{r}:{a}:log-group:{self._ref(name)}:*"
+        if kind == "AWS::Serverless::Function":
+            return f"arn:{p}:lambda:{r}:{a}:function:{self._ref(name)}"
+        if kind == "AWS::IAM::Role":
+            return f"arn:{p}:iam::{a}:role/<{name}>"
+        raise Unsupported(f"GetAtt on {kind}")
+
+    def _sub(self, arg):
+        if isinstance(arg, str):
+            text, local = arg, {}
+        else:
+            text, local = arg[0], {k: self.eval(v) for k, v in arg[1].items()}
+
+        def repl(m):
+            key = m.group(1)
+            if key in local:
+                return str(local[key])
+            if "." in key:
+                res, attr = key.split(".", 1)
+                return str(self._getatt(res, attr))
+            v = self._ref(key)
+            if v is _NOVALUE:
+                raise Unsupported("AWS::NoValue in Sub")
+            return str(v)
+
+        return re.sub(r"\$\{([^}!]+)\}", repl, text)
+
+    def eval(self, node):
+        if isinstance(node, list):
+            out = [self.eval(x) for x in node]
+            return [x for x in out if x is not _NOVALUE]
+        if not isinstance(node, dict):
+            return node
+        if len(node) == 1:
+            (key, arg), = node.items()
+            if key == "Ref":
+                return self._ref(arg)
+            if key == "Fn::GetAtt":
+                return self._getatt(*arg)
+            if key == "Fn::Sub":
+                return self._sub(arg)
+            if key == "Fn::If":
+                return self.eval(arg[1] if self.condition(arg[0]) else arg[2])
+            if key == "Fn::Select":
+                return self.eval(arg[1])[int(self.eval(arg[0]))]
+            if key == "Fn::Split":
+                return str(self.eval(arg[1])).split(arg[0])
+            if key == "Fn::Join":
+                return arg[0].join(str(x) for x in self.eval(arg[1]))
+            if key == "Fn::Equals":
+                a, b = (self.eval(x) for x in arg)
+                return str(a) == str(b)
+            if key == "Fn::Not":
+                return not self.eval(arg[0])
+            if key == "Fn::And":
+                return all(self.eval(x) for x in arg)
+            if key == "Fn::Or":
+                return any(self.eval(x) for x in arg)
+            if key == "Condition":
+                return self.condition(arg)
+            if key.startswith("Fn::"):
+                raise Unsupported(key)
+        out = {}
+        for k, v in node.items():
+            v = self.eval(v)
+            if v is not _NOVALUE:
+                out[k] = v
+        return out
+
+    def resource_exists(self, name: str) -> bool:
+        cond = self.t["Resources"][name].get("Condition")
+        return not cond or self.condition(cond)
+
+
+def _as_list(x):
+    return x if isinstance(x, list) else [x]
+
+
+def normalise_statement(st: dict) -> dict:
+    """{sid, actions (sorted), resources (sorted), condition} of an evaluated IAM statement."""
+    if st.get("Effect", "Allow") != "Allow":
+        raise Unsupported(f"statement {st.get('Sid')}: only Allow statements are expected")
+    cond = st.get("Condition")
+    if cond:
+        cond = {op: {k: sorted(_as_list(v)) for k, v in kv.items()} for op, kv in cond.items()}
+    return {
+        "sid": st.get("Sid"),
+        "actions": sorted(_as_list(st["Action"])),
+        "resources": sorted(_as_list(st["Resource"])),
+        "condition": cond or None,
+    }
+
+
+SAM_ROLES = {"WriterRole": "writer", "CoordinatorRole": "coordinator", "SchedulerRole": "scheduler"}
+
+
+def sam_policies(template: dict, params: dict, account: str, region: str) -> dict:
+    """role -> {sid: statement} granted by the template for these parameters."""
+    ev = CfnEvaluator(template, params, account, region)
+    out = {}
+    roles = {n: r for n, r in template["Resources"].items() if r["Type"] == "AWS::IAM::Role"}
+    if set(roles) != set(SAM_ROLES):
+        raise Unsupported(f"roles in template.yaml: {sorted(roles)}, expected {sorted(SAM_ROLES)}")
+    if any(r.get("Properties", {}).get("ManagedPolicyArns") for r in roles.values()):
+        raise Unsupported("managed policies are not part of the least-privilege list")
+    for name, role in roles.items():
+        statements = {}
+        for policy in ev.eval(role["Properties"].get("Policies", [])):
+            for st in _as_list(policy["PolicyDocument"]["Statement"]):
+                n = normalise_statement(st)
+                if n["sid"] in statements:
+                    raise Unsupported(f"{name}: duplicate Sid {n['sid']}")
+                statements[n["sid"]] = n
+        out[SAM_ROLES[name]] = statements
+    # Functions: no inline SAM policies, roles as declared, the ones a user would expect.
+    for fn, role in (("WriterFunction", "WriterRole"), ("CoordinatorFunction", "CoordinatorRole")):
+        props = template["Resources"][fn]["Properties"]
+        if "Policies" in props:
+            raise Unsupported(f"{fn} has SAM Policies outside the least-privilege list")
+        if props.get("Role") != {"Fn::GetAtt": [role, "Arn"]}:
+            raise Unsupported(f"{fn} does not use {role}")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- Terraform
+
+
+def load_module(files: dict[str, str] | None = None) -> dict:
+    """Merged python-hcl2 view of the module's .tf files (`files`: name -> text overrides the directory)."""
+    if files is None:
+        files = {p.name: p.read_text() for p in sorted(MODULE.glob("*.tf"))}
+    merged: dict[str, list] = {}
+    for name, text in sorted(files.items()):
+        for key, value in hcl2.loads(text).items():
+            merged.setdefault(key, []).extend(value)
+    return merged
+
+
+def unquote(s):
+    if isinstance(s, str) and len(s) >= 2 and s[0] == '"' and s[-1] == '"':
+        return s[1:-1]
+    return s
+
+
+def blocks(module: dict, kind: str) -> dict:
+    """{(type, name): body} of `resource` / `data` blocks, or {name: body} for variable/output."""
+    out = {}
+    for entry in module.get(kind, []):
+        for k1, v1 in entry.items():
+            if kind in ("resource", "data"):
+                for k2, body in v1.items():
+                    out[(unquote(k1), unquote(k2))] = body
+            else:
+                out[unquote(k1)] = v1
+    return out
+
+
+_TOKEN = re.compile(
+    r"""\s*(?:(?P<num>\d+)|(?P<str>"(?:[^"\\]|\\.)*")|(?P<op>==|!=|&&|\|\||>=|<=|[?:!()\[\],.><{}=])|(?P<id>[A-Za-z_][A-Za-z0-9_-]*))"""
+)
+
+
+def _string_end(expr: str, pos: int) -> int:
+    """Index after the HCL string literal starting at expr[pos] == '"' (interpolations may nest strings)."""
+    i = pos + 1
+    while i < len(expr):
+        ch = expr[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == '"':
+            return i + 1
+        if expr.startswith("${", i):
+            depth, i = 1, i + 2
+            while depth:
+                if i >= len(expr):
+                    raise Unsupported(f"unterminated interpolation in {expr!r}")
+                if expr[i] == '"':
+                    i = _string_end(expr, i)
+                    continue
+                depth += {"{": 1, "}": -1}.get(expr[i], 0)
+                i += 1
+            continue
+        i += 1
+    raise Unsupported(f"unterminated string in {expr!r}")
+
+
+def _tokens(expr: str):
+    pos, out = 0, []
+    expr = expr.strip()
+    while pos < len(expr):
+        while pos < len(expr) and expr[pos].isspace():
+            pos += 1
+        if expr[pos] == '"':
+            end = _string_end(expr, pos)
+            out.append(("str", expr[pos:end]))
+            pos = end
+            continue
+        m = _TOKEN.match(expr, pos)
+        if not m or m.end() == pos:
+            raise Unsupported(f"cannot tokenise {expr[pos:]!r} in {expr!r}")
+        pos = m.end()
+        kind = m.lastgroup
+        out.append((kind, m.group(kind)))
+    return out
+
+
+class TfEvaluator:
+    """Evaluates the expressions of the module for concrete variable values (a small subset of HCL)."""
+
+    def __init__(self, module: dict, variables: dict, account: str, region: str, partition: str = "aws"):
+        self.m = module
+        self.vars = {}
+        declared = blocks(module, "variable")
+        for name, spec in declared.items():
+            if name in variables:
+                self.vars[name] = variables[name]
+            elif "default" in spec:
+                self.vars[name] = self.value(spec["default"])
+            else:
+                raise KeyError(f"variable {name} has no default and no value")
+        unknown = set(variables) - set(declared)
+        if unknown:
+            raise KeyError(f"unknown variables {sorted(unknown)}")
+        self.locals_src = {}
+        for entry in module.get("locals", []):
+            self.locals_src.update(entry)
+        self.locals: dict = {}
+        self.resources = blocks(module, "resource")
+        self.data = blocks(module, "data")
+        self.account, self.region, self.partition = account, region, partition
+
+    # -- values as python-hcl2 gives them: '"literal ${interp}"', '${expr}', numbers, lists, dicts
+    def value(self, v):
+        if isinstance(v, list):
+            return [self.value(x) for x in v]
+        if isinstance(v, dict):
+            return {unquote(k): self.value(x) for k, x in v.items() if not k.startswith("__")}
+        if not isinstance(v, str):
+            return v
+        heredoc = re.fullmatch(r'"<<(-?)(\w+)\n(.*)\n\s*\2"', v, re.S)
+        if heredoc:
+            lines = heredoc.group(3).split("\n")
+            if heredoc.group(1):
+                indent = min(len(x) - len(x.lstrip()) for x in lines if x.strip())
+                lines = [x[indent:] for x in lines]
+            return self.template("\n".join(lines) + "\n")
+        if v.startswith("${") and v.endswith("}") and _balanced(v[2:-1]):
+            return self.expr(v[2:-1])
+        if v.startswith('"') and v.endswith('"'):
+            return self.template(v[1:-1])
+        if v in ("true", "false"):
+            return v == "true"
+        if re.fullmatch(r"-?\d+", v):
+            return int(v)
+        return self.expr(v)
+
+    def template(self, text: str) -> str:
+        out, i = [], 0
+        while i < len(text):
+            j = text.find("${", i)
+            if j < 0:
+                out.append(text[i:])
+                break
+            out.append(text[i:j])
+            depth, k = 1, j + 2
+            while depth:
+                if k >= len(text):
+                    raise Unsupported(f"unbalanced template {text!r}")
+                depth += {"{": 1, "}": -1}.get(text[k], 0)
+                k += 1
+            out.append(str(self.expr(text[j + 2 : k - 1])))
+            i = k
+        return "".join(out).replace('\\"', '"')
+
+    def expr(self, text: str):
+        toks = _tokens(text)
+        parser = _Parser(toks, self)
+        result = parser.ternary()
+        if parser.i != len(toks):
+            raise Unsupported(f"trailing tokens in {text!r}")
+        return result
+
+    def local(self, name: str):
+        if name not in self.locals:
+            if name not in self.locals_src:
+                raise Unsupported(f"local.{name}")
+            self.locals[name] = self.value(self.locals_src[name])
+        return self.locals[name]
+
+    def resource_attr(self, rtype: str, rname: str, index, attr: str):
+        body = self.resources.get((rtype, rname))
+        if body is None:
+            raise Unsupported(f"resource {rtype}.{rname}")
+        if "count" in body:
+            count = self.value(body["count"])
+            if index is None or index >= count:
+                raise Unsupported(f"{rtype}.{rname}[{index}] with count {count}")
+        p, r, a = self.partition, self.region, self.account
+        arg = lambda key: self.value(body[key])  # noqa: E731
+        if rtype == "aws_s3_bucket":
+            return {"id": arg("bucket"), "bucket": arg("bucket"), "arn": f"arn:{p}:s3:::{arg('bucket')}"}[attr]
+        if rtype == "aws_dynamodb_table":
+            return {"name": arg("name"), "id": arg("name"), "arn": f"arn:{p}:dynamodb:{r}:{a}:table/{arg('name')}"}[attr]
+        if rtype == "aws_cloudwatch_log_group":
+            # Terraform's log group arn has no ":*" suffix (CloudFormation's has).
+            return {"name": arg("name"), "arn": f"arn:{p}:logs:{r}:{a}:log-group:{arg('name')}"}[attr]
+        if rtype == "aws_lambda_function":
+            fn = arg("function_name")
+            return {"function_name": fn, "arn": f"arn:{p}:lambda:{r}:{a}:function:{fn}"}[attr]
+        if rtype == "aws_iam_role":
+            return {"arn": f"arn:{p}:iam::{a}:role/{arg('name')}", "id": arg("name"), "name": arg("name")}[attr]
+        raise Unsupported(f"attribute {attr} of {rtype}")
+
+    def reference(self, path: list):
+        head = path[0]
+        if head == "var":
+            return self.vars[path[1]]
+        if head == "local":
+            return self.local(path[1])
+        if head == "data":
+            key = ".".join(str(x) for x in path[1:])
+            known = {
+                "aws_partition.current.partition": self.partition,
+                "aws_region.current.region": self.region,
+                "aws_caller_identity.current.account_id": self.account,
+            }
+            if key in known:
+                return known[key]
+            raise Unsupported(f"data.{key}")
+        if head in ("path", "each", "count", "module"):
+            raise Unsupported(".".join(map(str, path)))
+        rtype, rname, rest = path[0], path[1], path[2:]
+        index = None
+        if rest and isinstance(rest[0], int):
+            index, rest = rest[0], rest[1:]
+        if len(rest) != 1:
+            raise Unsupported(".".join(map(str, path)))
+        return self.resource_attr(rtype, rname, index, rest[0])
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for ch in s:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+class _Parser:
+    def __init__(self, toks, ev: TfEvaluator):
+        self.t, self.i, self.ev = toks, 0, ev
+
+    def peek(self, value=None):
+        if self.i >= len(self.t):
+            return None
+        tok = self.t[self.i]
+        return tok if value is None or tok[1] == value else None
+
+    def take(self, value=None):
+        tok = self.peek(value)
+        if tok is None:
+            raise Unsupported(f"expected {value!r} at {self.t[self.i:]!r}")
+        self.i += 1
+        return tok
+
+    def skip(self):
+        """Parse and discard the next ternary expression (the branch not taken)."""
+        depth = 0
+        while self.i < len(self.t):
+            kind, val = self.t[self.i]
+            if val in "([" and kind == "op":
+                depth += 1
+            elif val in ")]" and kind == "op":
+                if depth == 0:
+                    return
+                depth -= 1
+            elif depth == 0 and kind == "op" and val in (":", ","):
+                return
+            self.i += 1
+
+    def ternary(self):
+        cond = self.disjunction()
+        if self.peek("?"):
+            self.take("?")
+            if cond:
+                a = self.ternary()
+                self.take(":")
+                self.skip()
+                return a
+            self.skip()
+            self.take(":")
+            return self.ternary()
+        return cond
+
+    def disjunction(self):
+        v = self.conjunction()
+        while self.peek("||"):
+            self.take()
+            w = self.conjunction()
+            v = bool(v) or bool(w)
+        return v
+
+    def conjunction(self):
+        v = self.negation()
+        while self.peek("&&"):
+            self.take()
+            w = self.negation()
+            v = bool(v) and bool(w)
+        return v
+
+    def negation(self):
+        if self.peek("!"):
+            self.take()
+            return not self.negation()
+        return self.comparison()
+
+    def comparison(self):
+        v = self.postfix()
+        for op in ("==", "!=", ">", "<", ">=", "<="):
+            if self.peek(op):
+                self.take()
+                w = self.postfix()
+                return {"==": v == w, "!=": v != w, ">": v > w, "<": v < w, ">=": v >= w, "<=": v <= w}[op]
+        return v
+
+    def postfix(self):
+        v = self.primary()
+        while self.peek("["):
+            self.take("[")
+            idx = self.ternary()
+            self.take("]")
+            v = v[idx]
+        return v
+
+    def primary(self):
+        kind, val = self.take()
+        if kind == "num":
+            return int(val)
+        if kind == "str":
+            return self.ev.template(val[1:-1])
+        if val == "(":
+            v = self.ternary()
+            self.take(")")
+            return v
+        if val == "{":
+            obj = {}
+            while not self.peek("}"):
+                kkind, key = self.take()
+                key = key[1:-1] if kkind == "str" else key
+                if self.peek("="):
+                    self.take("=")
+                else:
+                    self.take(":")
+                obj[key] = self.ternary()
+                if self.peek(","):
+                    self.take(",")
+            self.take("}")
+            return obj
+        if val == "[":
+            items = []
+            while not self.peek("]"):
+                items.append(self.ternary())
+                if self.peek(","):
+                    self.take(",")
+            self.take("]")
+            return items
+        if kind == "id":
+            if val in ("true", "false"):
+                return val == "true"
+            if self.peek("("):
+                self.take("(")
+                args = []
+                while not self.peek(")"):
+                    args.append(self.ternary())
+                    if self.peek(","):
+                        self.take(",")
+                self.take(")")
+                return self.call(val, args)
+            path = [val]
+            while True:
+                if self.peek("."):
+                    self.take(".")
+                    path.append(self.take()[1])
+                elif self.peek("[") and path[0] not in ("var", "local") and len(path) == 2:
+                    self.take("[")
+                    path.append(int(self.take()[1]))
+                    self.take("]")
+                else:
+                    break
+            return self.ev.reference(path)
+        raise Unsupported(f"unexpected {val!r}")
+
+    def call(self, fn, args):
+        if fn == "split":
+            return args[1].split(args[0])
+        if fn == "length":
+            return len(args[0])
+        if fn == "jsonencode":
+            return json.dumps(args[0], separators=(",", ":"))
+        raise Unsupported(f"function {fn}()")
+
+
+def tf_policies(module: dict, variables: dict, account: str, region: str) -> dict:
+    """role -> {sid: statement} granted by the module for these variable values."""
+    ev = TfEvaluator(module, variables, account, region)
+    docs = {name: body for (kind, name), body in ev.data.items() if kind == "aws_iam_policy_document"}
+    out = {}
+    for (rtype, rname), body in ev.resources.items():
+        if rtype in ("aws_iam_policy", "aws_iam_role_policy_attachment", "aws_iam_policy_attachment"):
+            raise Unsupported(f"{rtype}.{rname}: policies outside the least-privilege list")
+        if rtype == "aws_iam_role" and ("managed_policy_arns" in body or "inline_policy" in body):
+            raise Unsupported(f"aws_iam_role.{rname}: inline/managed policies outside the list")
+        if rtype != "aws_iam_role_policy":
+            continue
+        role = re.fullmatch(r"\$\{aws_iam_role\.(\w+)\.id\}", body["role"])
+        doc = re.fullmatch(r"\$\{data\.aws_iam_policy_document\.(\w+)\.json\}", body["policy"])
+        if not role or not doc:
+            raise Unsupported(f"aws_iam_role_policy.{rname}: role/policy must reference a role and a policy document")
+        statements = out.setdefault(role.group(1), {})
+        src = docs[doc.group(1)]
+        raw = list(src.get("statement", []))
+        for dyn in src.get("dynamic", []):
+            for label, d in dyn.items():
+                if unquote(label) != "statement":
+                    raise Unsupported(f"dynamic {label}")
+                for _ in ev.value(d["for_each"]):
+                    raw.extend(d["content"])
+        for st in raw:
+            v = ev.value(st)
+            cond = None
+            for c in v.get("condition", []):
+                cond = cond or {}
+                cond.setdefault(c["test"], {})[c["variable"]] = sorted(_as_list(c["values"]))
+            n = {
+                "sid": v.get("sid"),
+                "actions": sorted(v["actions"]),
+                "resources": sorted(v["resources"]),
+                "condition": cond,
+            }
+            if v.get("effect", "Allow") != "Allow":
+                raise Unsupported("only Allow statements are expected")
+            if n["sid"] in statements:
+                raise Unsupported(f"{role.group(1)}: duplicate sid {n['sid']}")
+            statements[n["sid"]] = n
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- expected
+
+
+def expected_policies(values: dict, flags: dict) -> dict:
+    """least_privilege.json instantiated with placeholder `values` and the `when` flags of a scenario."""
+    spec = json.loads(LEAST_PRIVILEGE.read_text())
+
+    def fill(s):
+        return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], s)
+
+    out = {}
+    for role, statements in spec["roles"].items():
+        out[role] = {}
+        for st in statements:
+            if "when" in st and not flags[st["when"]]:
+                continue
+            cond = st.get("condition")
+            if cond:
+                cond = {op: {k: sorted(fill(x) for x in v) for k, v in kv.items()} for op, kv in cond.items()}
+            out[role][st["sid"]] = {
+                "sid": st["sid"],
+                "actions": sorted(st["actions"]),
+                "resources": sorted(fill(r) for r in st["resources"]),
+                "condition": cond or None,
+            }
+    return out
+
+
+def diff(name: str, got: dict, want: dict) -> list[str]:
+    problems = []
+    for role in sorted(set(got) | set(want)):
+        g, w = got.get(role, {}), want.get(role, {})
+        for sid in sorted(set(g) | set(w)):
+            if g.get(sid) != w.get(sid):
+                problems.append(f"{name}: role {role} statement {sid}: got {g.get(sid)} want {w.get(sid)}")
+    return problems

@@ -1,0 +1,524 @@
+"""Deployment packaging checks (issue 4, acceptance 1 and 2): template.yaml and infra/ are valid for the tools
+AWS users run (cfn-lint, sam validate --lint, checkov) and grant exactly the least-privilege list of
+tests/deploy/least_privilege.json, SAM and Terraform alike, for every supported deployment shape.
+
+Run with `make test-deploy` (creates .venv-deploy). No AWS account or network is used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import iac  # noqa: E402
+
+ROOT = iac.ROOT
+BIN = Path(sys.executable).parent
+ACCOUNT = "111122223333"
+REGION = "eu-west-1"
+CLUSTER = f"arn:aws:kafka:{REGION}:{ACCOUNT}:cluster/trips-cluster/3f1c2a9e-7b4d-4c1e-9a55-0d6e2f8b1c77-3"
+SECRET = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:AmazonMSK_trips-AbCdEf"
+KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
+QUEUE = f"arn:aws:sqs:{REGION}:{ACCOUNT}:trips-sink-failures"
+
+# Deployment shapes, as SAM parameters. The Terraform variables are derived with `tf_variables`.
+SCENARIOS = {
+    "msk-iam-new-bucket": {
+        "AppName": "trips-sink",
+        "MskClusterArn": CLUSTER,
+        "Topic": "trips",
+        "ConsumerGroupId": "hudi-sink-trips",
+        "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
+    },
+    "msk-scram-existing-bucket-everything": {
+        "AppName": "orders",
+        "MskClusterArn": CLUSTER,
+        "Topic": "orders.v1",
+        "ConsumerGroupId": "orders-group",
+        "KafkaSecretArn": SECRET,
+        "KafkaSecretKmsKeyArn": KEY,
+        "ExistingBucketName": "lake.example",
+        "TablePrefix": "warehouse/orders",
+        "DeadLetterPrefix": "dlq/orders",
+        "TablePropertiesUri": "s3://lake.example/config/orders.properties",
+        "SchemaUri": "s3://lake.example/config/orders.avsc",
+        "OnFailureDestinationArn": QUEUE,
+        "MinimumPollers": "2",
+        "MaximumPollers": "8",
+    },
+    "self-managed-scram-vpc": {
+        "AppName": "trips-sink",
+        "KafkaBootstrapServers": "kafka-1.internal:9096,kafka-2.internal:9096",
+        "Topic": "trips",
+        "ConsumerGroupId": "hudi-sink-trips",
+        "KafkaSecretArn": SECRET,
+        "KafkaAuthType": "SASL_SCRAM_256_AUTH",
+        "SelfManagedSubnet1": "subnet-0a1b2c3d",
+        "SelfManagedSubnet2": "subnet-0e1f2a3b",
+        "SelfManagedSecurityGroupId": "sg-0123abcd",
+        "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
+    },
+    "self-managed-public-no-auth": {
+        "KafkaBootstrapServers": "kafka.example.com:9092",
+        "Topic": "trips",
+        "ConsumerGroupId": "hudi-sink-trips",
+        "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
+    },
+}
+
+# SAM parameter -> Terraform variable where the name is not simply the snake_case of the parameter.
+PARAMETER_RENAMES = {
+    "AppName": "name",
+    "SelfManagedSubnet1": "self_managed_subnet_ids",
+    "SelfManagedSubnet2": "self_managed_subnet_ids",
+    "SelfManagedSubnet3": "self_managed_subnet_ids",
+}
+TF_ONLY_VARIABLES = {"writer_zip", "coordinator_zip", "tags"}
+
+# Outputs a user needs, in both (SAM name -> Terraform name), and the Terraform-only convenience output.
+OUTPUTS = {
+    "WriterFunctionName": "writer_function_name",
+    "WriterFunctionArn": "writer_function_arn",
+    "CoordinatorFunctionName": "coordinator_function_name",
+    "CoordinatorFunctionArn": "coordinator_function_arn",
+    "EventSourceMappingId": "event_source_mapping_id",
+    "LockTableName": "lock_table_name",
+    "LockTableArn": "lock_table_arn",
+    "BucketName": "bucket_name",
+    "BasePath": "base_path",
+    "DeadLetterPath": "dead_letter_path",
+    "WriterRoleArn": "writer_role_arn",
+    "CoordinatorRoleArn": "coordinator_role_arn",
+    "WriterLogGroupName": "writer_log_group_name",
+    "CoordinatorLogGroupName": "coordinator_log_group_name",
+}
+TF_ONLY_OUTPUTS = {"deployment_properties"}
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def tf_variables(params: dict) -> dict:
+    out = {"writer_zip": "w.zip", "coordinator_zip": "c.zip"}
+    subnets = []
+    for key, value in params.items():
+        if key.startswith("SelfManagedSubnet"):
+            subnets.append(value)
+            continue
+        name = PARAMETER_RENAMES.get(key, snake(key))
+        out[name] = int(value) if re.fullmatch(r"\d+", value) and name != "name" else value
+    if subnets:
+        out["self_managed_subnet_ids"] = subnets
+    return out
+
+
+def placeholders(params: dict, template: dict) -> tuple[dict, dict]:
+    """Placeholder values and `when` flags of least_privilege.json for a scenario."""
+    p = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
+    p.update(params)
+    name = p["AppName"]
+    cluster = p["MskClusterArn"]
+    values = {
+        "partition": "aws",
+        "region": REGION,
+        "account": ACCOUNT,
+        "name": name,
+        "bucket": p["ExistingBucketName"] or f"{name}-{ACCOUNT}-{REGION}",
+        "table_prefix": p["TablePrefix"],
+        "dead_letter_prefix": p["DeadLetterPrefix"],
+        "properties_path": p["TablePropertiesUri"].removeprefix("s3://"),
+        "schema_path": p["SchemaUri"].removeprefix("s3://"),
+        "msk_cluster_arn": cluster,
+        "kafka_arn_prefix": cluster.split(":cluster/")[0],
+        "kafka_cluster_path": cluster.split(":cluster/")[-1],
+        "topic": p["Topic"],
+        "consumer_group_id": p["ConsumerGroupId"],
+        "kafka_secret_arn": p["KafkaSecretArn"],
+        "kafka_secret_kms_key_arn": p["KafkaSecretKmsKeyArn"],
+        "on_failure_destination_arn": p["OnFailureDestinationArn"],
+    }
+    is_msk = bool(cluster)
+    flags = {
+        "is_msk": is_msk,
+        "is_msk_iam": is_msk and not p["KafkaSecretArn"],
+        "needs_network_interfaces": is_msk or bool(p["SelfManagedSubnet1"]),
+        "has_secret": bool(p["KafkaSecretArn"]),
+        "has_secret_key": bool(p["KafkaSecretArn"]) and bool(p["KafkaSecretKmsKeyArn"]),
+        "has_on_failure_destination": bool(p["OnFailureDestinationArn"]),
+        "has_schema": bool(p["SchemaUri"]),
+    }
+    return values, flags
+
+
+def drift(template_text: str | None = None, module_files: dict | None = None) -> list[str]:
+    """Every difference between the expected least-privilege list and what SAM / Terraform grant."""
+    template = iac.load_template(template_text)
+    module = iac.load_module(module_files)
+    problems = []
+    for scenario, params in SCENARIOS.items():
+        values, flags = placeholders(params, template)
+        want = iac.expected_policies(values, flags)
+        sam = iac.sam_policies(template, params, ACCOUNT, REGION)
+        tf = iac.tf_policies(module, tf_variables(params), ACCOUNT, REGION)
+        problems += iac.diff(f"{scenario} SAM", sam, want)
+        problems += iac.diff(f"{scenario} Terraform", tf, want)
+    return problems
+
+
+def run(cmd: list, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.update(
+        AWS_ACCESS_KEY_ID="test",
+        AWS_SECRET_ACCESS_KEY="testtesttest",
+        AWS_DEFAULT_REGION=REGION,
+        AWS_REGION=REGION,
+        AWS_EC2_METADATA_DISABLED="true",
+        SAM_CLI_TELEMETRY="0",
+        BC_SKIP_MAPPING="TRUE",
+    )
+    env.pop("AWS_PROFILE", None)
+    return subprocess.run(cmd, cwd=kw.pop("cwd", ROOT), env=env, capture_output=True, text=True, timeout=600, **kw)
+
+
+def tool(name: str) -> str:
+    path = BIN / name
+    if not path.exists():
+        raise AssertionError(f"{name} is not installed next to {sys.executable}; run `make test-deploy`")
+    return str(path)
+
+
+class LeastPrivilege(unittest.TestCase):
+    def test_sam_and_terraform_grant_exactly_the_list(self):
+        problems = drift()
+        self.assertEqual(problems, [], "\n".join(problems))
+
+    def test_every_listed_statement_is_exercised(self):
+        # Each conditional statement must be present in one scenario and absent in another, or the scenarios
+        # would not test its condition.
+        template = iac.load_template()
+        spec = json.loads(iac.LEAST_PRIVILEGE.read_text())
+        seen = {}
+        for params in SCENARIOS.values():
+            _, flags = placeholders(params, template)
+            for flag, on in flags.items():
+                seen.setdefault(flag, set()).add(on)
+        for role, statements in spec["roles"].items():
+            for st in statements:
+                if "when" in st:
+                    self.assertEqual(seen[st["when"]], {True, False}, f"{role}.{st['sid']} when {st['when']}")
+                if st["resources"] == ["*"]:
+                    self.assertTrue(st.get("wildcard_reason"), f"{role}.{st['sid']}: '*' needs a reason")
+
+    def test_drift_check_rejects_broken_copies(self):
+        tf_files = {p.name: p.read_text() for p in sorted(iac.MODULE.glob("*.tf"))}
+        template = iac.TEMPLATE.read_text()
+        broken_tf = [
+            # an extra action
+            ("iam.tf", '"dynamodb:DeleteItem"]', '"dynamodb:DeleteItem", "dynamodb:Scan"]'),
+            # a resource widened to the whole bucket
+            ("iam.tf", 'resources = ["${local.bucket_arn}/${var.dead_letter_prefix}/*"]',
+             'resources = ["${local.bucket_arn}/*"]'),
+            # the kafka-cluster group permission granted with SCRAM too
+            ("iam.tf", 'for_each = local.is_msk_iam ? [1] : []\n    content {\n      sid       = "KafkaGroup"',
+             'for_each = local.is_msk ? [1] : []\n    content {\n      sid       = "KafkaGroup"'),
+            # a wrong derivation of the topic ARN
+            ("main.tf", 'kafka_topic_arn    = "${local.kafka_arn_prefix}:topic/',
+             'kafka_topic_arn    = "${local.kafka_arn_prefix}:topic/*/'),
+        ]
+        for file, old, new in broken_tf:
+            self.assertIn(old, tf_files[file])
+            files = dict(tf_files, **{file: tf_files[file].replace(old, new, 1)})
+            self.assertNotEqual(drift(module_files=files), [], f"Terraform drift not caught: {new}")
+        broken_sam = [
+            ("Action: [dynamodb:GetItem, dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:DeleteItem]\n"
+             "                Resource: !GetAtt LockTable.Arn\n              - Sid: InvokeCoordinator",
+             "Action: [dynamodb:GetItem, dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:DeleteItem, dynamodb:Query]\n"
+             "                Resource: !GetAtt LockTable.Arn\n              - Sid: InvokeCoordinator"),
+            ("                  Resource: !Ref KafkaSecretArn", '                  Resource: "*"'),
+            ("- Prefix: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
+             "                      NameUuid: !Select [1, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
+             "                - Sid: KafkaGroup",
+             "- Prefix: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
+             "                      NameUuid: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
+             "                - Sid: KafkaGroup"),
+        ]
+        for old, new in broken_sam:
+            self.assertEqual(template.count(old), 1, old)
+            self.assertNotEqual(drift(template_text=template.replace(old, new)), [], f"SAM drift not caught: {new}")
+
+
+class Parity(unittest.TestCase):
+    def setUp(self):
+        self.template = iac.load_template()
+        self.module = iac.load_module()
+        self.variables = iac.blocks(self.module, "variable")
+
+    def test_every_parameter_has_a_variable_with_the_same_default(self):
+        expected = {PARAMETER_RENAMES.get(p, snake(p)) for p in self.template["Parameters"]}
+        self.assertEqual(set(self.variables) - TF_ONLY_VARIABLES, expected)
+        ev = iac.TfEvaluator(self.module, {"writer_zip": "w.zip", "coordinator_zip": "c.zip",
+                                           "topic": "t", "consumer_group_id": "g",
+                                           "table_properties_uri": "s3://b/k"}, ACCOUNT, REGION)
+        for param, spec in self.template["Parameters"].items():
+            var = PARAMETER_RENAMES.get(param, snake(param))
+            if param.startswith("SelfManagedSubnet"):
+                continue
+            if "Default" not in spec:
+                self.assertNotIn("default", self.variables[var], var)
+                continue
+            self.assertEqual(str(ev.vars[var]), str(spec["Default"]), f"default of {param} / {var}")
+
+    def test_every_variable_has_a_description_and_inputs_a_validation(self):
+        for name, spec in self.variables.items():
+            self.assertTrue(iac.unquote(spec.get("description", "")).strip(), f"{name}: no description")
+            if name != "tags":
+                self.assertTrue(spec.get("validation"), f"{name}: no validation block")
+
+    def test_outputs_match(self):
+        self.assertEqual(set(self.template["Outputs"]), set(OUTPUTS))
+        tf_outputs = iac.blocks(self.module, "output")
+        self.assertEqual(set(tf_outputs), set(OUTPUTS.values()) | TF_ONLY_OUTPUTS)
+        for name, spec in tf_outputs.items():
+            self.assertTrue(iac.unquote(spec.get("description", "")).strip(), f"output {name}: no description")
+
+    def test_outputs_and_deployment_properties_agree(self):
+        params = SCENARIOS["msk-scram-existing-bucket-everything"]
+        sam = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
+        tf = iac.TfEvaluator(self.module, tf_variables(params), ACCOUNT, REGION)
+        outputs = iac.blocks(self.module, "output")
+        for sam_name, tf_name in OUTPUTS.items():
+            value = self.template["Outputs"][sam_name]["Value"]
+            if sam_name in ("EventSourceMappingId", "WriterRoleArn", "CoordinatorRoleArn"):
+                continue  # generated by AWS
+            self.assertEqual(sam.eval(value), tf.value(outputs[tf_name]["value"]), sam_name)
+        props = dict(
+            line.split("=", 1)
+            for line in tf.value(outputs["deployment_properties"]["value"]).splitlines()
+            if line.strip()
+        )
+        self.assertEqual(props["hoodie.base.path"], sam.eval(self.template["Outputs"]["BasePath"]["Value"]))
+        self.assertEqual(props["hoodie.write.lock.dynamodb.table"], "orders-lock")
+        self.assertEqual(props["hudi.sink.coordinator.function"], "orders-coordinator")
+        self.assertEqual(props["hudi.sink.dead.letter.path"], "s3://lake.example/dlq/orders")
+        # Every key is one the library reads.
+        sources = "".join(p.read_text() for p in (ROOT / "crates" / "hudi-sink" / "src").rglob("*.rs"))
+        for key in props:
+            self.assertIn(f'"{key}"', sources, f"{key} is not a configuration key of crates/hudi-sink")
+
+    def test_functions_packages_and_environment(self):
+        res = self.template["Resources"]
+        for fn, package in (("WriterFunction", "writer"), ("CoordinatorFunction", "coordinator")):
+            binary = f"hudi-sink-{package}"
+            cargo = (ROOT / "functions" / package / "Cargo.toml").read_text()
+            self.assertIn(f'name = "{binary}"', cargo)
+            self.assertEqual(res[fn]["Metadata"]["BuildMethod"], "rust-cargolambda")
+            self.assertEqual(res[fn]["Metadata"]["BuildProperties"]["Binary"], binary)
+            self.assertEqual(res[fn]["Properties"]["CodeUri"], f"functions/{package}")
+            env = res[fn]["Properties"]["Environment"]["Variables"]
+            self.assertEqual(env["HUDI_SINK_CONFIG"], {"Ref": "TablePropertiesUri"})
+            main = (ROOT / "functions" / package / "src" / "main.rs").read_text()
+            self.assertIn('"HUDI_SINK_CONFIG"', main)
+            example = (iac.EXAMPLE / "main.tf").read_text()
+            self.assertIn(f"target/lambda/{binary}/bootstrap.zip", example)
+        globals_ = self.template["Globals"]["Function"]
+        self.assertEqual(globals_["Runtime"], "provided.al2023")
+        self.assertEqual(globals_["Architectures"], ["arm64"])
+        self.assertLessEqual(self.template["Parameters"]["WriterTimeout"]["MaxValue"], 840)
+        self.assertLessEqual(self.template["Parameters"]["BatchSize"]["MaxValue"], 10000)
+        functions = {n: b for (t, n), b in iac.blocks(self.module, "resource").items() if t == "aws_lambda_function"}
+        for name, body in functions.items():
+            self.assertEqual(iac.unquote(body["runtime"]), "provided.al2023")
+            self.assertEqual([iac.unquote(a) for a in body["architectures"]], ["arm64"])
+
+    def test_lock_table_is_the_hudi_layout(self):
+        t = self.template["Resources"]["LockTable"]["Properties"]
+        self.assertEqual(t["KeySchema"], [{"AttributeName": "key", "KeyType": "HASH"}])
+        self.assertEqual(t["AttributeDefinitions"], [{"AttributeName": "key", "AttributeType": "S"}])
+        self.assertEqual(t["BillingMode"], "PAY_PER_REQUEST")
+        self.assertTrue(t["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"])
+        self.assertTrue(t["SSESpecification"]["SSEEnabled"])
+        lock = iac.blocks(self.module, "resource")[("aws_dynamodb_table", "lock")]
+        self.assertEqual(iac.unquote(lock["hash_key"]), "key")
+        self.assertEqual(iac.unquote(lock["billing_mode"]), "PAY_PER_REQUEST")
+        self.assertEqual([(iac.unquote(a["name"]), iac.unquote(a["type"])) for a in lock["attribute"]], [("key", "S")])
+
+    def test_event_source_mappings(self):
+        res = self.template["Resources"]
+        for params in SCENARIOS.values():
+            ev = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
+            esms = [n for n, r in res.items() if r["Type"] == "AWS::Lambda::EventSourceMapping" and ev.resource_exists(n)]
+            self.assertEqual(len(esms), 1, params)
+            props = ev.eval(res[esms[0]]["Properties"])
+            self.assertEqual(props["Topics"], [params["Topic"]])
+            group = props.get("AmazonManagedKafkaEventSourceConfig") or props.get("SelfManagedKafkaEventSourceConfig")
+            self.assertEqual(group, {"ConsumerGroupId": params["ConsumerGroupId"]})
+            access = props.get("SourceAccessConfigurations", [])
+            if params.get("MskClusterArn"):
+                self.assertEqual(props["EventSourceArn"], params["MskClusterArn"])
+                want = [{"Type": "SASL_SCRAM_512_AUTH", "URI": SECRET}] if params.get("KafkaSecretArn") else []
+                self.assertEqual(access, want)
+            else:
+                self.assertEqual(props["SelfManagedEventSource"]["Endpoints"]["KafkaBootstrapServers"],
+                                 params["KafkaBootstrapServers"].split(","))
+                types = sorted(a["Type"] for a in access)
+                want = ([params["KafkaAuthType"]] if params.get("KafkaSecretArn") else [])
+                want += ["VPC_SUBNET"] * sum(1 for k in params if k.startswith("SelfManagedSubnet"))
+                want += ["VPC_SECURITY_GROUP"] if params.get("SelfManagedSecurityGroupId") else []
+                self.assertEqual(types, sorted(want))
+            if params.get("MinimumPollers"):
+                self.assertEqual(props["ProvisionedPollerConfig"],
+                                 {"MinimumPollers": params["MinimumPollers"], "MaximumPollers": params["MaximumPollers"]})
+            else:
+                self.assertNotIn("ProvisionedPollerConfig", props)
+            if params.get("OnFailureDestinationArn"):
+                self.assertEqual(props["DestinationConfig"], {"OnFailure": {"Destination": QUEUE}})
+            else:
+                self.assertNotIn("DestinationConfig", props)
+        esm = iac.blocks(self.module, "resource")[("aws_lambda_event_source_mapping", "writer")]
+        dynamic = {iac.unquote(k) for d in esm["dynamic"] for k in d}
+        self.assertTrue({"amazon_managed_kafka_event_source_config", "self_managed_event_source",
+                         "source_access_configuration", "provisioned_poller_config",
+                         "destination_config"} <= dynamic)
+
+
+class CoordinatorRequests(unittest.TestCase):
+    def test_samples_match_the_protocol(self):
+        protocol = (ROOT / "crates" / "hudi-sink" / "src" / "protocol.rs").read_text()
+        enum = re.search(r"pub enum CoordinatorRequest \{(.*?)\n\}", protocol, re.S).group(1)
+        variants = {snake(v) for v in re.findall(r"^    (\w+)\s*[({,]", enum, re.M)}
+        self.assertEqual(variants, {"begin", "commit", "abort", "services"})
+        commit_fields = set(re.findall(r"pub (\w+):", re.search(r"pub struct CommitRequest \{(.*?)\n\}", protocol, re.S).group(1)))
+        commit_rs = (ROOT / "crates" / "hudi-sink" / "src" / "table" / "commit.rs").read_text()
+        stat_body = re.search(r"pub struct WriteStat \{(.*?)\n\}", commit_rs, re.S).group(1)
+        stat_fields = {re.sub(r"_(\w)", lambda m: m.group(1).upper(), f) for f in re.findall(r"pub (\w+):", stat_body)}
+        samples = sorted((ROOT / "events").glob("coordinator-*.json"))
+        self.assertEqual({p.stem.removeprefix("coordinator-") for p in samples}, variants)
+        for path in samples:
+            request = json.loads(path.read_text())
+            op = path.stem.removeprefix("coordinator-")
+            self.assertEqual(request["op"], op, path)
+            if op == "commit":
+                self.assertEqual(set(request) - {"op"}, commit_fields)
+                for stat in request["write_stats"]:
+                    self.assertLessEqual(set(stat), stat_fields - {"other"})
+            elif op == "begin":
+                self.assertEqual(set(request), {"op", "writer"})
+            elif op == "abort":
+                self.assertEqual(set(request), {"op", "instant"})
+                self.assertRegex(request["instant"], r"^\d{17}$")
+            else:
+                self.assertEqual(set(request), {"op"})
+
+    def test_schedule_sends_the_services_request(self):
+        sample = json.loads((ROOT / "events" / "coordinator-services.json").read_text())
+        template = iac.load_template()
+        event = template["Resources"]["CoordinatorFunction"]["Properties"]["Events"]["TableServices"]
+        self.assertEqual(event["Type"], "ScheduleV2")
+        self.assertEqual(json.loads(event["Properties"]["Input"]), sample)
+        module = iac.load_module()
+        ev = iac.TfEvaluator(module, tf_variables(SCENARIOS["msk-iam-new-bucket"]), ACCOUNT, REGION)
+        schedule = iac.blocks(module, "resource")[("aws_scheduler_schedule", "table_services")]
+        self.assertEqual(json.loads(ev.value(schedule["target"][0]["input"])), sample)
+
+
+class Tools(unittest.TestCase):
+    def test_cfn_lint_passes_and_catches_a_broken_template(self):
+        r = run([tool("cfn-lint"), "template.yaml"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with tempfile.TemporaryDirectory() as d:
+            broken = Path(d) / "template.yaml"
+            broken.write_text(iac.TEMPLATE.read_text().replace("BillingMode: PAY_PER_REQUEST", "BillingMode: ON_DEMAND"))
+            r = run([tool("cfn-lint"), str(broken)])
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("E3030", r.stdout)
+
+    def test_sam_validate_lint_passes(self):
+        r = run([tool("sam"), "validate", "--lint", "-t", "template.yaml"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("is a valid SAM Template", r.stdout + r.stderr)
+
+    def test_sam_translation_passes_cfn_lint(self):
+        # cfn-lint on the SAM template does not run the transform; translate it (offline) and lint the result,
+        # which also checks the ranges of the generated resources.
+        script = r"""
+import json, sys, yaml
+from samtranslator.translator.transform import transform
+from samtranslator.yaml_helper import yaml_parse
+template = yaml_parse(open(sys.argv[1]).read())
+for name, res in template["Resources"].items():
+    if res["Type"] == "AWS::Serverless::Function":
+        res["Properties"]["CodeUri"] = "s3://bucket/" + name + ".zip"
+class Loader:
+    def load(self):
+        return {}
+json.dump(transform(template, {}, Loader()), open(sys.argv[2], "w"), indent=1)
+"""
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "translated.json"
+            r = run([sys.executable, "-c", script, "template.yaml", str(out)])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            translated = json.loads(out.read_text())
+            kinds = {res["Type"] for res in translated["Resources"].values()}
+            self.assertIn("AWS::Scheduler::Schedule", kinds)
+            self.assertNotIn("AWS::Serverless::Function", kinds)
+            for name in ("WriterFunction", "CoordinatorFunction"):
+                self.assertEqual(translated["Resources"][name]["Properties"].get("ManagedPolicyArns"), None)
+            r = run([tool("cfn-lint"), str(out)])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def checkov(self, *args) -> dict:
+        with tempfile.TemporaryDirectory() as d:
+            r = run([tool("checkov"), *args, "--skip-download", "-o", "json",
+                     "--output-file-path", d])
+            files = list(Path(d).glob("*.json"))
+            self.assertEqual(len(files), 1, r.stdout + r.stderr)
+            report = json.loads(files[0].read_text())
+        reports = report if isinstance(report, list) else [report]
+        return reports
+
+    def assert_checkov_clean(self, reports, min_resources):
+        passed = 0
+        for rep in reports:
+            results = rep["results"]
+            failed = [(c["check_id"], c["resource"]) for c in results["failed_checks"]]
+            self.assertEqual(failed, [], f"checkov failed checks in {rep.get('check_type')}")
+            for c in results["skipped_checks"]:
+                comment = (c.get("check_result") or {}).get("suppress_comment", "")
+                self.assertGreater(len(comment.strip()), 20, f"skip of {c['check_id']} on {c['resource']} lacks a reason")
+            passed += len(results["passed_checks"])
+        self.assertGreater(passed, min_resources)
+
+    def test_checkov_template(self):
+        self.assert_checkov_clean(self.checkov("-f", "template.yaml", "--framework", "cloudformation"), 20)
+
+    def test_checkov_terraform(self):
+        self.assert_checkov_clean(self.checkov("-d", "infra", "--framework", "terraform"), 40)
+
+    def test_checkov_reports_a_failure_on_an_insecure_copy(self):
+        with tempfile.TemporaryDirectory() as d:
+            shutil.copytree(iac.MODULE, Path(d) / "m")
+            main = Path(d) / "m" / "main.tf"
+            main.write_text(main.read_text().replace("point_in_time_recovery {\n    enabled = true", "point_in_time_recovery {\n    enabled = false"))
+            reports = self.checkov("-d", str(Path(d) / "m"), "--framework", "terraform")
+            failed = {c["check_id"] for rep in reports for c in rep["results"]["failed_checks"]}
+            self.assertIn("CKV_AWS_28", failed)
+
+    def test_terraform_fmt(self):
+        terraform = shutil.which("terraform")
+        if not terraform:
+            self.skipTest("no terraform binary (not available from the package registries)")
+        r = run([terraform, "fmt", "-check", "-recursive", "-diff", "infra"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
