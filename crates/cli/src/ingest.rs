@@ -1,56 +1,254 @@
-//! The `ingest` command: the writer Lambda's path on a laptop.
+//! The `ingest` command: the writer Lambda's path on a laptop, with a progress bar on a terminal.
 
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use hudi_sink::bootstrap::{build_sink, load_properties};
 use hudi_sink::sink::SinkReport;
 use hudi_sink::source::event::KafkaBatch;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// Any error, reported with its cause chain by `main`.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Processes each event file in order and prints one JSON report per file and a total line.
-pub async fn run(config: &str, events: &[PathBuf]) -> Result<(), BoxError> {
-    let props = load_properties(config).await?;
+/// Processes each event file in order through one sink; prints progress, a summary and the accounting line.
+pub async fn run(
+    config: &str,
+    overrides: &[String],
+    json: bool,
+    events: &[PathBuf],
+) -> Result<(), BoxError> {
+    let mut props = load_properties(config).await?;
+    for o in overrides {
+        let (key, value) = o
+            .split_once('=')
+            .ok_or_else(|| format!("--set {o:?}: expected KEY=VALUE"))?;
+        props.insert(key.trim().to_string(), value.trim().to_string());
+    }
+    // Every file is found (and sized, for the bar) before anything is written.
+    let files = expand(events)?;
+    let total_bytes: u64 = files.iter().map(|(_, size)| size).sum();
     let sink = build_sink(&props, "hudi-sink-cli").await?;
+    let mut progress = Progress::new(files.len(), total_bytes);
     let mut total = SinkReport::default();
-    for path in events {
+    let mut commits = 0u64;
+    let mut done_bytes = 0u64;
+    for (path, size) in &files {
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let batch =
             KafkaBatch::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-        let report = sink.process(batch).await?;
+        let report = match sink.process(batch).await {
+            Ok(r) => r,
+            Err(e) => {
+                progress.clear();
+                return Err(format!("{}: {e}", path.display()).into());
+            }
+        };
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({ "event_file": path.display().to_string(), "report": report })
+            );
+        }
+        commits += u64::from(report.instant.is_some());
+        done_bytes += size;
+        add(&mut total, &report);
+        progress.update(total.records_in, done_bytes, commits);
+    }
+    progress.clear();
+    let elapsed = progress.started.elapsed();
+    let c = &total.counts;
+    let summary = [
+        format!(
+            "ingested {} event files, {} records ({}) in {:.1} s ({}/s): {} commits, {} conflicts, {} retries, \
+             {} base files written ({})",
+            files.len(),
+            total.records_in,
+            human_bytes(total_bytes),
+            elapsed.as_secs_f64(),
+            human_bytes(rate(total_bytes, elapsed)),
+            commits,
+            total.conflicts,
+            total.retries,
+            total.files,
+            human_bytes(total.bytes),
+        ),
+        format!(
+            "records in {} = written {} (inserted {} + updated {}) + deduped {} + deleted {} + ignored {} + \
+             delete misses {} + dead-lettered {} + already committed {}",
+            total.records_in,
+            c.inserted + c.updated,
+            c.inserted,
+            c.updated,
+            c.deduped,
+            c.deleted,
+            c.ignored_older,
+            c.delete_misses,
+            total.dead_lettered,
+            total.skipped
+        ),
+    ];
+    for line in &summary {
+        if json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    if json {
         println!(
             "{}",
-            serde_json::json!({ "event_file": path.display().to_string(), "report": report })
+            serde_json::json!({ "total": total, "commits": commits })
         );
-        total.records_in += report.records_in;
-        total.skipped += report.skipped;
-        total.dead_lettered += report.dead_lettered;
-        total.counts.records_in += report.counts.records_in;
-        total.counts.inserted += report.counts.inserted;
-        total.counts.updated += report.counts.updated;
-        total.counts.deleted += report.counts.deleted;
-        total.counts.deduped += report.counts.deduped;
-        total.counts.ignored_older += report.counts.ignored_older;
-        total.counts.delete_misses += report.counts.delete_misses;
-        total.files += report.files;
-        total.bytes += report.bytes;
-        total.conflicts += report.conflicts;
-        total.retries += report.retries;
     }
-    let c = &total.counts;
-    eprintln!(
-        "records in {} = written {} + deduped {} + deleted {} + ignored {} + delete misses {} + dead-lettered {} + already committed {}",
-        total.records_in,
-        c.inserted + c.updated,
-        c.deduped,
-        c.deleted,
-        c.ignored_older,
-        c.delete_misses,
-        total.dead_lettered,
-        total.skipped
-    );
     if !total.balanced() {
         return Err("record accounting does not add up (a bug: please report it)".into());
     }
     Ok(())
+}
+
+/// Files with their sizes; a directory stands for its `*.json` files in name order.
+fn expand(events: &[PathBuf]) -> Result<Vec<(PathBuf, u64)>, BoxError> {
+    let mut out = Vec::new();
+    for path in events {
+        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if meta.is_dir() {
+            let mut inner: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| format!("{}: {e}", path.display()))?
+                .map(|entry| entry.map(|e| e.path()))
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            inner.retain(|p| p.extension().is_some_and(|e| e == "json") && p.is_file());
+            inner.sort();
+            if inner.is_empty() {
+                return Err(format!(
+                    "{}: no *.json event files in this directory",
+                    path.display()
+                )
+                .into());
+            }
+            for p in inner {
+                let size = file_size(&p)?;
+                out.push((p, size));
+            }
+        } else {
+            out.push((path.clone(), meta.len()));
+        }
+    }
+    Ok(out)
+}
+
+fn file_size(path: &Path) -> Result<u64, BoxError> {
+    Ok(std::fs::metadata(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len())
+}
+
+/// Adds one file's report to the running total.
+fn add(total: &mut SinkReport, r: &SinkReport) {
+    total.records_in += r.records_in;
+    total.skipped += r.skipped;
+    total.dead_lettered += r.dead_lettered;
+    total.counts.records_in += r.counts.records_in;
+    total.counts.inserted += r.counts.inserted;
+    total.counts.updated += r.counts.updated;
+    total.counts.deleted += r.counts.deleted;
+    total.counts.deduped += r.counts.deduped;
+    total.counts.ignored_older += r.counts.ignored_older;
+    total.counts.delete_misses += r.counts.delete_misses;
+    total.files += r.files;
+    total.bytes += r.bytes;
+    total.conflicts += r.conflicts;
+    total.retries += r.retries;
+    if r.instant.is_some() {
+        total.instant.clone_from(&r.instant);
+    }
+}
+
+fn rate(bytes: u64, elapsed: Duration) -> u64 {
+    let secs = elapsed.as_secs_f64();
+    if secs > 0.0 {
+        (bytes as f64 / secs) as u64
+    } else {
+        0
+    }
+}
+
+/// `12.3 MB` (decimal units, as Lambda's payload limit is stated).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// A one-line bar on stderr, drawn only when stderr is a terminal (logs and pipes get the summary alone).
+struct Progress {
+    tty: bool,
+    started: Instant,
+    files: usize,
+    done_files: usize,
+    total_bytes: u64,
+}
+
+impl Progress {
+    fn new(files: usize, total_bytes: u64) -> Self {
+        let p = Self {
+            tty: std::io::stderr().is_terminal(),
+            started: Instant::now(),
+            files,
+            done_files: 0,
+            total_bytes,
+        };
+        p.draw(0, 0, 0);
+        p
+    }
+
+    fn update(&mut self, records: u64, done_bytes: u64, commits: u64) {
+        self.done_files += 1;
+        self.draw(records, done_bytes, commits);
+    }
+
+    fn draw(&self, records: u64, done_bytes: u64, commits: u64) {
+        if !self.tty {
+            return;
+        }
+        const WIDTH: u64 = 30;
+        let filled = (done_bytes * WIDTH)
+            .checked_div(self.total_bytes)
+            .unwrap_or(WIDTH)
+            .min(WIDTH);
+        let bar: String = (0..WIDTH)
+            .map(|i| if i < filled { '#' } else { '-' })
+            .collect();
+        let mut err = std::io::stderr().lock();
+        // A progress line that cannot be drawn is not worth failing the ingest for.
+        let _ = write!(
+            err,
+            "\r\x1b[2K[{bar}] {}/{} files  {} records  {}/s  {} commits",
+            self.done_files,
+            self.files,
+            records,
+            human_bytes(rate(done_bytes, self.started.elapsed())),
+            commits
+        );
+        let _ = err.flush();
+    }
+
+    /// Removes the bar so that the next line starts clean.
+    fn clear(&self) {
+        if self.tty {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! `hudi-sink`: run msk-hudi-sink on a laptop and inspect the tables it writes.
 
-mod demo;
+mod generate;
 mod ingest;
+mod show;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,7 +13,10 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "hudi-sink",
     version,
-    about = "Kafka -> Apache Hudi (v6 copy-on-write) sink"
+    about = "Kafka -> Apache Hudi (v6 copy-on-write) sink",
+    after_help = "Try it:  hudi-sink generate --out target/demo/events --records 5000 --model target/demo/expected.jsonl\n         \
+                  hudi-sink ingest --config examples/local.properties target/demo/events\n         \
+                  hudi-sink show --table target/ingest/trips"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -21,27 +25,30 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Create a sample `trips` table on the local file system and write insert, upsert and delete instants.
-    Demo {
-        /// Directory of the table (created; must not hold another table).
-        #[arg(long)]
-        base_path: PathBuf,
-    },
+    /// Write synthetic ESM event files (inserts, updates, deletes, tombstones) for demos, tests and benchmarks.
+    Generate(generate::Args),
     /// Process ESM event files (one invocation payload each, in order) exactly as the writer Lambda does:
     /// embedded coordinator and file lock unless the configuration names AWS ones.
     Ingest {
         /// Table properties (Hudi keys plus `hudi.sink.*`), local path or `s3://`.
         #[arg(long)]
         config: String,
-        /// Event files (`aws:kafka` or `SelfManagedKafka` payloads).
+        /// Override or add a property (repeatable), e.g. `--set hoodie.base.path=/tmp/trips`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        overrides: Vec<String>,
+        /// Print one JSON report per event file and a JSON total on stdout (the summary goes to stderr).
+        #[arg(long)]
+        json: bool,
+        /// Event files (`aws:kafka` or `SelfManagedKafka` payloads); a directory stands for its `*.json` files
+        /// in name order.
         #[arg(required = true)]
         events: Vec<PathBuf>,
     },
-    /// Print a table's timeline and latest file slices.
+    /// Print a table's properties, timeline, checkpoint, latest file groups and row counts.
     Show {
-        /// Directory of the table.
-        #[arg(long)]
-        base_path: PathBuf,
+        /// Table base path: a directory or `s3://bucket/prefix`.
+        #[arg(long, visible_alias = "base-path", value_name = "PATH_OR_URI")]
+        table: String,
     },
 }
 
@@ -59,9 +66,14 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Demo { base_path } => demo::run(&base_path).await,
-            Command::Show { base_path } => demo::show(&base_path).await,
-            Command::Ingest { config, events } => ingest::run(&config, &events).await,
+            Command::Generate(args) => generate::run(args),
+            Command::Show { table } => show::run(&table).await,
+            Command::Ingest {
+                config,
+                overrides,
+                json,
+                events,
+            } => ingest::run(&config, &overrides, json, &events).await,
         }
     });
     match result {

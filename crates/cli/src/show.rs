@@ -1,0 +1,122 @@
+//! The `show` command: what a table holds, read the way the writer reads it (properties, timeline, checkpoint,
+//! latest file slices and their footers), so that a user can check a table without Spark.
+
+use std::collections::BTreeMap;
+
+use hudi_sink::base_file::reader::read_footer_from_storage;
+use hudi_sink::config::java_properties::JavaProperties;
+use hudi_sink::storage::open_storage;
+use hudi_sink::table::instant::State;
+use hudi_sink::table::timeline::{latest_file_slices, Timeline};
+
+use crate::ingest::{human_bytes, BoxError};
+
+/// Properties worth a glance, in this order.
+const SHOWN_PROPERTIES: &[&str] = &[
+    "hoodie.table.name",
+    "hoodie.table.type",
+    "hoodie.table.version",
+    "hoodie.table.recordkey.fields",
+    "hoodie.table.partition.fields",
+    "hoodie.table.precombine.field",
+    "hoodie.table.keygenerator.class",
+    "hoodie.bucket.index.num.buckets",
+];
+
+/// Prints the table at `uri` (a directory or `s3://bucket/prefix`).
+pub async fn run(uri: &str) -> Result<(), BoxError> {
+    let storage = open_storage(uri).await?;
+    let props_bytes = storage
+        .get(".hoodie/hoodie.properties")
+        .await
+        .map_err(|e| format!("{uri} is not a Hudi table (no .hoodie/hoodie.properties): {e}"))?;
+    let props = JavaProperties::parse(&props_bytes)?;
+    println!("table {uri}");
+    for key in SHOWN_PROPERTIES {
+        if let Some(value) = props.get(key) {
+            println!("  {key}={value}");
+        }
+    }
+
+    let timeline = Timeline::load(storage.as_ref()).await?;
+    println!("timeline ({} instants):", timeline.instants().len());
+    for instant in timeline.instants() {
+        if instant.state == State::Completed && instant.action.is_commit_like() {
+            let meta = timeline.commit_metadata(storage.as_ref(), instant).await?;
+            let (mut files, mut inserts, mut updates, mut deletes) = (0, 0, 0, 0);
+            for s in meta.write_stats() {
+                files += 1;
+                inserts += s.num_inserts;
+                updates += s.num_update_writes;
+                deletes += s.num_deletes;
+            }
+            println!(
+                "  {:<40} {:<8} files {files:>4}  inserted {inserts:>7}  updated {updates:>7}  deleted {deletes:>7}",
+                instant.file_name(),
+                meta.operation_type.as_str(),
+            );
+        } else {
+            println!("  {}", instant.file_name());
+        }
+    }
+
+    match timeline.latest_checkpoint(storage.as_ref()).await? {
+        Some((instant, checkpoint)) => {
+            println!(
+                "checkpoint (next offset per Kafka partition, as of {}):",
+                instant.time
+            );
+            for (topic, partitions) in checkpoint.topics() {
+                let list: Vec<String> =
+                    partitions.iter().map(|(p, o)| format!("{p}:{o}")).collect();
+                println!("  {topic} {}", list.join(" "));
+            }
+        }
+        None => println!("checkpoint: none"),
+    }
+
+    let slices = latest_file_slices(storage.as_ref(), &timeline, None).await?;
+    println!("file groups ({} latest slices):", slices.len());
+    let mut per_partition: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
+    let mut total_rows = 0u64;
+    let mut total_bytes = 0u64;
+    for slice in &slices {
+        let footer = read_footer_from_storage(storage.as_ref(), &slice.path(), slice.size).await?;
+        println!(
+            "  {:<28} {:<44} {} rows {:>8}  {}",
+            if slice.partition_path.is_empty() {
+                "(non-partitioned)"
+            } else {
+                &slice.partition_path
+            },
+            slice.file_id,
+            slice.base_instant,
+            footer.num_rows,
+            human_bytes(slice.size)
+        );
+        let e = per_partition.entry(&slice.partition_path).or_default();
+        e.0 += 1;
+        e.1 += footer.num_rows;
+        e.2 += slice.size;
+        total_rows += footer.num_rows;
+        total_bytes += slice.size;
+    }
+    println!("rows per partition:");
+    for (partition, (groups, rows, bytes)) in &per_partition {
+        let name = if partition.is_empty() {
+            "(non-partitioned)"
+        } else {
+            partition
+        };
+        println!(
+            "  {name:<28} {rows:>10} rows in {groups} file groups ({})",
+            human_bytes(*bytes)
+        );
+    }
+    println!(
+        "total: {total_rows} rows in {} file groups ({})",
+        slices.len(),
+        human_bytes(total_bytes)
+    );
+    Ok(())
+}
