@@ -1,59 +1,224 @@
-//! One CloudWatch Embedded Metric Format (EMF) line per invocation: CloudWatch turns the JSON log line into
-//! metrics without any API call. Counts add up: records in = skipped + written + deduped + deleted +
-//! ignored + delete misses + dead-lettered.
+//! One CloudWatch Embedded Metric Format (EMF) line per writer invocation: CloudWatch Logs turns the JSON
+//! line into metrics without any `PutMetricData` call (no extra permission, no extra latency).
+//!
+//! The record counts add up: records in = skipped + written + deduped + deleted + ignored (older than the
+//! stored row) + delete misses + dead-lettered, so an alarm on `RecordsDeadLettered` or a dashboard of the
+//! rates never has an unexplained gap. Timings are in milliseconds; `MaxLag` is present only when the batch
+//! had a record with a timestamp.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::sink::SinkReport;
 
 /// The CloudWatch namespace of the metrics.
 pub const NAMESPACE: &str = "MskHudiSink";
 
-/// The EMF document of one invocation (`timestamp_ms`: when it finished).
-pub fn emf(report: &SinkReport, request_id: &str, timestamp_ms: i64) -> Value {
-    let c = &report.counts;
-    let names = [
-        ("RecordsIn", "Count"),
-        ("RecordsSkipped", "Count"),
-        ("RecordsWritten", "Count"),
-        ("RecordsDeduped", "Count"),
-        ("RecordsDeleted", "Count"),
-        ("RecordsIgnoredOlder", "Count"),
-        ("DeleteMisses", "Count"),
-        ("RecordsDeadLettered", "Count"),
-        ("FilesWritten", "Count"),
-        ("BytesWritten", "Bytes"),
-        ("CommitConflicts", "Count"),
-        ("CommitRetries", "Count"),
-    ];
-    json!({
-        "_aws": {
-            "Timestamp": timestamp_ms,
-            "CloudWatchMetrics": [{
-                "Namespace": NAMESPACE,
-                "Dimensions": [[]],
-                "Metrics": names.iter().map(|(n, u)| json!({"Name": n, "Unit": u})).collect::<Vec<_>>(),
-            }],
-        },
-        "RequestId": request_id,
-        "Instant": report.instant,
-        "RecordsIn": report.records_in,
-        "RecordsSkipped": report.skipped,
-        "RecordsWritten": c.inserted + c.updated,
-        "RecordsDeduped": c.deduped,
-        "RecordsDeleted": c.deleted,
-        "RecordsIgnoredOlder": c.ignored_older,
-        "DeleteMisses": c.delete_misses,
-        "RecordsDeadLettered": report.dead_lettered,
-        "FilesWritten": report.files,
-        "BytesWritten": report.bytes,
-        "CommitConflicts": report.conflicts,
-        "CommitRetries": report.retries,
-    })
+/// The dimension every metric is published under (one series per table).
+pub const DIMENSION: &str = "Table";
+
+/// What the EMF document says about where it comes from, beyond the report.
+#[derive(Debug, Clone, Copy)]
+pub struct EmfContext<'a> {
+    /// `hoodie.table.name`: the value of the [`DIMENSION`].
+    pub table: &'a str,
+    /// The Lambda request id (a property, not a dimension: it would make every line its own series).
+    pub request_id: &'a str,
+    /// When the invocation finished, epoch milliseconds (EMF's `Timestamp`).
+    pub timestamp_ms: i64,
 }
 
-/// Prints the EMF line of `report` to stdout (where the Lambda runtime forwards it to CloudWatch Logs).
-pub fn emit(report: &SinkReport, request_id: &str) {
-    let line = emf(report, request_id, chrono::Utc::now().timestamp_millis());
-    println!("{line}");
+/// The metrics of one report: name, CloudWatch unit, value.
+pub fn metric_values(report: &SinkReport) -> Vec<(&'static str, &'static str, u64)> {
+    let c = &report.counts;
+    let mut metrics = vec![
+        ("RecordsIn", "Count", report.records_in),
+        ("RecordsSkipped", "Count", report.skipped),
+        ("RecordsWritten", "Count", c.inserted + c.updated),
+        ("RecordsDeduped", "Count", c.deduped),
+        ("RecordsDeleted", "Count", c.deleted),
+        ("RecordsIgnoredOlder", "Count", c.ignored_older),
+        ("DeleteMisses", "Count", c.delete_misses),
+        ("RecordsDeadLettered", "Count", report.dead_lettered),
+        ("FilesWritten", "Count", report.files),
+        ("BytesWritten", "Bytes", report.bytes),
+        ("CommitLatency", "Milliseconds", report.commit_latency_ms),
+        ("LockWait", "Milliseconds", report.lock_wait_ms),
+        ("CommitConflicts", "Count", u64::from(report.conflicts)),
+        ("CommitRetries", "Count", u64::from(report.retries)),
+    ];
+    if let Some(lag) = report.max_lag_ms {
+        metrics.push(("MaxLag", "Milliseconds", lag));
+    }
+    metrics
+}
+
+/// The EMF document of one invocation.
+pub fn emf(report: &SinkReport, context: &EmfContext<'_>) -> Value {
+    let metrics = metric_values(report);
+    let mut doc = Map::new();
+    doc.insert(
+        "_aws".into(),
+        json!({
+            "Timestamp": context.timestamp_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [[DIMENSION]],
+                "Metrics": metrics
+                    .iter()
+                    .map(|(name, unit, _)| json!({"Name": name, "Unit": unit}))
+                    .collect::<Vec<_>>(),
+            }],
+        }),
+    );
+    doc.insert(DIMENSION.into(), json!(context.table));
+    doc.insert("RequestId".into(), json!(context.request_id));
+    doc.insert("Instant".into(), json!(report.instant));
+    for (name, _, value) in metrics {
+        doc.insert(name.into(), json!(value));
+    }
+    Value::Object(doc)
+}
+
+/// Prints the EMF line of `report` to stdout, where the Lambda runtime forwards it to CloudWatch Logs.
+pub fn emit(report: &SinkReport, table: &str, request_id: &str) {
+    let context = EmfContext {
+        table,
+        request_id,
+        timestamp_ms: chrono::Utc::now().timestamp_millis(),
+    };
+    println!("{}", emf(report, &context));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::write::WriteCounts;
+
+    fn report() -> SinkReport {
+        SinkReport {
+            records_in: 20,
+            skipped: 2,
+            dead_lettered: 3,
+            counts: WriteCounts {
+                records_in: 15,
+                inserted: 6,
+                updated: 2,
+                deleted: 1,
+                deduped: 3,
+                ignored_older: 2,
+                delete_misses: 1,
+            },
+            instant: Some("20251129103000123".into()),
+            files: 4,
+            bytes: 123_456,
+            conflicts: 1,
+            retries: 2,
+            commit_latency_ms: 87,
+            lock_wait_ms: 12,
+            max_lag_ms: Some(4_500),
+        }
+    }
+
+    const CONTEXT: EmfContext<'static> = EmfContext {
+        table: "trips",
+        request_id: "req-1",
+        timestamp_ms: 1_764_412_800_000,
+    };
+
+    /// Checks the EMF specification's rules on `doc` and returns the metric values by name.
+    fn check_emf(doc: &Value) -> std::collections::BTreeMap<String, u64> {
+        let aws = &doc["_aws"];
+        assert!(aws["Timestamp"].is_i64(), "{doc}");
+        let directives = aws["CloudWatchMetrics"].as_array().expect("directives");
+        assert_eq!(directives.len(), 1);
+        let d = &directives[0];
+        assert_eq!(d["Namespace"], NAMESPACE);
+        for set in d["Dimensions"].as_array().expect("dimension sets") {
+            for dim in set.as_array().expect("dimension set") {
+                let name = dim.as_str().expect("dimension name");
+                assert!(
+                    doc[name].is_string(),
+                    "dimension {name} must be a string member"
+                );
+            }
+        }
+        let mut values = std::collections::BTreeMap::new();
+        for m in d["Metrics"].as_array().expect("metrics") {
+            let name = m["Name"].as_str().expect("name");
+            let unit = m["Unit"].as_str().expect("unit");
+            assert!(["Count", "Bytes", "Milliseconds"].contains(&unit), "{unit}");
+            let v = doc[name]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{name} is not a number"));
+            assert!(values.insert(name.to_string(), v).is_none(), "{name} twice");
+        }
+        values
+    }
+
+    #[test]
+    fn document_follows_emf_and_carries_every_measure() {
+        let doc = emf(&report(), &CONTEXT);
+        let v = check_emf(&doc);
+        assert_eq!(doc["_aws"]["Timestamp"], 1_764_412_800_000i64);
+        assert_eq!(doc["Table"], "trips");
+        assert_eq!(doc["RequestId"], "req-1");
+        assert_eq!(doc["Instant"], "20251129103000123");
+        let expected: Vec<(&str, u64)> = vec![
+            ("BytesWritten", 123_456),
+            ("CommitConflicts", 1),
+            ("CommitLatency", 87),
+            ("CommitRetries", 2),
+            ("DeleteMisses", 1),
+            ("FilesWritten", 4),
+            ("LockWait", 12),
+            ("MaxLag", 4_500),
+            ("RecordsDeadLettered", 3),
+            ("RecordsDeduped", 3),
+            ("RecordsDeleted", 1),
+            ("RecordsIgnoredOlder", 2),
+            ("RecordsIn", 20),
+            ("RecordsSkipped", 2),
+            ("RecordsWritten", 8),
+        ];
+        let actual: Vec<(&str, u64)> = v.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+        assert_eq!(actual, expected);
+        // The record counts add up to the records in.
+        let parts: u64 = [
+            "RecordsSkipped",
+            "RecordsWritten",
+            "RecordsDeduped",
+            "RecordsDeleted",
+            "RecordsIgnoredOlder",
+            "DeleteMisses",
+            "RecordsDeadLettered",
+        ]
+        .iter()
+        .map(|k| v[*k])
+        .sum();
+        assert_eq!(parts, v["RecordsIn"]);
+        assert!(report().balanced());
+    }
+
+    #[test]
+    fn lag_is_left_out_when_no_record_had_a_timestamp() {
+        let empty = SinkReport {
+            records_in: 0,
+            ..SinkReport::default()
+        };
+        let doc = emf(&empty, &CONTEXT);
+        let v = check_emf(&doc);
+        assert!(!v.contains_key("MaxLag"));
+        assert!(doc.get("MaxLag").is_none());
+        assert_eq!(doc["Instant"], Value::Null);
+        assert_eq!(v.len(), 14);
+        assert!(v.values().all(|n| *n == 0));
+    }
+
+    #[test]
+    fn the_line_is_one_json_document() {
+        let line = emf(&report(), &CONTEXT).to_string();
+        assert!(!line.contains('\n'));
+        let back: Value = serde_json::from_str(&line).expect("parses");
+        check_emf(&back);
+    }
 }

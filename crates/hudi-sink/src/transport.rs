@@ -8,6 +8,36 @@ use crate::coordinator::Coordinator;
 use crate::protocol::{CoordinatorRequest, CoordinatorResponse};
 use crate::write::WriteError;
 
+/// Member the coordinator function adds to its JSON answer: milliseconds it waited for the table lock while
+/// serving the request, so that the writer can report the lock wait of its invocation. Unknown to the
+/// protocol types, so either side may be older than the other.
+pub const LOCK_WAIT_FIELD: &str = "lock_wait_ms";
+
+/// The coordinator function's answer: `response` with its lock wait as [`LOCK_WAIT_FIELD`].
+pub fn answer_with_lock_wait(
+    response: &CoordinatorResponse,
+    lock_wait_ms: u64,
+) -> Result<serde_json::Value, serde_json::Error> {
+    let mut value = serde_json::to_value(response)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert(LOCK_WAIT_FIELD.into(), lock_wait_ms.into());
+    }
+    Ok(value)
+}
+
+/// Parses a coordinator function's answer and records its lock wait (see [`crate::telemetry`]).
+pub fn parse_answer(body: &[u8]) -> Result<CoordinatorResponse, serde_json::Error> {
+    let mut value: serde_json::Value = serde_json::from_slice(body)?;
+    if let Some(waited) = value
+        .as_object_mut()
+        .and_then(|o| o.remove(LOCK_WAIT_FIELD))
+        .and_then(|v| v.as_u64())
+    {
+        crate::telemetry::record_lock_wait(waited);
+    }
+    serde_json::from_value(value)
+}
+
 /// Sends protocol requests to a coordinator. Every request is safe to repeat.
 #[async_trait]
 pub trait CoordinatorClient: Send + Sync + Debug {
@@ -87,11 +117,47 @@ impl CoordinatorClient for LambdaClient {
                 String::from_utf8_lossy(&body)
             )));
         }
-        serde_json::from_slice(&body).map_err(|e| {
+        parse_answer(&body).map_err(|e| {
             transport(format!(
                 "unreadable coordinator answer ({e}): {}",
                 String::from_utf8_lossy(&body)
             ))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lock_wait_travels_with_the_answer_and_is_recorded() {
+        let response = CoordinatorResponse::Committed {
+            instant: "20251129103000123".into(),
+        };
+        let wire = answer_with_lock_wait(&response, 42).expect("serialises");
+        assert_eq!(wire[LOCK_WAIT_FIELD], 42);
+        let body = serde_json::to_vec(&wire).expect("bytes");
+        let (parsed, waited) =
+            crate::telemetry::with_lock_wait(async { parse_answer(&body) }).await;
+        assert_eq!(parsed.expect("parses"), response);
+        assert_eq!(waited, 42);
+        // Unit answers and answers of an older coordinator (no lock wait) parse too.
+        let done = answer_with_lock_wait(&CoordinatorResponse::Done, 7).expect("serialises");
+        assert_eq!(
+            done,
+            serde_json::json!({"status": "done", "lock_wait_ms": 7})
+        );
+        let (old, waited) = crate::telemetry::with_lock_wait(async {
+            parse_answer(br#"{"status":"conflict","reason":"bucket 3"}"#)
+        })
+        .await;
+        assert_eq!(
+            old.expect("parses"),
+            CoordinatorResponse::Conflict {
+                reason: "bucket 3".into()
+            }
+        );
+        assert_eq!(waited, 0);
     }
 }

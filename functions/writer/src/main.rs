@@ -1,12 +1,19 @@
 //! Writer Lambda: one event-source-mapping batch (MSK or self-managed Kafka) → one committed Hudi instant.
 //! Returns only after the commit is durable, so the ESM commits the Kafka offsets only then; any error
 //! makes the ESM redeliver the batch, which the sink handles exactly once.
+//!
+//! Per invocation it prints one EMF metrics line on stdout and logs JSON lines on stderr (see
+//! `hudi_sink::metrics` and `hudi_sink::telemetry`); it stops starting new work when the invocation's
+//! deadline comes within `hudi.sink.deadline.reserve.ms`.
 
 use std::sync::Arc;
 
 use hudi_sink::bootstrap::{build_sink, load_properties};
+use hudi_sink::clock::{Clock, SystemClock};
+use hudi_sink::sink::{KafkaSink, ProcessOptions};
 use hudi_sink::source::event::KafkaBatch;
-use lambda_runtime::{service_fn, Error, LambdaEvent};
+use hudi_sink::write::WriteError;
+use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
 
 #[tokio::main]
@@ -15,15 +22,121 @@ async fn main() -> Result<(), Error> {
     let config = std::env::var("HUDI_SINK_CONFIG")
         .map_err(|_| "HUDI_SINK_CONFIG must name the table properties file (s3://… or a path)")?;
     let props = load_properties(&config).await?;
-    let sink = Arc::new(build_sink(&props, "writer").await?);
+    let table = props.get("hoodie.table.name").cloned().unwrap_or_default();
+    let sink = Arc::new(build_sink(&props, &writer_id()).await?);
+    tracing::info!(config = %config, table = %table, "writer ready");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let sink = sink.clone();
-        async move {
-            let batch = KafkaBatch::from_value(event.payload)?;
-            let report = sink.process(batch).await?;
-            hudi_sink::metrics::emit(&report, &event.context.request_id);
-            Ok::<Value, Error>(serde_json::to_value(report)?)
-        }
+        let table = table.clone();
+        async move { handle(&sink, &table, event).await }
     }))
     .await
+}
+
+/// Who begins instants, for the coordinator's logs and heartbeats: the function and its log stream
+/// (one per execution environment), so that a stuck instant can be traced to its logs.
+fn writer_id() -> String {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    match (
+        var("AWS_LAMBDA_FUNCTION_NAME"),
+        var("AWS_LAMBDA_LOG_STREAM_NAME"),
+    ) {
+        (Some(function), Some(stream)) => format!("{function}/{stream}"),
+        (Some(function), None) => function,
+        _ => "writer".to_string(),
+    }
+}
+
+/// The invocation deadline to honour, if it is usable. Lambda always hands over a deadline in the future;
+/// a runtime emulator may send a placeholder (`cargo lambda watch` sends 600000, i.e. 1970), which would
+/// otherwise make every batch fail at once.
+fn usable_deadline(deadline_ms: u64, now_ms: i64) -> Option<i64> {
+    let deadline = i64::try_from(deadline_ms).ok()?;
+    (deadline > now_ms).then_some(deadline)
+}
+
+/// A function error whose type tells the operator what kind of failure it was.
+fn diagnostic(error_type: &str, message: impl Into<String>) -> Diagnostic {
+    Diagnostic {
+        error_type: error_type.to_string(),
+        error_message: message.into(),
+    }
+}
+
+async fn handle(
+    sink: &KafkaSink,
+    table: &str,
+    event: LambdaEvent<Value>,
+) -> Result<Value, Diagnostic> {
+    let request_id = event.context.request_id.clone();
+    let batch = KafkaBatch::from_value(event.payload).map_err(|e| {
+        tracing::error!(request_id, error = %e, "invalid event-source-mapping payload");
+        diagnostic(
+            "InvalidEvent",
+            format!("not an MSK or self-managed Kafka event-source-mapping payload: {e}"),
+        )
+    })?;
+    let now = SystemClock.now_millis();
+    let deadline_ms = usable_deadline(event.context.deadline, now);
+    if deadline_ms.is_none() {
+        tracing::warn!(
+            request_id,
+            deadline = event.context.deadline,
+            "the invocation deadline is not in the future (a local emulator?); running without one"
+        );
+    }
+    let records = batch.len();
+    match sink
+        .process_with(batch, ProcessOptions { deadline_ms })
+        .await
+    {
+        Ok(report) => {
+            hudi_sink::metrics::emit(&report, table, &request_id);
+            tracing::info!(
+                request_id,
+                records,
+                instant = report.instant.as_deref().unwrap_or(""),
+                dead_lettered = report.dead_lettered,
+                "batch committed"
+            );
+            serde_json::to_value(&report)
+                .map_err(|e| diagnostic("WriteFailed", format!("serialising the report: {e}")))
+        }
+        Err(e) => {
+            tracing::error!(request_id, records, error = %e, "batch failed; the event source mapping will redeliver it");
+            let kind = match e {
+                WriteError::Deadline { .. } => "DeadlineNear",
+                WriteError::Config { .. } | WriteError::ConfigKey(_) => "Configuration",
+                _ => "WriteFailed",
+            };
+            Err(diagnostic(kind, e.to_string()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_deadline_in_the_future_is_honoured() {
+        let now = 1_764_412_800_000;
+        assert_eq!(
+            usable_deadline(1_764_412_900_000, now),
+            Some(1_764_412_900_000)
+        );
+        // cargo lambda watch's placeholder, a deadline already passed, and nonsense.
+        assert_eq!(usable_deadline(600_000, now), None);
+        assert_eq!(usable_deadline(now as u64, now), None);
+        assert_eq!(usable_deadline(u64::MAX, now), None);
+    }
+
+    #[test]
+    fn function_errors_say_what_failed() {
+        let d = diagnostic("InvalidEvent", "bad");
+        assert_eq!(
+            (d.error_type.as_str(), d.error_message.as_str()),
+            ("InvalidEvent", "bad")
+        );
+    }
 }
