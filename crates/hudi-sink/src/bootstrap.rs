@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -24,6 +25,150 @@ use crate::sink::{KafkaSink, SinkConfig};
 use crate::storage::{open_storage, Storage, StorageError};
 use crate::transport::{CoordinatorClient, InProcessClient};
 use crate::write::{TableWriter, WriteError};
+
+/// `hudi.sink.aws.connect.timeout.ms`: connection set-up of every AWS client.
+pub const CONNECT_TIMEOUT_KEY: &str = "hudi.sink.aws.connect.timeout.ms";
+/// `hudi.sink.s3.attempt.timeout.ms` / `hudi.sink.s3.operation.timeout.ms`.
+pub const S3_TIMEOUT_KEYS: (&str, &str) = (
+    "hudi.sink.s3.attempt.timeout.ms",
+    "hudi.sink.s3.operation.timeout.ms",
+);
+/// `hudi.sink.dynamodb.attempt.timeout.ms` / `hudi.sink.dynamodb.operation.timeout.ms`.
+pub const DYNAMODB_TIMEOUT_KEYS: (&str, &str) = (
+    "hudi.sink.dynamodb.attempt.timeout.ms",
+    "hudi.sink.dynamodb.operation.timeout.ms",
+);
+/// `hudi.sink.coordinator.attempt.timeout.ms` / `hudi.sink.coordinator.operation.timeout.ms` (Lambda `Invoke`).
+pub const COORDINATOR_TIMEOUT_KEYS: (&str, &str) = (
+    "hudi.sink.coordinator.attempt.timeout.ms",
+    "hudi.sink.coordinator.operation.timeout.ms",
+);
+
+/// Deadlines of one remote client, so that a request that hangs (a dead connection, a stalled service) fails
+/// the invocation with a clear error, and the ESM redelivers the batch, long before the Lambda is killed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteTimeouts {
+    /// Establishing one connection.
+    pub connect: Duration,
+    /// One attempt: request sent to response headers received.
+    pub attempt: Duration,
+    /// One call, all retries included.
+    pub operation: Duration,
+}
+
+/// The deadlines of every remote client, from the `hudi.sink.*` timeout keys.
+///
+/// Defaults: connect 3.1 s (the SDK's own); S3 30 s per attempt and 2 min per call (base files of a few
+/// hundred MB); DynamoDB 5 s / 20 s (small conditional writes; a heartbeat must land well within the lease);
+/// coordinator 150 s / 5 min (a begin may wait for the table lock, `hoodie.write.lock.wait_time_ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientTimeouts {
+    /// S3 storage (table and dead letters).
+    pub s3: RemoteTimeouts,
+    /// The DynamoDB lock.
+    pub dynamodb: RemoteTimeouts,
+    /// The coordinator Lambda.
+    pub coordinator: RemoteTimeouts,
+}
+
+impl Default for ClientTimeouts {
+    fn default() -> Self {
+        let connect = Duration::from_millis(3100);
+        let t = |attempt: u64, operation: u64| RemoteTimeouts {
+            connect,
+            attempt: Duration::from_millis(attempt),
+            operation: Duration::from_millis(operation),
+        };
+        Self {
+            s3: t(30_000, 120_000),
+            dynamodb: t(5_000, 20_000),
+            coordinator: t(150_000, 300_000),
+        }
+    }
+}
+
+impl ClientTimeouts {
+    /// Reads the timeout keys (milliseconds, at least 1); other keys are ignored here. An attempt timeout
+    /// longer than its operation timeout is an error, as it could never apply.
+    pub fn from_properties(props: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let mut t = Self::default();
+        let ms = |key: &str, default: Duration| -> Result<Duration, ConfigError> {
+            match props.get(key) {
+                None => Ok(default),
+                Some(v) => match v.trim().parse::<u64>() {
+                    Ok(n) if n > 0 => Ok(Duration::from_millis(n)),
+                    _ => Err(ConfigError::Invalid {
+                        key: key.to_string(),
+                        value: v.clone(),
+                        reason: "expected a positive number of milliseconds".into(),
+                    }),
+                },
+            }
+        };
+        let connect = ms(CONNECT_TIMEOUT_KEY, t.s3.connect)?;
+        for (keys, slot) in [
+            (S3_TIMEOUT_KEYS, &mut t.s3),
+            (DYNAMODB_TIMEOUT_KEYS, &mut t.dynamodb),
+            (COORDINATOR_TIMEOUT_KEYS, &mut t.coordinator),
+        ] {
+            slot.connect = connect;
+            slot.attempt = ms(keys.0, slot.attempt)?;
+            slot.operation = ms(keys.1, slot.operation)?;
+            if slot.attempt > slot.operation {
+                return Err(ConfigError::Invalid {
+                    key: keys.0.to_string(),
+                    value: slot.attempt.as_millis().to_string(),
+                    reason: format!(
+                        "longer than {} ({} ms): the attempt could never time out",
+                        keys.1,
+                        slot.operation.as_millis()
+                    ),
+                });
+            }
+        }
+        Ok(t)
+    }
+}
+
+#[cfg(feature = "aws")]
+impl RemoteTimeouts {
+    /// The SDK form: connect, attempt and operation deadlines.
+    pub fn timeout_config(&self) -> aws_smithy_types::timeout::TimeoutConfig {
+        aws_smithy_types::timeout::TimeoutConfig::builder()
+            .connect_timeout(self.connect.min(self.attempt))
+            .operation_attempt_timeout(self.attempt)
+            .operation_timeout(self.operation)
+            .build()
+    }
+}
+
+/// Storage for `uri` with the configured S3 deadlines (`s3://`, `s3a://`); anything else as [`open_storage`].
+pub async fn open_storage_with(
+    uri: &str,
+    timeouts: &ClientTimeouts,
+) -> Result<Arc<dyn Storage>, StorageError> {
+    #[cfg(feature = "aws")]
+    {
+        let scheme = uri.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        if matches!(scheme.as_deref(), Some("s3" | "s3a")) {
+            let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .load()
+                .await;
+            let options = crate::storage::S3Options {
+                attempt_timeout: timeouts.s3.attempt,
+                operation_timeout: timeouts.s3.operation,
+                connect_timeout: timeouts.s3.connect,
+                ..crate::storage::S3Options::from_env()
+            };
+            return Ok(Arc::new(crate::storage::S3Storage::from_uri(
+                uri, &sdk, options,
+            )?));
+        }
+    }
+    #[cfg(not(feature = "aws"))]
+    let _ = timeouts;
+    open_storage(uri).await
+}
 
 /// Reads a whole object given as `s3://bucket/key` or a local path.
 pub async fn read_uri(uri: &str) -> Result<Bytes, StorageError> {
@@ -76,7 +221,8 @@ pub async fn build_coordinator(
 ) -> Result<Coordinator, WriteError> {
     let write = WriteConfig::from_properties(props.clone())?;
     let sink = SinkConfig::from_properties(props)?;
-    let storage = open_storage(&write.base_path).await?;
+    let timeouts = ClientTimeouts::from_properties(props)?;
+    let storage = open_storage_with(&write.base_path, &timeouts).await?;
     let lock = build_lock(props, storage.clone(), &write.table_name).await?;
     let config = CoordinatorConfig {
         lock_wait: std::time::Duration::from_millis(crate::lock::wait_time_ms(props)?),
@@ -114,13 +260,15 @@ pub async fn build_sink(
     let dead_letter_path = sink.dead_letter_path.clone().ok_or(ConfigError::Missing {
         key: "hudi.sink.dead.letter.path",
     })?;
-    let storage = open_storage(&write.base_path).await?;
+    let timeouts = ClientTimeouts::from_properties(props)?;
+    let storage = open_storage_with(&write.base_path, &timeouts).await?;
     let schema = load_schema(&write).await?;
     let writer = TableWriter::create_or_open(storage, clock.clone(), write, schema).await?;
     let coordinator: Arc<dyn CoordinatorClient> = match &sink.coordinator_function {
         #[cfg(feature = "aws")]
         Some(function) => {
             let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .timeout_config(timeouts.coordinator.timeout_config())
                 .load()
                 .await;
             Arc::new(crate::transport::LambdaClient::new(&sdk, function.clone()))
@@ -136,7 +284,7 @@ pub async fn build_sink(
         )),
     };
     let dead_letters = Arc::new(StorageDeadLetterSink::new(
-        open_storage(&dead_letter_path).await?,
+        open_storage_with(&dead_letter_path, &timeouts).await?,
     ));
     Ok(KafkaSink::new(
         writer,
@@ -146,4 +294,73 @@ pub async fn build_sink(
         sink,
         writer_id,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn timeouts_have_defaults_and_read_their_keys() {
+        let d = ClientTimeouts::from_properties(&BTreeMap::new()).expect("defaults");
+        assert_eq!(d, ClientTimeouts::default());
+        assert_eq!(d.s3.attempt, Duration::from_secs(30));
+        assert_eq!(d.dynamodb.operation, Duration::from_secs(20));
+        assert_eq!(d.coordinator.connect, Duration::from_millis(3100));
+        let t = ClientTimeouts::from_properties(&props(&[
+            ("hudi.sink.aws.connect.timeout.ms", "250"),
+            ("hudi.sink.s3.attempt.timeout.ms", "1000"),
+            ("hudi.sink.dynamodb.operation.timeout.ms", "7000"),
+            ("hudi.sink.coordinator.attempt.timeout.ms", " 9000 "),
+        ]))
+        .expect("valid");
+        assert_eq!(t.s3.connect, Duration::from_millis(250));
+        assert_eq!(t.dynamodb.connect, Duration::from_millis(250));
+        assert_eq!(t.s3.attempt, Duration::from_secs(1));
+        assert_eq!(t.s3.operation, Duration::from_secs(120));
+        assert_eq!(t.dynamodb.operation, Duration::from_secs(7));
+        assert_eq!(t.coordinator.attempt, Duration::from_secs(9));
+    }
+
+    #[test]
+    fn bad_timeouts_name_the_key() {
+        for (key, value) in [
+            ("hudi.sink.s3.attempt.timeout.ms", "0"),
+            ("hudi.sink.s3.attempt.timeout.ms", "-5"),
+            ("hudi.sink.dynamodb.attempt.timeout.ms", "1s"),
+            ("hudi.sink.coordinator.attempt.timeout.ms", "400000"),
+        ] {
+            let err = ClientTimeouts::from_properties(&props(&[(key, value)]))
+                .expect_err(value)
+                .to_string();
+            assert!(err.contains(key), "{key}={value}: {err}");
+        }
+        // Every timeout key is a known sink key (no "unknown key" at start-up).
+        let all = props(&[
+            (CONNECT_TIMEOUT_KEY, "1"),
+            (S3_TIMEOUT_KEYS.0, "1"),
+            (S3_TIMEOUT_KEYS.1, "1"),
+            (DYNAMODB_TIMEOUT_KEYS.0, "1"),
+            (DYNAMODB_TIMEOUT_KEYS.1, "1"),
+            (COORDINATOR_TIMEOUT_KEYS.0, "1"),
+            (COORDINATOR_TIMEOUT_KEYS.1, "1"),
+        ]);
+        SinkConfig::from_properties(&all).expect("known keys");
+    }
+
+    #[cfg(feature = "aws")]
+    #[test]
+    fn sdk_timeout_config_carries_all_three() {
+        let t = ClientTimeouts::default().dynamodb.timeout_config();
+        assert_eq!(t.connect_timeout(), Some(Duration::from_millis(3100)));
+        assert_eq!(t.operation_attempt_timeout(), Some(Duration::from_secs(5)));
+        assert_eq!(t.operation_timeout(), Some(Duration::from_secs(20)));
+    }
 }

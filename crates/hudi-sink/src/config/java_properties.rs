@@ -14,6 +14,8 @@
 //!
 //! Invariant: for every map accepted by [`JavaProperties::to_bytes`], `JavaProperties::parse(to_bytes(m)) == m`.
 
+use std::collections::HashMap;
+
 use thiserror::Error;
 
 /// Failures reading or writing a `.properties` file.
@@ -44,10 +46,24 @@ pub enum JavaPropertiesError {
 }
 
 /// An ordered `.properties` map: keys in first-seen order, later duplicates replace the value in place.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Lookups go through a key → position index, so that parsing a file with many keys stays linear (a plain
+/// scan per insert made a 100,000-key file take minutes).
+#[derive(Debug, Clone, Default)]
 pub struct JavaProperties {
     entries: Vec<(String, String)>,
+    /// Key → position in `entries`.
+    index: HashMap<String, usize>,
 }
+
+/// Equal when the entries are equal, in order (the index follows from them).
+impl PartialEq for JavaProperties {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries
+    }
+}
+
+impl Eq for JavaProperties {}
 
 /// Java's blank characters inside a line (`Properties.load` treats exactly these as white space).
 fn is_blank(c: char) -> bool {
@@ -86,10 +102,8 @@ impl JavaProperties {
 
     /// The value of `key`, if present.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.entries
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        let position = *self.index.get(key)?;
+        self.entries.get(position).map(|(_, v)| v.as_str())
     }
 
     /// Whether `key` is present.
@@ -101,19 +115,31 @@ impl JavaProperties {
     pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) -> Option<String> {
         let key = key.into();
         let value = value.into();
-        match self.entries.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => Some(std::mem::replace(v, value)),
-            None => {
-                self.entries.push((key, value));
-                None
-            }
+        if let Some((_, v)) = self
+            .index
+            .get(&key)
+            .and_then(|&position| self.entries.get_mut(position))
+        {
+            return Some(std::mem::replace(v, value));
         }
+        self.index.insert(key.clone(), self.entries.len());
+        self.entries.push((key, value));
+        None
     }
 
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: &str) -> Option<String> {
-        let pos = self.entries.iter().position(|(k, _)| k == key)?;
-        Some(self.entries.remove(pos).1)
+        let pos = self.index.remove(key)?;
+        if pos >= self.entries.len() {
+            return None;
+        }
+        let (_, value) = self.entries.remove(pos);
+        for position in self.index.values_mut() {
+            if *position > pos {
+                *position -= 1;
+            }
+        }
+        Some(value)
     }
 
     /// Entries in order.
@@ -442,6 +468,31 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn many_keys_and_removals_keep_order_and_lookups() {
+        // 200,000 keys, each set twice: linear with the index (a scan per insert would be 2·10^10 steps).
+        let mut text = String::new();
+        for i in 0..100_000 {
+            text.push_str(&format!("k{i}=a\n"));
+        }
+        for i in 0..100_000 {
+            text.push_str(&format!("k{i}=b{i}\n"));
+        }
+        let mut props = JavaProperties::parse(text.as_bytes()).expect("parse");
+        assert_eq!(props.len(), 100_000);
+        assert_eq!(props.iter().next(), Some(("k0", "b0")));
+        assert_eq!(props.get("k99999"), Some("b99999"));
+        assert_eq!(props.remove("k5"), Some("b5".to_string()));
+        assert_eq!(props.remove("k5"), None);
+        assert_eq!(props.get("k5"), None);
+        assert_eq!(props.get("k6"), Some("b6"));
+        assert_eq!(props.insert("k5", "again"), None);
+        assert_eq!(props.iter().last(), Some(("k5", "again")));
+        assert_eq!(props.insert("k6", "x"), Some("b6".to_string()));
+        let keys: Vec<&str> = props.iter().map(|(k, _)| k).take(7).collect();
+        assert_eq!(keys, ["k0", "k1", "k2", "k3", "k4", "k6", "k7"]);
     }
 
     #[test]

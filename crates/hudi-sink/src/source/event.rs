@@ -514,6 +514,16 @@ impl RawEvent {
     }
 }
 
+/// Kafka's rule for topic names (`Topic.validate`): 1–249 characters of `[A-Za-z0-9._-]`, not `.` or `..`.
+fn is_kafka_topic_name(topic: &str) -> bool {
+    (1..=249).contains(&topic.len())
+        && topic != "."
+        && topic != ".."
+        && topic
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
 /// Whether `key` is exactly `<topic>-<partition>`, without allocating.
 fn key_matches(key: &str, topic: &str, partition: i32) -> bool {
     let Some(rest) = key.strip_prefix(topic) else {
@@ -543,6 +553,15 @@ fn convert_record(key: &str, index: usize, raw: RawRecord) -> Result<KafkaRecord
             "topic",
             "\"\"".into(),
             "a topic name is never empty",
+        ));
+    }
+    if !is_kafka_topic_name(&raw.topic) {
+        // Kafka refuses such names, and the topic becomes part of dead-letter object paths: a `..` or a `/`
+        // there must never reach storage.
+        return Err(invalid(
+            "topic",
+            format!("{:?}", raw.topic.chars().take(300).collect::<String>()),
+            "not a Kafka topic name (1 to 249 of A-Z a-z 0-9 . _ -, and not . or ..)",
         ));
     }
     if raw.partition < 0 {
@@ -894,6 +913,40 @@ mod tests {
         // Topic names may contain '-' and '.'.
         let text = r#"{"eventSource":"SelfManagedKafka","bootstrapServers":"h","records":{"my-topic.v2-10":[{"topic":"my-topic.v2","partition":10,"offset":1,"timestamp":1}]}}"#;
         assert_eq!(parse(text).records[0].partition, 10);
+    }
+
+    #[test]
+    fn topics_that_kafka_refuses_are_envelope_errors() {
+        // They would otherwise name dead-letter objects (`<topic>/<partition>/…`) outside their prefix.
+        let long = "t".repeat(250);
+        for topic in [
+            "..",
+            ".",
+            "a/b",
+            "../x",
+            r"a\\b",
+            r"t\u0000",
+            "caf\u{e9}",
+            "a b",
+            long.as_str(),
+        ] {
+            let text = format!(
+                r#"{{"eventSource":"SelfManagedKafka","bootstrapServers":"h","records":{{"{topic}-0":[{{"topic":"{topic}","partition":0,"offset":1,"timestamp":1}}]}}}}"#
+            );
+            let err = parse_err(&text);
+            assert!(
+                matches!(err, EventError::InvalidRecordField { field: "topic", .. }),
+                "{topic}: {err}"
+            );
+            assert!(err.to_string().contains("not a Kafka topic name"), "{err}");
+        }
+        let ok = "a".repeat(249);
+        for topic in ["orders.v1", "my_topic-2", "...", ok.as_str()] {
+            let text = format!(
+                r#"{{"eventSource":"SelfManagedKafka","bootstrapServers":"h","records":{{"{topic}-0":[{{"topic":"{topic}","partition":0,"offset":1,"timestamp":1}}]}}}}"#
+            );
+            assert_eq!(parse(&text).records[0].topic, topic);
+        }
     }
 
     #[test]

@@ -48,7 +48,7 @@ use tokio::time::Instant;
 
 use super::{validate_relative_path, ObjectMeta, PutOutcome, Storage, StorageError, StorageResult};
 
-/// The SDK's own default connect timeout; kept unless the attempt timeout is shorter.
+/// The SDK's own default connect timeout, the default of [`S3Options::connect_timeout`].
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(3100);
 /// First backoff after a 409 `ConditionalRequestConflict`; doubled per retry, full jitter.
 const CONFLICT_BACKOFF_BASE: Duration = Duration::from_millis(50);
@@ -71,6 +71,8 @@ pub struct S3Options {
     pub operation_timeout: Duration,
     /// Deadline of one attempt (request sent to response headers received).
     pub attempt_timeout: Duration,
+    /// Deadline of establishing one connection (capped by the attempt timeout).
+    pub connect_timeout: Duration,
     /// Attempts per call for the SDK's standard retry mode (throttling, 5xx, network errors), and per
     /// conditional put for 409 conflicts. At least 1.
     pub max_attempts: u32,
@@ -83,6 +85,7 @@ impl Default for S3Options {
             force_path_style: false,
             operation_timeout: Duration::from_secs(120),
             attempt_timeout: Duration::from_secs(30),
+            connect_timeout: CONNECT_TIMEOUT,
             max_attempts: 5,
         }
     }
@@ -119,7 +122,7 @@ impl S3Options {
             .force_path_style(self.force_path_style)
             .timeout_config(
                 TimeoutConfig::builder()
-                    .connect_timeout(CONNECT_TIMEOUT.min(self.attempt_timeout))
+                    .connect_timeout(self.connect_timeout.min(self.attempt_timeout))
                     .operation_attempt_timeout(self.attempt_timeout)
                     .operation_timeout(self.operation_timeout)
                     .build(),
