@@ -8,8 +8,20 @@ VENV := .venv
 VENV_PY := $(CURDIR)/$(VENV)/bin/python
 CARGO ?= cargo
 DEMO_DIR ?= $(CURDIR)/target/demo
+HUDI_SINK = $(CARGO) run --quiet -p hudi-sink-cli --bin hudi-sink --
 
-.PHONY: demo test venv lint fmt bench clean-demo
+# The demo's last step: the rows hudi-rs reads equal the generator's model (minus the meta columns).
+define DEMO_CHECK
+import json, sys
+rows = json.load(sys.stdin)["rows"]
+got = sorted(({k: v for k, v in r.items() if k == "_hoodie_is_deleted" or not k.startswith("_hoodie_")} for r in rows), key=lambda r: r["uuid"])
+want = [json.loads(line) for line in open(sys.argv[1])]
+print(f"hudi-rs reads {len(got)} rows; the generator's model has {len(want)}:", "identical" if got == want else "DIFFERENT")
+sys.exit(0 if got == want else 1)
+endef
+export DEMO_CHECK
+
+.PHONY: demo test venv lint fmt bench bench-micro clean-demo mutants sim test-deploy
 
 $(VENV)/.stamp: tests/python/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,14 +30,40 @@ $(VENV)/.stamp: tests/python/requirements.txt
 
 venv: $(VENV)/.stamp
 
+# generate a small stream (inserts, updates, late events, _hoodie_is_deleted, tombstones) -> ingest it as the writer
+# Lambda would -> show the table -> read it with the independent hudi-rs reader and compare with the model.
 demo: venv
 	rm -rf $(DEMO_DIR)
-	$(CARGO) run --quiet -p hudi-sink-cli --bin hudi-sink -- demo --base-path $(DEMO_DIR)/trips
-	$(VENV_PY) tests/python/hudi_read.py --pretty $(DEMO_DIR)/trips snapshot
+	$(HUDI_SINK) generate --out $(DEMO_DIR)/events --records 5000 --partitions 4 --keys 2000 \
+	    --records-per-file 500 --seed 42 --model $(DEMO_DIR)/expected.jsonl
+	$(HUDI_SINK) ingest --config examples/local.properties \
+	    --set hoodie.base.path=$(DEMO_DIR)/trips --set hudi.sink.dead.letter.path=$(DEMO_DIR)/dead-letters \
+	    $(DEMO_DIR)/events
+	$(HUDI_SINK) show --table $(DEMO_DIR)/trips
+	$(VENV_PY) tests/python/hudi_read.py --pretty $(DEMO_DIR)/trips snapshot | sed -n '1,12p'
+	@$(VENV_PY) tests/python/hudi_read.py $(DEMO_DIR)/trips snapshot | $(VENV_PY) -c "$$DEMO_CHECK" $(DEMO_DIR)/expected.jsonl
 
 test: venv
 	HUDI_SINK_PYTHON=$(VENV_PY) $(CARGO) test --workspace --all-targets
 	HUDI_SINK_PYTHON=$(VENV_PY) $(CARGO) test --workspace --doc
+	$(MAKE) test-deploy
+
+# Deployment packaging checks (template.yaml, infra/): cfn-lint, sam validate --lint, checkov and the
+# least-privilege / SAM-Terraform parity tests of tests/deploy. Own venv: aws-sam-cli and checkov pin many
+# packages. python-hcl2 goes into its own directory because checkov's bc-python-hcl2 uses the same module name.
+VENV_DEPLOY := .venv-deploy
+
+$(VENV_DEPLOY)/.stamp: tests/python/requirements-deploy.txt tests/python/requirements-deploy-hcl2.txt
+	rm -rf $(VENV_DEPLOY)
+	$(PYTHON) -m venv $(VENV_DEPLOY)
+	$(VENV_DEPLOY)/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements-deploy.txt
+	$(VENV_DEPLOY)/bin/pip install --quiet --disable-pip-version-check --no-deps --target $(VENV_DEPLOY)/hcl2 \
+		-r tests/python/requirements-deploy-hcl2.txt
+	touch $@
+
+test-deploy: $(VENV_DEPLOY)/.stamp
+	HUDI_SINK_HCL2_PATH=$(CURDIR)/$(VENV_DEPLOY)/hcl2 $(VENV_DEPLOY)/bin/python -m unittest discover \
+		-s tests/deploy -p 'test_*.py' -v
 
 lint:
 	$(CARGO) fmt --all --check
@@ -34,5 +72,54 @@ lint:
 fmt:
 	$(CARGO) fmt --all
 
-bench:
+# Side-by-side benchmark (bench/run.py -> bench/results.json, bench/chart.svg): this writer's core and whole
+# process against pyarrow and delta-rs on one generated workload, each pinned to one CPU, in one run. Not in CI.
+# BENCH_RECORDS=100000 for a quick run. `make bench-micro` runs the criterion micro-benchmarks.
+VENV_BENCH := .venv-bench
+BENCH_RECORDS ?= 1000000
+
+$(VENV_BENCH)/.stamp: tests/python/requirements-bench.txt
+	rm -rf $(VENV_BENCH)
+	$(PYTHON) -m venv $(VENV_BENCH)
+	$(VENV_BENCH)/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements-bench.txt
+	touch $@
+
+bench: $(VENV_BENCH)/.stamp
+	$(CARGO) build --release -p hudi-sink --no-default-features --example bench_writer
+	$(CARGO) build --release -p hudi-sink-cli -p hudi-sink-writer
+	$(VENV_BENCH)/bin/python bench/run.py --records $(BENCH_RECORDS)
+
+bench-micro:
 	$(CARGO) bench -p hudi-sink --bench format
+
+# The deterministic simulation with one safety mechanism switched off at a time: each must be caught
+# (first failing seed and invariant printed). `make test` runs the same check; this shows the report.
+mutants:
+	$(CARGO) test -p hudi-sink --features mutations --test it simulation::every_mutation_is_caught -- --nocapture --include-ignored
+
+# More simulation seeds than `make test` runs, e.g. `make sim SIM_SEEDS=10000`.
+SIM_SEEDS ?= 5000
+sim:
+	SIM_SEEDS=$(SIM_SEEDS) $(CARGO) test -p hudi-sink --test it simulation::seeds_hold_every_invariant -- --nocapture
+
+# Fuzzing (README "Fuzzing and bad input"): builds the cargo-fuzz targets of fuzz/ and runs each for
+# FUZZ_SECONDS from the committed corpus (new inputs go to fuzz/target/corpus, crashes to fuzz/artifacts).
+# Needs `cargo install --locked cargo-fuzz --version 0.13.2`. RUSTC_BOOTSTRAP=1 lets the stable toolchain take
+# cargo-fuzz's nightly-only flags (no nightly can be downloaded here); no sanitizer: the code is safe Rust.
+.PHONY: fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS := event_decode json_to_arrow java_properties commit_metadata
+FUZZ := RUSTC_BOOTSTRAP=1 $(CARGO) fuzz
+FUZZ_FLAGS := -O -a -s none --fuzz-dir fuzz
+fuzz:
+	$(FUZZ) build $(FUZZ_FLAGS)
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p fuzz/target/corpus/$$t; log=fuzz/target/$$t.log; \
+	  echo "== fuzz $$t: $(FUZZ_SECONDS) s from fuzz/corpus/$$t (log: $$log)"; \
+	  if $(FUZZ) run $(FUZZ_FLAGS) $$t $(CURDIR)/fuzz/target/corpus/$$t $(CURDIR)/fuzz/corpus/$$t -- \
+	      -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >$$log 2>&1; then \
+	    grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' $$log; \
+	  else \
+	    tail -n 80 $$log; echo "fuzz $$t FAILED: the input is in fuzz/artifacts/$$t/"; exit 1; \
+	  fi; \
+	done

@@ -20,7 +20,8 @@ use bytes::Bytes;
 
 use crate::clock::Clock;
 use crate::index::bucket::bucket_id_from_file_id;
-use crate::lock::Lock;
+use crate::lock::{Lock, LockGuard};
+use crate::mutation::{is_disabled, Mutation};
 use crate::protocol::{CommitRequest, CoordinatorRequest, CoordinatorResponse};
 use crate::storage::{ObjectMeta, PutOutcome, Storage};
 use crate::table::commit::{Checkpoint, CommitMetadata, OperationType, WriteStat};
@@ -150,15 +151,16 @@ impl Coordinator {
             CoordinatorRequest::Abort { instant } => {
                 let instant = parse_instant(&instant)?;
                 let guard = self.lock().await?;
-                let result = self.abort_locked(&instant).await;
+                let result = self.abort_locked(&guard, &instant).await;
                 self.unlock(guard, result).await
             }
             CoordinatorRequest::Services => {
                 let guard = self.lock().await?;
                 let result = async {
                     let timeline = Timeline::load(self.storage.as_ref()).await?;
-                    self.rollback_expired(&timeline).await?;
-                    self.clean_completed_leftovers(&timeline).await?;
+                    self.rollback_expired(&guard, &timeline).await?;
+                    self.clean_completed_leftovers(&guard, &timeline).await?;
+                    self.sweep_retired(&guard).await?;
                     Ok(CoordinatorResponse::Done)
                 }
                 .await;
@@ -171,10 +173,9 @@ impl Coordinator {
     async fn lock(&self) -> Result<crate::lock::LockGuard, WriteError> {
         let started = std::time::Instant::now();
         let guard = self.lock.acquire(self.config.lock_wait).await?;
-        tracing::debug!(
-            waited_ms = started.elapsed().as_millis() as u64,
-            "lock acquired"
-        );
+        let waited_ms = started.elapsed().as_millis() as u64;
+        crate::telemetry::record_lock_wait(waited_ms);
+        tracing::debug!(waited_ms, "lock acquired");
         Ok(guard)
     }
 
@@ -192,9 +193,41 @@ impl Coordinator {
         result
     }
 
+    /// Proves the lease right before a destructive timeline change: a coordinator that was paused past its
+    /// lease (a zombie) must not act on the timeline it read before the pause.
+    async fn fence(&self, guard: &LockGuard) -> Result<(), WriteError> {
+        if !is_disabled(Mutation::LockFencing) {
+            guard.ensure_held().await?;
+        }
+        Ok(())
+    }
+
+    /// Rolls back `instant` unless it completed meanwhile: `timeline` may be stale if this coordinator was
+    /// paused, and the rollback of a completed instant would delete committed data.
+    async fn rollback_fenced(
+        &self,
+        guard: &LockGuard,
+        instant: &InstantTime,
+    ) -> Result<bool, WriteError> {
+        self.fence(guard).await?;
+        let commit_file = format!(
+            ".hoodie/{}",
+            Instant::new(instant.clone(), Action::Commit, State::Completed).file_name()
+        );
+        if self.storage.head(&commit_file).await?.is_some() {
+            return Ok(false);
+        }
+        rollback_failed(self.storage.as_ref(), instant).await?;
+        Ok(true)
+    }
+
     /// Rolls back every pending commit whose heartbeat is older than the tolerance. Pending instants of
     /// other actions (another engine's clean or clustering) are left alone.
-    async fn rollback_expired(&self, timeline: &Timeline) -> Result<Vec<InstantTime>, WriteError> {
+    async fn rollback_expired(
+        &self,
+        guard: &LockGuard,
+        timeline: &Timeline,
+    ) -> Result<Vec<InstantTime>, WriteError> {
         let storage = self.storage.as_ref();
         let now = self.clock.now_millis();
         let tolerance = self.config.heartbeat_tolerance.as_millis() as i64;
@@ -217,31 +250,38 @@ impl Coordinator {
             };
             if now - last > tolerance {
                 tracing::info!(instant = %pending.time, last_heartbeat_ms = last, "rolling back failed write");
-                rollback_failed(storage, &pending.time).await?;
-                rolled_back.push(pending.time.clone());
+                if self.rollback_fenced(guard, &pending.time).await? {
+                    rolled_back.push(pending.time.clone());
+                }
             }
         }
         Ok(rolled_back)
     }
 
-    async fn abort_locked(&self, instant: &InstantTime) -> Result<CoordinatorResponse, WriteError> {
-        let timeline = Timeline::load(self.storage.as_ref()).await?;
-        if !timeline.is_completed_commit(instant) {
-            rollback_failed(self.storage.as_ref(), instant).await?;
-        }
+    async fn abort_locked(
+        &self,
+        guard: &LockGuard,
+        instant: &InstantTime,
+    ) -> Result<CoordinatorResponse, WriteError> {
+        self.rollback_fenced(guard, instant).await?;
         Ok(CoordinatorResponse::Done)
     }
 
     async fn begin(&self, writer: &str) -> Result<CoordinatorResponse, WriteError> {
         let guard = self.lock().await?;
-        let result = self.begin_locked(writer).await;
+        let result = self.begin_locked(&guard, writer).await;
         self.unlock(guard, result).await
     }
 
     /// Deletes markers and heartbeats left by completed instants (a coordinator that failed right after
-    /// creating `<t>.commit` never got to its clean-up).
-    async fn clean_completed_leftovers(&self, timeline: &Timeline) -> Result<(), WriteError> {
+    /// creating `<t>.commit` never got to its clean-up) and by instants that were rolled back.
+    async fn clean_completed_leftovers(
+        &self,
+        guard: &LockGuard,
+        timeline: &Timeline,
+    ) -> Result<(), WriteError> {
         let storage = self.storage.as_ref();
+        let mut zombies = std::collections::BTreeSet::new();
         for prefix in [".hoodie/.temp/", ".hoodie/.heartbeat/"] {
             for obj in storage.list(prefix).await? {
                 let rest = &obj.path[prefix.len()..];
@@ -251,21 +291,69 @@ impl Coordinator {
                 };
                 if timeline.is_completed_commit(&instant) {
                     storage.delete(&obj.path).await?;
+                } else if !timeline.contains(&instant) {
+                    // Rolled back, yet written to since: a zombie writer (paused past its heartbeat, then
+                    // resumed) kept writing. Instants are created under the lock before their heartbeat and
+                    // markers, so a live write is never absent from the timeline.
+                    zombies.insert(instant);
+                }
+            }
+        }
+        for instant in zombies {
+            self.rollback_fenced(guard, &instant).await?;
+        }
+        Ok(())
+    }
+
+    /// Table service: deletes base files of rolled-back instants that a zombie writer (paused past its
+    /// heartbeat, then resumed) wrote after the rollback, when no marker or heartbeat is left to find them by.
+    /// Readers already ignore such files (their instant is not on the timeline); this keeps them from piling up
+    /// and from being taken for archived commits later. One listing of the whole table, so it runs with the
+    /// scheduled services, not with every commit.
+    async fn sweep_retired(&self, guard: &LockGuard) -> Result<(), WriteError> {
+        let storage = self.storage.as_ref();
+        let retired: std::collections::BTreeSet<InstantTime> = storage
+            .list(crate::table::timeline::RETIRED_DIR)
+            .await?
+            .iter()
+            .filter_map(|o| {
+                o.path
+                    .strip_prefix(crate::table::timeline::RETIRED_DIR)
+                    .and_then(|t| InstantTime::parse(t).ok())
+            })
+            .collect();
+        if retired.is_empty() {
+            return Ok(());
+        }
+        self.fence(guard).await?;
+        for obj in storage.list("").await? {
+            if obj.path.starts_with(".hoodie/") {
+                continue;
+            }
+            let name = obj.path.rsplit('/').next().unwrap_or(&obj.path);
+            if let Ok(parsed) = crate::table::file_name::BaseFileName::parse(name) {
+                if retired.contains(&parsed.instant_time) {
+                    storage.delete(&obj.path).await?;
                 }
             }
         }
         Ok(())
     }
 
-    async fn begin_locked(&self, writer: &str) -> Result<CoordinatorResponse, WriteError> {
+    async fn begin_locked(
+        &self,
+        guard: &LockGuard,
+        writer: &str,
+    ) -> Result<CoordinatorResponse, WriteError> {
         {
             let storage = self.storage.as_ref();
             TableProperties::load(storage).await?.validate_writable()?;
             let timeline = Timeline::load(storage).await?;
-            self.rollback_expired(&timeline).await?;
-            self.clean_completed_leftovers(&timeline).await?;
-            let instant =
-                InstantTime::next_after(self.clock.as_ref(), timeline.last_instant_time());
+            if !is_disabled(Mutation::RollbackBeforeCommit) {
+                self.rollback_expired(guard, &timeline).await?;
+            }
+            self.clean_completed_leftovers(guard, &timeline).await?;
+            let instant = InstantTime::next_after(self.clock.as_ref(), timeline.last_used_time());
             crate::write::create_pending_instant(storage, &instant).await?;
             write_heartbeat(storage, self.clock.as_ref(), &instant).await?;
             let checkpoint = timeline
@@ -326,7 +414,9 @@ impl Coordinator {
                     file: commit_file,
                 });
             }
-            self.rollback_expired(&timeline).await?;
+            if !is_disabled(Mutation::RollbackBeforeCommit) {
+                self.rollback_expired(guard, &timeline).await?;
+            }
             let timeline = Timeline::load(storage).await?;
             if !timeline.contains(&instant) {
                 return Ok(CoordinatorResponse::RolledBack {
@@ -336,7 +426,22 @@ impl Coordinator {
             // Optimistic concurrency: commits completed after the writer's base must not share its file
             // groups or buckets.
             let (groups, buckets) = touched(&req.write_stats);
-            for done in timeline.completed_commits() {
+            let occ = !is_disabled(Mutation::OccCheck);
+            // Completion must follow instant order: readers (and HoodieStreamer) take the checkpoint of the
+            // latest instant, so an older instant completing after a newer one would hide its offsets.
+            if let Some(newer) = timeline
+                .completed_commits()
+                .into_iter()
+                .find(|done| occ && done.time > instant)
+            {
+                return Ok(CoordinatorResponse::Conflict {
+                    reason: format!(
+                        "instant {instant} is older than commit {} completed meanwhile",
+                        newer.time
+                    ),
+                });
+            }
+            for done in timeline.completed_commits().into_iter().filter(|_| occ) {
                 if base.as_ref().is_some_and(|b| done.time <= *b) {
                     continue;
                 }
@@ -379,7 +484,9 @@ impl Coordinator {
                 .await?
                 .map(|(_, c)| c)
                 .unwrap_or_default();
-            if crate::protocol::checkpoint_covers(&checkpoint, &req.offsets) {
+            if crate::protocol::checkpoint_covers(&checkpoint, &req.offsets)
+                && !is_disabled(Mutation::CheckpointFilter)
+            {
                 return Ok(CoordinatorResponse::AlreadyCommitted {
                     checkpoint: checkpoint.to_sink_json(),
                 });
@@ -400,8 +507,14 @@ impl Coordinator {
             }
             let body = Bytes::from(commit.to_json_pretty()?);
             // Fencing: a coordinator whose lease was lost (e.g. paused past its lease) must not commit.
-            guard.ensure_held().await?;
-            match storage.put_if_absent(&commit_file, body).await? {
+            self.fence(guard).await?;
+            let outcome = if is_disabled(Mutation::AtomicCommitCreate) {
+                storage.put(&commit_file, body).await?;
+                PutOutcome::Created
+            } else {
+                storage.put_if_absent(&commit_file, body).await?
+            };
+            match outcome {
                 PutOutcome::Created => {}
                 PutOutcome::AlreadyExists => {
                     return Err(WriteError::InstantExists {

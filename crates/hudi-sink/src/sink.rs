@@ -50,6 +50,9 @@ pub struct SinkConfig {
     pub heartbeat_tolerable_misses: u32,
     /// `hudi.sink.retry.backoff.ms`: base of the jittered backoff between attempts.
     pub retry_backoff: Duration,
+    /// `hudi.sink.deadline.reserve.ms`: time kept free before the invocation deadline; no begin, commit or
+    /// retry starts inside it, so the function fails with a clear error instead of being killed mid-step.
+    pub deadline_reserve: Duration,
 }
 
 impl Default for SinkConfig {
@@ -61,6 +64,7 @@ impl Default for SinkConfig {
             heartbeat_interval: Duration::from_secs(10),
             heartbeat_tolerable_misses: 6,
             retry_backoff: Duration::from_millis(100),
+            deadline_reserve: Duration::from_secs(10),
         }
     }
 }
@@ -72,6 +76,15 @@ const SINK_KEYS: &[&str] = &[
     "hudi.sink.heartbeat.interval.ms",
     "hudi.sink.heartbeat.tolerable.misses",
     "hudi.sink.retry.backoff.ms",
+    // Remote-call deadlines, read by `bootstrap::ClientTimeouts`.
+    "hudi.sink.aws.connect.timeout.ms",
+    "hudi.sink.s3.attempt.timeout.ms",
+    "hudi.sink.s3.operation.timeout.ms",
+    "hudi.sink.dynamodb.attempt.timeout.ms",
+    "hudi.sink.dynamodb.operation.timeout.ms",
+    "hudi.sink.coordinator.attempt.timeout.ms",
+    "hudi.sink.coordinator.operation.timeout.ms",
+    "hudi.sink.deadline.reserve.ms",
 ];
 
 impl SinkConfig {
@@ -109,6 +122,9 @@ impl SinkConfig {
                 "hudi.sink.retry.backoff.ms" => {
                     c.retry_backoff = Duration::from_millis(num(value)?)
                 }
+                "hudi.sink.deadline.reserve.ms" => {
+                    c.deadline_reserve = Duration::from_millis(num(value)?)
+                }
                 _ => {}
             }
         }
@@ -142,6 +158,21 @@ pub struct SinkReport {
     pub conflicts: u32,
     /// Attempts beyond the first.
     pub retries: u32,
+    /// Round trip of the commit request that committed (lock wait included), milliseconds.
+    pub commit_latency_ms: u64,
+    /// Time the coordinator waited for the table lock over all requests of the batch, milliseconds.
+    pub lock_wait_ms: u64,
+    /// Now minus the oldest record timestamp of the delivered batch, milliseconds (how far behind the
+    /// stream this invocation is); `None` when no record carried a timestamp.
+    pub max_lag_ms: Option<u64>,
+}
+
+/// Per-invocation limits of [`KafkaSink::process_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessOptions {
+    /// When the invocation will be stopped, epoch milliseconds on the sink's clock (the Lambda context's
+    /// deadline). No begin, commit or retry starts within `hudi.sink.deadline.reserve.ms` of it.
+    pub deadline_ms: Option<i64>,
 }
 
 impl SinkReport {
@@ -169,6 +200,8 @@ pub struct KafkaSink {
     clock: Arc<dyn Clock>,
     config: SinkConfig,
     writer_id: String,
+    /// State of the backoff jitter generator; seedable so that a simulation replays the same sleeps.
+    jitter: std::sync::atomic::AtomicU64,
 }
 
 /// Writes the heartbeat of an instant every interval until dropped.
@@ -220,7 +253,27 @@ impl KafkaSink {
             clock,
             config,
             writer_id: writer_id.into(),
+            jitter: std::sync::atomic::AtomicU64::new(uuid::Uuid::new_v4().as_u128() as u64),
         }
+    }
+
+    /// Seeds the backoff jitter, so that a deterministic simulation replays the same retry timing.
+    pub fn with_jitter_seed(self, seed: u64) -> Self {
+        self.jitter
+            .store(seed, std::sync::atomic::Ordering::Relaxed);
+        self
+    }
+
+    /// The next jitter value (SplitMix64 over the seeded state).
+    fn next_jitter(&self) -> u64 {
+        let state = self
+            .jitter
+            .fetch_add(0x9E37_79B9_7F4A_7C15, std::sync::atomic::Ordering::Relaxed)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
     }
 
     /// The table writer.
@@ -230,17 +283,74 @@ impl KafkaSink {
 
     /// Writes one batch exactly once. Returns only after the commit is durable (or when nothing was left to
     /// write); any error means the batch must be redelivered, which is always safe.
-    pub async fn process(&self, mut batch: KafkaBatch) -> Result<SinkReport, WriteError> {
+    pub async fn process(&self, batch: KafkaBatch) -> Result<SinkReport, WriteError> {
+        self.process_with(batch, ProcessOptions::default()).await
+    }
+
+    /// [`process`](Self::process) within the limits of `options`: with a deadline, a step that could not
+    /// finish in time is not started and the batch fails with [`WriteError::Deadline`] instead.
+    pub async fn process_with(
+        &self,
+        batch: KafkaBatch,
+        options: ProcessOptions,
+    ) -> Result<SinkReport, WriteError> {
+        let oldest = batch
+            .records
+            .iter()
+            .map(|r| r.timestamp_ms)
+            .filter(|t| *t > 0)
+            .min();
+        let (result, lock_wait_ms) =
+            crate::telemetry::with_lock_wait(self.process_batch(batch, options)).await;
+        let mut report = result?;
+        report.lock_wait_ms = lock_wait_ms;
+        report.max_lag_ms =
+            oldest.map(|t| u64::try_from(self.clock.now_millis().saturating_sub(t)).unwrap_or(0));
+        Ok(report)
+    }
+
+    /// Fails with [`WriteError::Deadline`] when fewer than `needed` (plus the reserve) milliseconds are left.
+    fn check_deadline(
+        &self,
+        options: &ProcessOptions,
+        step: &'static str,
+        needed: Duration,
+    ) -> Result<(), WriteError> {
+        let Some(deadline) = options.deadline_ms else {
+            return Ok(());
+        };
+        let remaining_ms = deadline.saturating_sub(self.clock.now_millis());
+        let needed_ms =
+            u64::try_from((needed + self.config.deadline_reserve).as_millis()).unwrap_or(u64::MAX);
+        if remaining_ms < 0 || (remaining_ms as u64) < needed_ms {
+            return Err(WriteError::Deadline {
+                step,
+                remaining_ms,
+                needed_ms,
+            });
+        }
+        Ok(())
+    }
+
+    async fn process_batch(
+        &self,
+        mut batch: KafkaBatch,
+        options: ProcessOptions,
+    ) -> Result<SinkReport, WriteError> {
         let storage = self.writer.storage().clone();
         let records_in = batch.len() as u64;
         let mut skipped = 0u64;
         // The table's checkpoint as this writer sees it; the coordinator re-checks at commit.
         let timeline = Timeline::load(storage.as_ref()).await?;
         if let Some((_, checkpoint)) = timeline.latest_checkpoint(storage.as_ref()).await? {
-            skipped += batch.drop_committed(&checkpoint) as u64;
+            if !crate::mutation::is_disabled(crate::mutation::Mutation::CheckpointFilter) {
+                skipped += batch.drop_committed(&checkpoint) as u64;
+            }
         }
         let mut conflicts = 0;
         let mut attempt = 0;
+        // How long the last attempt took: a new one is started only if as much time is left.
+        let mut last_attempt = Duration::ZERO;
         loop {
             if batch.is_empty() {
                 return Ok(SinkReport {
@@ -249,8 +359,12 @@ impl KafkaSink {
                     ..SinkReport::default()
                 });
             }
+            self.check_deadline(&options, "begin", last_attempt)?;
             attempt += 1;
-            match self.attempt(&batch).await? {
+            let started = std::time::Instant::now();
+            let outcome = self.attempt(&batch, &options).await?;
+            last_attempt = started.elapsed();
+            match outcome {
                 Attempt::Done(mut report) => {
                     report.records_in = records_in;
                     report.skipped = skipped;
@@ -281,12 +395,18 @@ impl KafkaSink {
             }
             // Jittered exponential backoff so that competing writers do not collide again in lockstep.
             let base = self.config.retry_backoff.as_millis() as u64 * (1u64 << attempt.min(6));
-            let jitter = (uuid::Uuid::new_v4().as_u128() % (base as u128 + 1)) as u64;
-            tokio::time::sleep(Duration::from_millis(base / 2 + jitter / 2)).await;
+            let jitter = self.next_jitter() % (base + 1);
+            let backoff = Duration::from_millis(base / 2 + jitter / 2);
+            self.check_deadline(&options, "retry", backoff + last_attempt)?;
+            tokio::time::sleep(backoff).await;
         }
     }
 
-    async fn attempt(&self, batch: &KafkaBatch) -> Result<Attempt, WriteError> {
+    async fn attempt(
+        &self,
+        batch: &KafkaBatch,
+        options: &ProcessOptions,
+    ) -> Result<Attempt, WriteError> {
         let storage = self.writer.storage().clone();
         let schema = self.writer.schema();
         let mut decoder = JsonDecoder::try_new(schema.data.clone(), &schema.avro)?;
@@ -349,7 +469,9 @@ impl KafkaSink {
         let instant_time = InstantTime::parse(&instant).map_err(crate::table::TableError::from)?;
         // Someone may have committed these offsets since we filtered: give the instant back and re-filter.
         let current = parse_checkpoint(&checkpoint)?;
-        if checkpoint_covers(&current, &offsets) {
+        if checkpoint_covers(&current, &offsets)
+            && !crate::mutation::is_disabled(crate::mutation::Mutation::CheckpointFilter)
+        {
             self.abort(&instant).await?;
             return Ok(Attempt::AlreadyCommitted(current));
         }
@@ -374,6 +496,10 @@ impl KafkaSink {
             crate::config::write_config::WriteOperation::Upsert => OperationType::Upsert,
             crate::config::write_config::WriteOperation::Delete => OperationType::Delete,
         };
+        // Not committing in time is safe (the instant is rolled back once its heartbeat expires), being
+        // killed halfway through the commit request is too, but a clear error is better for the operator.
+        self.check_deadline(options, "commit", Duration::ZERO)?;
+        let commit_started = std::time::Instant::now();
         let answer = self
             .coordinator
             .call(CoordinatorRequest::Commit(CommitRequest {
@@ -385,6 +511,8 @@ impl KafkaSink {
                 offsets,
             }))
             .await?;
+        let commit_latency_ms =
+            u64::try_from(commit_started.elapsed().as_millis()).unwrap_or(u64::MAX);
         match answer {
             CoordinatorResponse::Committed { instant } => Ok(Attempt::Done(SinkReport {
                 dead_lettered,
@@ -392,6 +520,7 @@ impl KafkaSink {
                 instant: Some(instant),
                 files,
                 bytes,
+                commit_latency_ms,
                 ..SinkReport::default()
             })),
             CoordinatorResponse::Conflict { reason } => {
@@ -453,4 +582,251 @@ fn offsets_of(batch: &KafkaBatch) -> Vec<TopicOffsets> {
         .into_iter()
         .map(|(topic, ranges)| TopicOffsets { topic, ranges })
         .collect()
+}
+
+#[cfg(test)]
+mod deadline_tests {
+    //! The deadline: which step is refused when, on a manual clock, with a scripted coordinator in front of
+    //! a real in-process one (memory storage and lock).
+
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::config::write_config::WriteConfig;
+    use crate::coordinator::{Coordinator, CoordinatorConfig};
+    use crate::dead_letter::StorageDeadLetterSink;
+    use crate::lock::{LeaseOptions, MemoryLock};
+    use crate::schema::avro::AvroSchema;
+    use crate::storage::memory::MemoryStorage;
+    use crate::transport::InProcessClient;
+
+    const NOW: i64 = 1_764_412_800_000;
+    const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[
+        {"name":"id","type":"string"},{"name":"ts","type":"long"}]}"#;
+
+    /// Passes requests to a real coordinator, after moving the clock on `Begin` (a slow write) and, if
+    /// asked, answering the first commit with a conflict.
+    #[derive(Debug)]
+    struct Scripted {
+        inner: InProcessClient,
+        clock: Arc<ManualClock>,
+        advance_on_begin_ms: i64,
+        conflict_first_commit: bool,
+        seen: Mutex<Vec<&'static str>>,
+    }
+
+    #[async_trait]
+    impl CoordinatorClient for Scripted {
+        async fn call(
+            &self,
+            request: CoordinatorRequest,
+        ) -> Result<CoordinatorResponse, WriteError> {
+            let op = match &request {
+                CoordinatorRequest::Begin { .. } => "begin",
+                CoordinatorRequest::Commit(_) => "commit",
+                CoordinatorRequest::Abort { .. } => "abort",
+                CoordinatorRequest::Services => "services",
+            };
+            let first_commit = {
+                let mut seen = self.seen.lock().map_err(|e| WriteError::Config {
+                    reason: e.to_string(),
+                })?;
+                seen.push(op);
+                op == "commit" && seen.iter().filter(|o| **o == "commit").count() == 1
+            };
+            if first_commit && self.conflict_first_commit {
+                return Ok(CoordinatorResponse::Conflict {
+                    reason: "scripted".into(),
+                });
+            }
+            let answer = self.inner.call(request).await;
+            if op == "begin" {
+                self.clock.advance(self.advance_on_begin_ms);
+            }
+            answer
+        }
+    }
+
+    struct Setup {
+        sink: KafkaSink,
+        storage: Arc<MemoryStorage>,
+        client: Arc<Scripted>,
+    }
+
+    async fn setup(
+        advance_on_begin_ms: i64,
+        conflict_first_commit: bool,
+        backoff_ms: u64,
+    ) -> Setup {
+        let clock = Arc::new(ManualClock::new(NOW));
+        let storage = Arc::new(MemoryStorage::new("mem://deadline/t"));
+        let config = WriteConfig::from_properties_text(
+            "hoodie.table.name=t\nhoodie.base.path=mem://deadline/t\n\
+             hoodie.datasource.write.recordkey.field=id\n\
+             hoodie.datasource.write.precombine.field=ts\n\
+             hoodie.index.type=BUCKET\nhoodie.bucket.index.num.buckets=2\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let schema = AvroSchema::parse(SCHEMA).unwrap_or_else(|e| panic!("{e}"));
+        let writer =
+            TableWriter::create_or_open(storage.clone(), clock.clone(), config, Some(schema))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        let coordinator = Coordinator::new(
+            storage.clone(),
+            Arc::new(MemoryLock::new("t", LeaseOptions::default())),
+            clock.clone(),
+            CoordinatorConfig::default(),
+        );
+        let client = Arc::new(Scripted {
+            inner: InProcessClient::new(coordinator),
+            clock: clock.clone(),
+            advance_on_begin_ms,
+            conflict_first_commit,
+            seen: Mutex::new(Vec::new()),
+        });
+        let config = SinkConfig {
+            deadline_reserve: Duration::from_secs(10),
+            retry_backoff: Duration::from_millis(backoff_ms),
+            ..SinkConfig::default()
+        };
+        let dead_letters = Arc::new(StorageDeadLetterSink::new(Arc::new(MemoryStorage::new(
+            "mem://deadline/dl",
+        ))));
+        let sink = KafkaSink::new(writer, client.clone(), dead_letters, clock, config, "w");
+        Setup {
+            sink,
+            storage,
+            client,
+        }
+    }
+
+    fn batch() -> KafkaBatch {
+        let event = serde_json::json!({
+            "eventSource": "SelfManagedKafka",
+            "bootstrapServers": "k:9092",
+            "records": {"t-0": [
+                {"topic": "t", "partition": 0, "offset": 7, "timestamp": NOW - 4_000,
+                 "timestampType": "CREATE_TIME", "key": null, "headers": [],
+                 "value": "eyJpZCI6ImEiLCJ0cyI6MX0="},
+                {"topic": "t", "partition": 0, "offset": 8, "timestamp": NOW - 2_500,
+                 "timestampType": "CREATE_TIME", "key": null, "headers": [],
+                 "value": "eyJpZCI6ImIiLCJ0cyI6Mn0="}
+            ]}
+        });
+        KafkaBatch::from_value(event).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    async fn completed(storage: &Arc<MemoryStorage>) -> usize {
+        Timeline::load(storage.as_ref())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .completed_commits()
+            .len()
+    }
+
+    fn seen(client: &Scripted) -> Vec<&'static str> {
+        client.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn until(ms_from_now: i64) -> ProcessOptions {
+        ProcessOptions {
+            deadline_ms: Some(NOW + ms_from_now),
+        }
+    }
+
+    #[tokio::test]
+    async fn with_time_enough_the_batch_commits_and_reports_its_lag() {
+        let s = setup(1_000, false, 1).await;
+        let report = s.sink.process_with(batch(), until(60_000)).await;
+        let report = report.unwrap_or_else(|e| panic!("{e}"));
+        assert!(report.instant.is_some() && report.balanced(), "{report:?}");
+        assert_eq!(report.counts.inserted, 2);
+        // Oldest record 4 s before NOW, batch finished 1 s after NOW (the clock moved on Begin).
+        assert_eq!(report.max_lag_ms, Some(5_000));
+        assert_eq!(seen(&s.client), ["begin", "commit"]);
+        assert_eq!(completed(&s.storage).await, 1);
+        // Without a deadline nothing is checked: a write of 30 s (under the heartbeat tolerance) commits.
+        let s = setup(30_000, false, 1).await;
+        let report = s
+            .sink
+            .process(batch())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(report.instant.is_some());
+    }
+
+    #[tokio::test]
+    async fn no_begin_inside_the_reserve() {
+        let s = setup(0, false, 1).await;
+        let err = s.sink.process_with(batch(), until(9_999)).await;
+        match err {
+            Err(WriteError::Deadline {
+                step: "begin",
+                remaining_ms: 9_999,
+                needed_ms: 10_000,
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(seen(&s.client).is_empty());
+        assert_eq!(completed(&s.storage).await, 0);
+        // A deadline already passed is refused the same way.
+        let err = s.sink.process_with(batch(), until(-5)).await;
+        assert!(
+            matches!(err, Err(WriteError::Deadline { step: "begin", .. })),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn no_commit_when_the_write_ate_the_time() {
+        // The write takes 55 s of a 60 s budget: 5 s left is inside the 10 s reserve.
+        let s = setup(55_000, false, 1).await;
+        let err = s.sink.process_with(batch(), until(60_000)).await;
+        match &err {
+            Err(
+                e @ WriteError::Deadline {
+                    step: "commit",
+                    remaining_ms: 5_000,
+                    needed_ms: 10_000,
+                },
+            ) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("not starting the commit") && text.contains("redelivered"),
+                    "{text}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(seen(&s.client), ["begin"]);
+        assert_eq!(completed(&s.storage).await, 0);
+    }
+
+    #[tokio::test]
+    async fn no_retry_that_cannot_finish() {
+        // The first commit conflicts 3 s into a 15 s budget: the retry would need its backoff (at least
+        // half of 2 x 4 s) + the last attempt's duration + the 10 s reserve, more than the 12 s left.
+        let s = setup(3_000, true, 4_000).await;
+        let err = s.sink.process_with(batch(), until(15_000)).await;
+        assert!(
+            matches!(err, Err(WriteError::Deadline { step: "retry", .. })),
+            "{err:?}"
+        );
+        assert_eq!(seen(&s.client), ["begin", "commit", "abort"]);
+        assert_eq!(completed(&s.storage).await, 0);
+        // With time enough the same conflict is retried and committed.
+        let s = setup(3_000, true, 1).await;
+        let report = s.sink.process_with(batch(), until(600_000)).await;
+        let report = report.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((report.conflicts, report.retries), (1, 1));
+        assert_eq!(
+            seen(&s.client),
+            ["begin", "commit", "abort", "begin", "commit"]
+        );
+        assert_eq!(completed(&s.storage).await, 1);
+    }
 }

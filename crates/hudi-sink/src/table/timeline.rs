@@ -94,7 +94,14 @@ pub enum TimelineError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Timeline {
     instants: Vec<Instant>,
+    /// The latest instant time that was rolled back (see [`RETIRED_DIR`]): it left the timeline, but its time
+    /// must never be handed out again, or a zombie writer's late files would join the new instant.
+    retired: Option<InstantTime>,
 }
+
+/// Where a rollback records the time it retired (`.hoodie/.aux/hudi-sink/rolled-back/<t>`, empty objects that
+/// every reader ignores), so that the one listing of `.hoodie/` that loads the timeline also sees them.
+pub const RETIRED_DIR: &str = ".hoodie/.aux/hudi-sink/rolled-back/";
 
 impl Timeline {
     /// Builds a timeline from instants, applying the layout-1 rule (highest state per time and comparable action)
@@ -112,14 +119,30 @@ impl Timeline {
         }
         let mut instants: Vec<Instant> = best.into_values().collect();
         instants.sort();
-        Self { instants }
+        Self {
+            instants,
+            retired: None,
+        }
     }
 
     /// Lists `.hoodie/` and parses the active timeline.
     pub async fn load(storage: &dyn Storage) -> Result<Self, TimelineError> {
         let listed = storage.list(META_DIR).await?;
+        Self::from_listing(&listed)
+    }
+
+    /// Parses the active timeline from a listing of `.hoodie/` (so that one listing can also serve the other
+    /// files under `.hoodie/`: markers, heartbeats, `hoodie.properties`).
+    pub fn from_listing(listed: &[crate::storage::ObjectMeta]) -> Result<Self, TimelineError> {
         let mut instants = Vec::new();
-        for object in &listed {
+        let mut retired: Option<InstantTime> = None;
+        for object in listed {
+            if let Some(time) = object.path.strip_prefix(RETIRED_DIR) {
+                if let Ok(time) = InstantTime::parse(time) {
+                    retired = retired.max(Some(time));
+                }
+                continue;
+            }
             let Some(name) = object.path.strip_prefix(META_DIR) else {
                 continue;
             };
@@ -146,7 +169,9 @@ impl Timeline {
                 }
             }
         }
-        Ok(Self::from_instants(instants))
+        let mut timeline = Self::from_instants(instants);
+        timeline.retired = retired;
+        Ok(timeline)
     }
 
     /// Every instant, in order.
@@ -197,6 +222,11 @@ impl Timeline {
     /// The greatest time of any instant (pending ones included): new instants must be strictly greater.
     pub fn last_instant_time(&self) -> Option<&InstantTime> {
         self.instants.iter().map(|i| &i.time).max()
+    }
+
+    /// The greatest time ever handed out, rolled-back instants included: the floor for a new instant time.
+    pub fn last_used_time(&self) -> Option<&InstantTime> {
+        self.last_instant_time().max(self.retired.as_ref())
     }
 
     /// The instant with this time and action, if present.

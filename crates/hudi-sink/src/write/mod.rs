@@ -78,6 +78,17 @@ pub enum WriteError {
     /// The coordinator could not be reached or answered nonsense.
     #[error("coordinator {function}: {message}")]
     Transport { function: String, message: String },
+    /// Too little time was left before the invocation deadline to start `step`; nothing was committed and
+    /// the redelivered batch starts over.
+    #[error(
+        "not starting the {step}: {remaining_ms} ms left before the invocation deadline, {needed_ms} ms needed \
+         (hudi.sink.deadline.reserve.ms included); nothing was committed, the batch will be redelivered"
+    )]
+    Deadline {
+        step: &'static str,
+        remaining_ms: i64,
+        needed_ms: u64,
+    },
     /// The table lock failed.
     #[error(transparent)]
     Lock(#[from] crate::lock::LockError),

@@ -741,21 +741,37 @@ impl TableWriter {
             }
         }
         let mut footers: HashMap<String, crate::base_file::reader::BaseFileFooter> = HashMap::new();
+        // Lookups by hash, so that many tombstones in one bucket (adversarial keys) stay linear: which keys
+        // each (partition, bucket) already has, and which stored file groups each bucket has.
+        let mut queued: std::collections::HashSet<(&str, u32, &str)> = prepared
+            .partitions
+            .iter()
+            .flat_map(|(partition, winners)| {
+                winners
+                    .iter()
+                    .map(move |(key, _)| (partition.as_str(), index.bucket_id(key), key.as_str()))
+            })
+            .collect();
+        let mut stored_by_bucket: HashMap<u32, Vec<(&String, &FileSlice)>> = HashMap::new();
+        for ((partition, gb), slice) in &groups {
+            if let Some(slice) = slice {
+                stored_by_bucket
+                    .entry(*gb)
+                    .or_default()
+                    .push((partition, *slice));
+            }
+        }
         for key in prepared
             .tombstones
             .iter()
             .chain(&prepared.shadow_tombstones)
         {
             let b = index.bucket_id(key);
-            for ((partition, gb), slice) in &groups {
-                let Some(slice) = slice else { continue };
-                if *gb != b {
+            for &(partition, slice) in stored_by_bucket.get(&b).into_iter().flatten() {
+                if !queued.insert((partition.as_str(), b, key.as_str())) {
                     continue;
                 }
                 let entry = work.entry((partition.clone(), b)).or_default();
-                if entry.iter().any(|(k, _)| *k == key.as_str()) {
-                    continue;
-                }
                 let path = slice.path();
                 if !footers.contains_key(&path) {
                     let footer = crate::base_file::reader::read_footer_from_storage(
@@ -1294,6 +1310,9 @@ pub(crate) async fn rollback_failed(
     storage: &dyn Storage,
     instant: &InstantTime,
 ) -> Result<(), WriteError> {
+    // Retire the time first, so that even a rollback that stops half-way never sees its time reused.
+    let retired = format!("{}{instant}", crate::table::timeline::RETIRED_DIR);
+    storage.put(&retired, Bytes::new()).await?;
     let listing = storage.list("").await?;
     for obj in &listing {
         if obj.path.starts_with(".hoodie/") {

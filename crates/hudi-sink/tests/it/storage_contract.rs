@@ -110,6 +110,7 @@ async fn s3_store(bucket: &str, prefix: &str) -> S3Storage {
         force_path_style: true,
         operation_timeout: Duration::from_secs(60),
         attempt_timeout: Duration::from_secs(20),
+        connect_timeout: Duration::from_secs(3),
         max_attempts: 3,
     };
     S3Storage::from_uri(&format!("s3://{bucket}/{prefix}"), &sdk, options).expect("s3 uri")
@@ -875,6 +876,7 @@ async fn scripted_store_with(
         force_path_style: true,
         operation_timeout,
         attempt_timeout,
+        connect_timeout: Duration::from_millis(3100),
         max_attempts,
     };
     S3Storage::from_uri("s3://bkt/tables/t1", &sdk, options).expect("uri")

@@ -1,0 +1,82 @@
+//! Mutation switches: each one turns off a single safety mechanism of the exactly-once path, so that the
+//! deterministic simulation (`tests/it/simulation.rs`) can show that it would notice the loss.
+//!
+//! The switches exist only with the `mutations` cargo feature, which is off by default and never enabled by
+//! the Lambda functions or the CLI. Without it [`is_disabled`] is a constant `false`, so production code
+//! carries no switch at all. With it, the switch is per thread: the simulation runs each seed on a
+//! single-threaded runtime, so a mutation set for one seed cannot leak into tests on other threads.
+
+/// A safety mechanism that a mutation run turns off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mutation {
+    /// Records below the table's checkpoint are dropped by the writer, and the coordinator refuses a commit
+    /// whose offsets the checkpoint already covers.
+    CheckpointFilter,
+    /// The coordinator refuses a commit whose file groups or buckets changed after the writer's base instant,
+    /// or that is older than a completed commit.
+    OccCheck,
+    /// Expired pending instants are rolled back before an instant begins or commits.
+    RollbackBeforeCommit,
+    /// `<t>.commit` is created with create-if-absent, never overwritten.
+    AtomicCommitCreate,
+    /// The lock lease is proven (renewed conditionally) right before the timeline changes.
+    LockFencing,
+}
+
+impl Mutation {
+    /// Every mutation, in report order.
+    pub const ALL: [Mutation; 5] = [
+        Mutation::CheckpointFilter,
+        Mutation::OccCheck,
+        Mutation::RollbackBeforeCommit,
+        Mutation::AtomicCommitCreate,
+        Mutation::LockFencing,
+    ];
+
+    /// A short name for reports and the `SIM_MUTATION` variable.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutation::CheckpointFilter => "checkpoint-filter",
+            Mutation::OccCheck => "occ-check",
+            Mutation::RollbackBeforeCommit => "rollback-before-commit",
+            Mutation::AtomicCommitCreate => "atomic-commit-create",
+            Mutation::LockFencing => "lock-fencing",
+        }
+    }
+
+    /// The mutation named `name` (see [`Mutation::name`]).
+    pub fn from_name(name: &str) -> Option<Mutation> {
+        Mutation::ALL.into_iter().find(|m| m.name() == name.trim())
+    }
+}
+
+#[cfg(feature = "mutations")]
+thread_local! {
+    static ACTIVE: std::cell::Cell<Option<Mutation>> = const { std::cell::Cell::new(None) };
+}
+
+/// Turns `mutation` on for the current thread (`None`: every mechanism on again).
+#[cfg(feature = "mutations")]
+pub fn set_active(mutation: Option<Mutation>) {
+    ACTIVE.with(|a| a.set(mutation));
+}
+
+/// The mutation active on the current thread.
+#[cfg(feature = "mutations")]
+pub fn active() -> Option<Mutation> {
+    ACTIVE.with(|a| a.get())
+}
+
+/// Whether `mechanism` is switched off on this thread; always `false` without the `mutations` feature.
+#[inline]
+pub fn is_disabled(mechanism: Mutation) -> bool {
+    #[cfg(feature = "mutations")]
+    {
+        active() == Some(mechanism)
+    }
+    #[cfg(not(feature = "mutations"))]
+    {
+        let _ = mechanism;
+        false
+    }
+}
