@@ -326,18 +326,7 @@ impl Coordinator {
             return Ok(());
         }
         self.fence(guard).await?;
-        for obj in storage.list("").await? {
-            if obj.path.starts_with(".hoodie/") {
-                continue;
-            }
-            let name = obj.path.rsplit('/').next().unwrap_or(&obj.path);
-            if let Ok(parsed) = crate::table::file_name::BaseFileName::parse(name) {
-                if retired.contains(&parsed.instant_time) {
-                    storage.delete(&obj.path).await?;
-                }
-            }
-        }
-        Ok(())
+        crate::write::delete_base_files(storage, |t| retired.contains(t)).await
     }
 
     async fn begin_locked(

@@ -1313,18 +1313,7 @@ pub(crate) async fn rollback_failed(
     // Retire the time first, so that even a rollback that stops half-way never sees its time reused.
     let retired = format!("{}{instant}", crate::table::timeline::RETIRED_DIR);
     storage.put(&retired, Bytes::new()).await?;
-    let listing = storage.list("").await?;
-    for obj in &listing {
-        if obj.path.starts_with(".hoodie/") {
-            continue;
-        }
-        let name = obj.path.rsplit('/').next().unwrap_or(&obj.path);
-        if let Ok(parsed) = BaseFileName::parse(name) {
-            if &parsed.instant_time == instant {
-                storage.delete(&obj.path).await?;
-            }
-        }
-    }
+    delete_base_files(storage, |t| t == instant).await?;
     delete_markers(storage, instant).await?;
     for state in [State::Inflight, State::Requested] {
         let file = Instant::new(instant.clone(), Action::Commit, state).file_name();
@@ -1333,6 +1322,26 @@ pub(crate) async fn rollback_failed(
     let heartbeat = crate::table::file_name::heartbeat_path(instant);
     storage.delete(&heartbeat).await?;
     tracing::info!(instant = %instant, "rolled back failed instant");
+    Ok(())
+}
+
+/// Deletes every base file of the table whose instant time `doomed` picks, found by one listing of the whole
+/// table (which also covers files whose marker was never written).
+pub(crate) async fn delete_base_files(
+    storage: &dyn Storage,
+    doomed: impl Fn(&InstantTime) -> bool,
+) -> Result<(), WriteError> {
+    for obj in storage.list("").await? {
+        if obj.path.starts_with(".hoodie/") {
+            continue;
+        }
+        let name = obj.path.rsplit('/').next().unwrap_or(&obj.path);
+        if let Ok(parsed) = BaseFileName::parse(name) {
+            if doomed(&parsed.instant_time) {
+                storage.delete(&obj.path).await?;
+            }
+        }
+    }
     Ok(())
 }
 

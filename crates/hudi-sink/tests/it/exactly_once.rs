@@ -38,7 +38,8 @@ fn setup() -> Setup {
     }
 }
 
-async fn process(sink: &KafkaSink, msgs: &[Msg]) -> hudi_sink::sink::SinkReport {
+/// Processes one delivery of `msgs` and checks that its report balances.
+pub async fn process(sink: &KafkaSink, msgs: &[Msg]) -> hudi_sink::sink::SinkReport {
     let batch = KafkaBatch::from_slice(&esm_payload(msgs)).expect("valid event");
     let report = sink.process(batch).await.expect("process");
     assert!(report.balanced(), "unbalanced report {report:?}");

@@ -17,12 +17,13 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use hudi_sink::bootstrap::build_sink;
 use hudi_sink::lock::dynamodb::{ENDPOINT_URL_KEY, TABLE_KEY};
 use hudi_sink::lock::{create_lock_table_if_missing, DynamoDbLockConfig, WAIT_TIME_MS_KEY};
-use hudi_sink::sink::{KafkaSink, SinkReport};
+use hudi_sink::sink::KafkaSink;
 use hudi_sink::source::event::KafkaBatch;
 use serde_json::Value;
 
 use crate::common::moto;
 use crate::common::python::read_rows;
+use crate::exactly_once::process;
 use crate::model::{esm_payload, local_props, stream, Model, Msg, SCHEMA};
 
 /// A table in a fresh moto bucket with its own DynamoDB lock table.
@@ -84,49 +85,10 @@ async fn aws_table(partitioned: bool, lease_ms: u64) -> AwsTable {
     }
 }
 
-/// Every key of the bucket under `prefix`, with its size.
-async fn objects(bucket: &str, prefix: &str) -> BTreeMap<String, i64> {
-    let s3 = moto::s3_client().await;
-    let mut out = BTreeMap::new();
-    let mut token = None;
-    loop {
-        let page = s3
-            .list_objects_v2()
-            .bucket(bucket)
-            .prefix(prefix)
-            .set_continuation_token(token)
-            .send()
-            .await
-            .expect("list");
-        for o in page.contents() {
-            out.insert(
-                o.key().expect("key").to_string(),
-                o.size().unwrap_or_default(),
-            );
-        }
-        match page.next_continuation_token() {
-            Some(t) => token = Some(t.to_string()),
-            None => return out,
-        }
-    }
-}
-
 async fn dead_letters(t: &AwsTable) -> Vec<Value> {
-    let s3 = moto::s3_client().await;
     let mut out = Vec::new();
-    for key in objects(&t.bucket, &t.dead_prefix).await.keys() {
-        let body = s3
-            .get_object()
-            .bucket(&t.bucket)
-            .key(key)
-            .send()
-            .await
-            .expect("get dead letters")
-            .body
-            .collect()
-            .await
-            .expect("body")
-            .into_bytes();
+    for key in moto::object_sizes(&t.bucket, &t.dead_prefix).await.keys() {
+        let body = moto::object_bytes(&t.bucket, key).await;
         for line in String::from_utf8_lossy(&body).lines() {
             if !line.trim().is_empty() {
                 out.push(serde_json::from_str(line).expect("dead letter JSON line"));
@@ -149,17 +111,10 @@ async fn lock_item(t: &AwsTable) -> Option<std::collections::HashMap<String, Att
         .cloned()
 }
 
-async fn process(sink: &KafkaSink, msgs: &[Msg]) -> SinkReport {
-    let batch = KafkaBatch::from_slice(&esm_payload(msgs)).expect("valid event");
-    let report = sink.process(batch).await.expect("process");
-    assert!(report.balanced(), "unbalanced report {report:?}");
-    report
-}
-
 /// Timeline file names of the table (relative to `.hoodie/`, top level only).
 async fn timeline(t: &AwsTable) -> Vec<String> {
     let prefix = "tables/trips/.hoodie/";
-    objects(&t.bucket, prefix)
+    moto::object_sizes(&t.bucket, prefix)
         .await
         .keys()
         .filter_map(|k| k.strip_prefix(prefix))
@@ -184,7 +139,7 @@ async fn assert_no_leftovers(t: &AwsTable, what: &str) {
             );
         }
     }
-    for key in objects(&t.bucket, "tables/trips/").await.keys() {
+    for key in moto::object_sizes(&t.bucket, "tables/trips/").await.keys() {
         if let Some(file) = key.strip_suffix(".parquet") {
             let instant = file.rsplit('_').next().unwrap_or_default();
             assert!(
@@ -193,7 +148,7 @@ async fn assert_no_leftovers(t: &AwsTable, what: &str) {
             );
         }
     }
-    let markers = objects(&t.bucket, "tables/trips/.hoodie/.temp/").await;
+    let markers = moto::object_sizes(&t.bucket, "tables/trips/.hoodie/.temp/").await;
     assert!(markers.is_empty(), "{what}: markers left: {markers:?}");
 }
 
@@ -205,19 +160,7 @@ async fn last_checkpoint(t: &AwsTable) -> Value {
         .filter(|n| n.ends_with(".commit"))
         .max()
         .expect("a commit");
-    let body = moto::s3_client()
-        .await
-        .get_object()
-        .bucket(&t.bucket)
-        .key(format!("tables/trips/.hoodie/{last}"))
-        .send()
-        .await
-        .expect("get commit")
-        .body
-        .collect()
-        .await
-        .expect("body")
-        .into_bytes();
+    let body = moto::object_bytes(&t.bucket, &format!("tables/trips/.hoodie/{last}")).await;
     let commit: Value = serde_json::from_slice(&body).expect("commit JSON");
     commit["extraMetadata"].clone()
 }
@@ -428,9 +371,6 @@ async fn dying_coordinator_child() {
             std::io::stdout().flush().expect("flush");
             break;
         }
-        if std::env::var("HUDI_SINK_TEST_DEBUG").is_ok() {
-            eprintln!("child calls: {:?}", faulty.call_paths().last());
-        }
         if work.is_finished() {
             panic!("the doomed write ended before its commit: {:?}", work.await);
         }
@@ -482,7 +422,6 @@ async fn a_coordinator_killed_while_holding_the_dynamodb_lock_is_taken_over_and_
     let holding = tokio::task::spawn_blocking(move || {
         for line in BufReader::new(stdout).lines() {
             let line = line.expect("child stdout");
-            debug(&format!("child says: {line}"));
             // libtest may print its "test … ..." prefix on the same line.
             if let Some(at) = line.find("HOLDING ") {
                 return Some(line[at + "HOLDING ".len()..].trim().to_string());
@@ -493,7 +432,6 @@ async fn a_coordinator_killed_while_holding_the_dynamodb_lock_is_taken_over_and_
     .await
     .expect("join")
     .expect("the child reached its commit while holding the lock");
-    debug("holding");
     let dead_instant = holding
         .rsplit('/')
         .next()
@@ -505,11 +443,9 @@ async fn a_coordinator_killed_while_holding_the_dynamodb_lock_is_taken_over_and_
         Some(AttributeValue::S(s)) => s.clone(),
         other => panic!("ownerName: {other:?}"),
     };
-    debug("before kill");
     // The coordinator dies: no release, no more heartbeats, no clean-up.
     child.0.kill().expect("SIGKILL");
     child.0.wait().expect("reap");
-    debug("after kill");
     let names = timeline(&t).await;
     assert!(
         names.contains(&format!("{dead_instant}.inflight")),
@@ -524,13 +460,11 @@ async fn a_coordinator_killed_while_holding_the_dynamodb_lock_is_taken_over_and_
         "a killed holder leaves its lock item behind"
     );
 
-    debug("before redelivery");
     // The ESM redelivers batch 1 to another writer: it takes the lock over after the lease, rolls the
     // dead instant back and commits.
     let redelivered = process(&sink, &batches[1]).await;
     assert!(redelivered.instant.is_some(), "{redelivered:?}");
     assert_ne!(redelivered.instant.as_deref(), Some(dead_instant.as_str()));
-    debug("after redelivery");
     model.apply(&batches[1]);
     process(&sink, &batches[2]).await;
     model.apply(&batches[2]);
@@ -555,10 +489,4 @@ async fn a_coordinator_killed_while_holding_the_dynamodb_lock_is_taken_over_and_
         after.as_ref().and_then(|i| i.get("ownerName")) != Some(&AttributeValue::S(owner)),
         "the dead owner no longer holds the lock: {after:?}"
     );
-}
-
-fn debug(what: &str) {
-    if std::env::var("HUDI_SINK_TEST_DEBUG").is_ok() {
-        eprintln!("parent: {what}");
-    }
 }

@@ -28,7 +28,9 @@ use aws_sdk_dynamodb::types::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::common::moto::{moto, new_bucket, s3_client, sdk_config, unique_name};
+use crate::common::moto::{
+    moto, new_bucket, object_bytes, object_sizes, s3_client, sdk_config, unique_name,
+};
 use crate::common::python::{python, read_rows};
 use crate::common::workspace_root;
 
@@ -330,32 +332,10 @@ async fn put(s3: &aws_sdk_s3::Client, bucket: &str, key: &str, body: Vec<u8>) {
 
 /// Every object under `prefix`, with its bytes, by key.
 async fn objects(bucket: &str, prefix: &str) -> BTreeMap<String, Vec<u8>> {
-    let s3 = s3_client().await;
     let mut out = BTreeMap::new();
-    let mut pages = s3
-        .list_objects_v2()
-        .bucket(bucket)
-        .prefix(prefix)
-        .into_paginator()
-        .send();
-    while let Some(page) = pages.next().await {
-        for obj in page.expect("list").contents() {
-            let key = obj.key().expect("key").to_string();
-            let body = s3
-                .get_object()
-                .bucket(bucket)
-                .key(&key)
-                .send()
-                .await
-                .expect("get")
-                .body
-                .collect()
-                .await
-                .expect("body")
-                .into_bytes()
-                .to_vec();
-            out.insert(key, body);
-        }
+    for key in object_sizes(bucket, prefix).await.into_keys() {
+        let body = object_bytes(bucket, &key).await;
+        out.insert(key, body);
     }
     out
 }

@@ -562,23 +562,7 @@ async fn check_special_characters(s: Arc<dyn Storage>) {
 
 /// Every key of a bucket, through the raw client.
 async fn bucket_keys(bucket: &str) -> Vec<String> {
-    let client = moto::s3_client().await;
-    let mut keys = Vec::new();
-    let mut pages = client
-        .list_objects_v2()
-        .bucket(bucket)
-        .into_paginator()
-        .send();
-    while let Some(page) = pages.next().await {
-        let page = page.expect("list page");
-        keys.extend(
-            page.contents()
-                .iter()
-                .filter_map(|o| o.key().map(str::to_string)),
-        );
-    }
-    keys.sort();
-    keys
+    moto::object_sizes(bucket, "").await.into_keys().collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -103,3 +103,42 @@ pub async fn new_bucket(prefix: &str) -> String {
 pub fn endpoint_if_started() -> Option<&'static str> {
     MOTO.get().map(|m| m.endpoint.as_str())
 }
+
+/// Every key under `prefix` in `bucket`, with its size (all pages of the listing).
+pub async fn object_sizes(bucket: &str, prefix: &str) -> std::collections::BTreeMap<String, i64> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut pages = s3_client()
+        .await
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(prefix)
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        for o in page.expect("list page").contents() {
+            out.insert(
+                o.key().expect("key").to_string(),
+                o.size().unwrap_or_default(),
+            );
+        }
+    }
+    out
+}
+
+/// The bytes of one object.
+pub async fn object_bytes(bucket: &str, key: &str) -> Vec<u8> {
+    s3_client()
+        .await
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("get {key}: {e}"))
+        .body
+        .collect()
+        .await
+        .expect("body")
+        .into_bytes()
+        .to_vec()
+}
