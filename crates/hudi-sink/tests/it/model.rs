@@ -156,6 +156,8 @@ pub fn stream_with_seed(
 pub struct Model {
     pub rows: BTreeMap<String, Trip>,
     pub next_offset: BTreeMap<(String, i32), i64>,
+    /// (topic, partition, offset) of every fresh record that must become a dead letter.
+    pub dead: std::collections::BTreeSet<(String, i32, i64)>,
 }
 
 #[derive(Clone, Debug)]
@@ -193,7 +195,10 @@ impl Model {
                         },
                         false,
                     ),
-                    _ => continue, // dead letter
+                    _ => {
+                        self.dead.insert((m.topic.clone(), m.partition, m.offset));
+                        continue;
+                    }
                 },
             };
             if !folded.contains_key(key) {
