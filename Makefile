@@ -95,7 +95,7 @@ bench-micro:
 # The deterministic simulation with one safety mechanism switched off at a time: each must be caught
 # (first failing seed and invariant printed). `make test` runs the same check; this shows the report.
 mutants:
-	$(CARGO) test -p hudi-sink --features mutations --test it simulation::every_mutation_is_caught -- --nocapture --include-ignored
+	$(CARGO) test -p hudi-sink --features mutations --test it simulation::every_mutation_is_caught -- --nocapture
 
 # More simulation seeds than `make test` runs, e.g. `make sim SIM_SEEDS=10000`.
 SIM_SEEDS ?= 5000

@@ -16,15 +16,18 @@
 //! lock acquisition failing, a crash of the invocation at any storage call (before or after its effect:
 //! the whole future is dropped, heartbeats stop, the lock stays held until its lease runs out), a freeze of
 //! the invocation's process longer than the lock lease and the heartbeat tolerance (its clock stops, all its
-//! calls wait; others steal the lock and roll back its instant), and one machine whose clock is skewed.
+//! calls wait; others steal the lock and roll back its instant) at a random call or right after the
+//! coordinator checked the last file of a commit (before its lease proof), and one machine whose clock is
+//! skewed. [`scenarios`] adds scripted interleavings that random seeds must leave out.
 //!
 //! **ESM.** Each Kafka partition has one poller delivering its batches in order; a failed invocation is
 //! redelivered (sometimes with a larger batch) until one succeeds; a rebalance sometimes delivers the same
 //! batch to a second invocation at once, or late.
 //!
 //! **Invariants** after each run (see [`check_invariants`]): the table read through the library equals the
-//! model row for row with no duplicate key; the checkpoint never moves backwards in timeline order and ends
-//! at the model's; every file of a completed commit exists with its recorded size; nothing of a failed
+//! model (the stream applied batch by batch as the commits' checkpoints cut it, each cut checked against a
+//! delivered batch) row for row with no duplicate key; the checkpoint never moves backwards in timeline order
+//! and ends at the acknowledged offsets; every file of a completed commit exists with its recorded size; nothing of a failed
 //! instant is left after the final commit; the timeline is valid. A sample of seeds also runs on the local
 //! file system and is read back with hudi-rs.
 //!
@@ -61,6 +64,8 @@ use hudi_sink::transport::{CoordinatorClient, InProcessClient};
 use hudi_sink::write::{TableWriter, WriteError};
 
 use crate::model::{esm_payload, local_props, stream_with_seed, Model, Msg, Trip, SCHEMA};
+
+mod scenarios;
 
 const TOPIC: &str = "trips";
 /// Lock lease (virtual time).
@@ -144,6 +149,8 @@ struct World {
     faults_on: AtomicBool,
     counts: Mutex<BTreeMap<&'static str, u64>>,
     trace: Mutex<Vec<String>>,
+    /// Every batch handed to an invocation, per Kafka partition: (partition, first offset, last offset).
+    delivered: Mutex<BTreeSet<(i32, i64, i64)>>,
 }
 
 impl World {
@@ -160,6 +167,9 @@ impl World {
     }
 
     fn trace(&self, line: String) {
+        if std::env::var_os("SIM_TRACE").is_some() {
+            eprintln!("sim: {line}");
+        }
         lock(&self.trace).push(line);
     }
 }
@@ -172,6 +182,11 @@ struct Plan {
     crash_after_effect: bool,
     freeze_at: Option<u64>,
     freeze_ms: u64,
+    /// Freeze the process once its coordinator has checked the last file of a commit, before it proves its
+    /// lease: the window that only lease fencing closes.
+    pause_before_fence: bool,
+    /// Base-file checks of the commit in progress left before that freeze (0: none armed).
+    checks_until_pause: AtomicU64,
     crashed: AtomicBool,
     crash: tokio::sync::Notify,
     frozen: AtomicBool,
@@ -196,6 +211,17 @@ struct InvStorage {
 }
 
 impl InvStorage {
+    /// Stops the process (clock, heartbeats, every call) for the plan's freeze time.
+    async fn freeze(&self, kind: &'static str) {
+        let plan = &self.plan;
+        self.world.count(kind);
+        plan.frozen.store(true, Ordering::SeqCst);
+        plan.clock.freeze();
+        tokio::time::sleep(Duration::from_millis(plan.freeze_ms)).await;
+        plan.clock.thaw();
+        plan.frozen.store(false, Ordering::SeqCst);
+    }
+
     async fn before(&self, commit_put: bool) -> u64 {
         let plan = &self.plan;
         if plan.crashed.load(Ordering::SeqCst) {
@@ -218,12 +244,7 @@ impl InvStorage {
         // A freeze right before the commit file's PUT is the one window lease fencing cannot close (see the
         // README): it is left out here and named as a limit there.
         if plan.freeze_at == Some(n) && !commit_put && self.world.faults_on.load(Ordering::SeqCst) {
-            self.world.count("process frozen past the lease");
-            plan.frozen.store(true, Ordering::SeqCst);
-            plan.clock.freeze();
-            tokio::time::sleep(Duration::from_millis(plan.freeze_ms)).await;
-            plan.clock.thaw();
-            plan.frozen.store(false, Ordering::SeqCst);
+            self.freeze("process frozen past the lease").await;
         }
         if plan.crash_at == Some(n) && !plan.crash_after_effect {
             self.world.count("crash before a storage call");
@@ -264,6 +285,17 @@ impl Storage for InvStorage {
         let n = self.before(false).await;
         let r = self.inner.head(path).await;
         self.after(n).await;
+        // The coordinator checks each file of a commit with a HEAD; after the last one it only proves its
+        // lease and creates the commit file.
+        let armed = &self.plan.checks_until_pause;
+        if path.ends_with(".parquet")
+            && armed.load(Ordering::SeqCst) > 0
+            && armed.fetch_sub(1, Ordering::SeqCst) == 1
+            && self.world.faults_on.load(Ordering::SeqCst)
+        {
+            self.freeze("process frozen between the last check and the lease proof")
+                .await;
+        }
         r
     }
 
@@ -336,6 +368,7 @@ impl Lock for SimLock {
 struct SimTransport {
     inner: InProcessClient,
     world: Arc<World>,
+    plan: Arc<Plan>,
 }
 
 #[async_trait]
@@ -348,6 +381,13 @@ impl CoordinatorClient for SimTransport {
         if self.world.chance(2) {
             self.world.count("coordinator request lost");
             return Err(lost("request"));
+        }
+        if let CoordinatorRequest::Commit(req) = &request {
+            if self.plan.pause_before_fence {
+                self.plan
+                    .checks_until_pause
+                    .store(req.write_stats.len() as u64, Ordering::SeqCst);
+            }
         }
         let answer = self.inner.call(request).await;
         if self.world.chance(2) {
@@ -398,6 +438,8 @@ async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome {
         crash_after_effect: world.roll(2) == 0,
         freeze_at: (faults && world.chance(5)).then(|| 1 + world.roll(80)),
         freeze_ms: LEASE_MS + 1 + world.roll(3 * LEASE_MS),
+        pause_before_fence: faults && world.chance(6),
+        checks_until_pause: AtomicU64::new(0),
         crashed: AtomicBool::new(false),
         crash: tokio::sync::Notify::new(),
         frozen: AtomicBool::new(false),
@@ -422,6 +464,27 @@ async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome {
         },
     );
     let jitter_seed = world.roll(u64::MAX);
+    {
+        let mut delivered = self::lock(&world.delivered);
+        let mut by_partition: BTreeMap<i32, (i64, i64)> = BTreeMap::new();
+        for m in msgs {
+            let e = by_partition
+                .entry(m.partition)
+                .or_insert((m.offset, m.offset));
+            e.0 = e.0.min(m.offset);
+            e.1 = e.1.max(m.offset);
+        }
+        for (p, (first, last)) in by_partition {
+            delivered.insert((p, first, last));
+        }
+    }
+    if std::env::var_os("SIM_TRACE").is_some() {
+        eprintln!(
+            "sim: inv {id} starts on machine {machine}: {:?} {:?}",
+            msgs.first().map(|m| (m.partition, m.offset)),
+            plan
+        );
+    }
     let work = async {
         let writer = TableWriter::create_or_open(
             storage.clone(),
@@ -435,6 +498,7 @@ async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome {
             Arc::new(SimTransport {
                 inner: InProcessClient::new(coordinator),
                 world: world.clone(),
+                plan: plan.clone(),
             }),
             Arc::new(StorageDeadLetterSink::new(ctx.dead_letters.clone())),
             clock.clone(),
@@ -562,6 +626,15 @@ fn run_seed(seed: u64, backend: &Backend, mutation: Option<Mutation>) -> Result<
         .start_paused(true)
         .build()
         .map_err(|e| fail("setup", e.to_string()))?;
+    // SIM_TRACE=1: the run's events and the library's logs on stderr.
+    let _logs = std::env::var_os("SIM_TRACE").map(|_| {
+        tracing::subscriber::set_default(
+            tracing_subscriber::fmt()
+                .with_writer(std::io::stderr)
+                .with_max_level(tracing::Level::INFO)
+                .finish(),
+        )
+    });
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         rt.block_on(simulate(seed, backend))
     }));
@@ -619,6 +692,7 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         faults_on: AtomicBool::new(false),
         counts: Mutex::new(BTreeMap::new()),
         trace: Mutex::new(Vec::new()),
+        delivered: Mutex::new(BTreeSet::new()),
     });
     let inner: Arc<dyn Storage> = match backend {
         Backend::Memory => Arc::new(MemoryStorage::new(format!("memory://sim-{seed}"))),
@@ -765,6 +839,8 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         Outcome::Failed(e) => return Err(fail("final commit", e)),
         Outcome::Crashed => return Err(fail("final commit", "crashed")),
     }
+    let mut all = msgs.clone();
+    all.extend(last.iter().cloned());
     acked.push(last);
     // The scheduled table services run (as the coordinator function's schedule does): they sweep files
     // that zombie writers left after their instant was rolled back.
@@ -780,12 +856,26 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
     if let Err(e) = services.handle(CoordinatorRequest::Services).await {
         return Err(fail("table services", e.to_string()));
     }
-    // The model applies each acknowledged batch once, in each partition's order.
+    // The model applies each committed batch once, in commit order. Batch boundaries matter (a record after a
+    // `_hoodie_is_deleted` row in the same batch loses to it, in a later batch it recreates the key), and the
+    // batch that commits may be a rebalance duplicate of a smaller delivery than the one acknowledged, so
+    // the boundaries come from the commits' checkpoints, each checked against a delivered batch; the
+    // contents come from the stream.
+    let delivered = lock(&world.delivered).clone();
+    let committed = committed_batches(inner.as_ref(), &all, &delivered).await?;
     let mut model = Model::default();
-    for b in &acked {
+    for b in &committed {
         model.apply(b);
     }
-    let commits = check_invariants(inner.as_ref(), &model).await?;
+    // Every acknowledged record is covered by the final checkpoint, and nothing beyond.
+    let mut acked_next: BTreeMap<(String, i32), i64> = BTreeMap::new();
+    for m in acked.iter().flatten() {
+        let e = acked_next
+            .entry((m.topic.clone(), m.partition))
+            .or_insert(0);
+        *e = (*e).max(m.offset + 1);
+    }
+    let commits = check_invariants(inner.as_ref(), &model, &acked_next).await?;
     let mut faults = lock(&world.counts).clone();
     let injected: u64 = faulty
         .calls()
@@ -818,7 +908,67 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
 }
 
 /// The invariants of a finished run, read from the true store behind the faults. Returns the commit count.
-async fn check_invariants(storage: &dyn Storage, model: &Model) -> Result<u64, Failure> {
+/// The batches the completed commits wrote, in commit order: for each commit, the stream's records between
+/// the previous checkpoint and its own. Fails when a commit's range is not the tail of a delivered batch.
+async fn committed_batches(
+    storage: &dyn Storage,
+    msgs: &[Msg],
+    delivered: &BTreeSet<(i32, i64, i64)>,
+) -> Result<Vec<Vec<Msg>>, Failure> {
+    let io = |e: &dyn std::fmt::Display| fail("readable table", e.to_string());
+    let timeline = Timeline::load(storage).await.map_err(|e| io(&e))?;
+    let mut previous = Checkpoint::default();
+    let mut out = Vec::new();
+    for c in timeline.completed_commits() {
+        let meta = timeline
+            .commit_metadata(storage, c)
+            .await
+            .map_err(|e| fail("timeline valid", e.to_string()))?;
+        let cp = meta
+            .checkpoint()
+            .map_err(|e| fail("checkpoint never moves backwards", e.to_string()))?
+            .unwrap_or_default();
+        let mut batch = Vec::new();
+        for (topic, offsets) in cp.topics() {
+            for (p, next) in offsets {
+                let from = previous.get(topic, *p).unwrap_or(0);
+                if *next <= from {
+                    continue;
+                }
+                let part: Vec<Msg> = msgs
+                    .iter()
+                    .filter(|m| m.partition == *p && m.offset >= from && m.offset < *next)
+                    .cloned()
+                    .collect();
+                let Some(first) = part.first().map(|m| m.offset) else {
+                    continue;
+                };
+                if !delivered
+                    .iter()
+                    .any(|(dp, df, dl)| dp == p && *df <= first && *dl == next - 1)
+                {
+                    return Err(fail(
+                        "commits match deliveries",
+                        format!(
+                            "{} covers {topic}/{p} offsets {from}..{next}, the tail of no delivered batch",
+                            c.time
+                        ),
+                    ));
+                }
+                batch.extend(part);
+            }
+        }
+        out.push(batch);
+        previous = cp;
+    }
+    Ok(out)
+}
+
+async fn check_invariants(
+    storage: &dyn Storage,
+    model: &Model,
+    acked_next: &BTreeMap<(String, i32), i64>,
+) -> Result<u64, Failure> {
     let io = |e: &dyn std::fmt::Display| fail("readable table", e.to_string());
     let timeline = Timeline::load(storage).await.map_err(|e| io(&e))?;
     let objects = storage.list("").await.map_err(|e| io(&e))?;
@@ -895,10 +1045,10 @@ async fn check_invariants(storage: &dyn Storage, model: &Model) -> Result<u64, F
         }
         previous = cp;
     }
-    for ((topic, p), next) in &model.next_offset {
+    for ((topic, p), next) in acked_next {
         if previous.get(topic, *p) != Some(*next) {
             return Err(fail(
-                "checkpoint ends at the model's",
+                "checkpoint ends at the acknowledged offsets",
                 format!(
                     "{topic}/{p}: table {:?}, model {next}",
                     previous.get(topic, *p)
@@ -1074,6 +1224,15 @@ fn seeds_hold_every_invariant() {
         results.len(),
         failures.len()
     );
+    for (name, scenario) in scenarios::SCENARIOS {
+        match scenarios::run_scenario(*scenario, None) {
+            Ok(()) => eprintln!("  scenario {name}: every invariant holds"),
+            Err(f) => failures.push(format!(
+                "scenario {name}: invariant \"{}\" violated: {}\n  reproduce: cargo test -p hudi-sink --test it simulation::seeds_hold",
+                f.invariant, f.detail
+            )),
+        }
+    }
     for (k, v) in &faults {
         eprintln!("  fault {k}: {v}");
     }
@@ -1094,29 +1253,14 @@ fn same_seed_same_run() {
     }
 }
 
-/// Each mutation (one safety mechanism off) must be caught by some seed of the default count.
-///
-/// Ignored until it passes: since the zombie clean-up (retired instant times, the table-service sweep) the
-/// seeds no longer catch `atomic-commit-create` and `lock-fencing` — the only failures they used to cause were
-/// zombie leftovers, which the library now cleans. Catching them needs a targeted scenario (two coordinators
-/// racing for one instant time; a commit after a lost lease). `make mutants` runs it; the three mechanisms
-/// that are caught are asserted in [`caught_mutations_are_caught`].
+/// Each mutation (one safety mechanism off) must be caught by a scripted scenario or by some seed of the
+/// default count (`make mutants` runs the same). Atomic commit-file creation is only caught by the scripted
+/// scenario: the random seeds cannot hold a commit file's creation in flight past the lease without also
+/// opening the window that no mechanism closes (see [`scenarios`]).
 #[cfg(feature = "mutations")]
 #[test]
-#[ignore = "atomic-commit-create and lock-fencing are not caught yet (issue 5 stays open)"]
 fn every_mutation_is_caught() {
     mutations_are_caught(&Mutation::ALL);
-}
-
-/// The mutations the simulation catches today: switching any of these mechanisms off fails some seed.
-#[cfg(feature = "mutations")]
-#[test]
-fn caught_mutations_are_caught() {
-    mutations_are_caught(&[
-        Mutation::CheckpointFilter,
-        Mutation::OccCheck,
-        Mutation::RollbackBeforeCommit,
-    ]);
 }
 
 #[cfg(feature = "mutations")]
@@ -1135,6 +1279,21 @@ fn mutations_are_caught(mutations: &[Mutation]) {
         .filter(|m| only.is_none_or(|o| o == *m))
     {
         let mut caught = None;
+        for (name, scenario) in scenarios::SCENARIOS {
+            if let Err(f) = scenarios::run_scenario(*scenario, Some(m)) {
+                eprintln!(
+                    "mutation {}: caught by scenario {name}, invariant \"{}\": {}",
+                    m.name(),
+                    f.invariant,
+                    f.detail.chars().take(200).collect::<String>()
+                );
+                caught = Some((u64::MAX, f));
+                break;
+            }
+        }
+        if caught.is_some() {
+            continue;
+        }
         // Small chunks, so that a mutation caught early costs little.
         for chunk in seeds.chunks(16) {
             let results = run_many(chunk, Some(m), true);
