@@ -14,6 +14,7 @@ use hudi_sink::sink::{KafkaSink, ProcessOptions};
 use hudi_sink::source::event::KafkaBatch;
 use hudi_sink::write::WriteError;
 use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 #[tokio::main]
@@ -25,7 +26,10 @@ async fn main() -> Result<(), Error> {
     let table = props.get("hoodie.table.name").cloned().unwrap_or_default();
     let sink = Arc::new(build_sink(&props, &writer_id()).await?);
     tracing::info!(config = %config, table = %table, "writer ready");
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
+    // The payload arrives as raw JSON text, parsed once by `KafkaBatch` itself: going through a
+    // `serde_json::Value` would silently keep only the last of two equal keys (a repeated `records` or
+    // "<topic>-<partition>" key would lose records), and would hold the batch in memory twice over.
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| {
         let sink = sink.clone();
         let table = table.clone();
         async move { handle(&sink, &table, event).await }
@@ -63,19 +67,26 @@ fn diagnostic(error_type: &str, message: impl Into<String>) -> Diagnostic {
     }
 }
 
-async fn handle(
-    sink: &KafkaSink,
-    table: &str,
-    event: LambdaEvent<Value>,
-) -> Result<Value, Diagnostic> {
-    let request_id = event.context.request_id.clone();
-    let batch = KafkaBatch::from_value(event.payload).map_err(|e| {
-        tracing::error!(request_id, error = %e, "invalid event-source-mapping payload");
+/// The batch of an invocation payload, or the `InvalidEvent` error that fails the invocation.
+fn parse_event(payload: &RawValue) -> Result<KafkaBatch, Diagnostic> {
+    KafkaBatch::from_json_str(payload.get()).map_err(|e| {
         diagnostic(
             "InvalidEvent",
             format!("not an MSK or self-managed Kafka event-source-mapping payload: {e}"),
         )
+    })
+}
+
+async fn handle(
+    sink: &KafkaSink,
+    table: &str,
+    event: LambdaEvent<Box<RawValue>>,
+) -> Result<Value, Diagnostic> {
+    let request_id = event.context.request_id.clone();
+    let batch = parse_event(&event.payload).inspect_err(|d| {
+        tracing::error!(request_id, error = %d.error_message, "invalid event-source-mapping payload");
     })?;
+    drop(event.payload);
     let now = SystemClock.now_millis();
     let deadline_ms = usable_deadline(event.context.deadline, now);
     if deadline_ms.is_none() {
@@ -129,6 +140,43 @@ mod tests {
         assert_eq!(usable_deadline(600_000, now), None);
         assert_eq!(usable_deadline(now as u64, now), None);
         assert_eq!(usable_deadline(u64::MAX, now), None);
+    }
+
+    fn record(partition: i32, offset: i64) -> String {
+        format!(
+            r#"{{"topic":"trips","partition":{partition},"offset":{offset},"timestamp":1764412800123,"timestampType":"CREATE_TIME","key":"az0x","value":"e30=","headers":[]}}"#
+        )
+    }
+
+    fn raw(text: String) -> Box<RawValue> {
+        RawValue::from_string(text).expect("valid JSON text")
+    }
+
+    #[test]
+    fn repeated_keys_lose_no_record() {
+        // The same "<topic>-<partition>" key twice: both arrays are kept, in order, or refused; never
+        // silently replaced by the last one (what a `serde_json::Value` would do).
+        let payload = raw(format!(
+            r#"{{"eventSource":"aws:kafka","eventSourceArn":"arn:aws:kafka:eu-west-1:111122223333:cluster/c/1","records":{{"trips-0":[{}],"trips-0":[{}]}}}}"#,
+            record(0, 1),
+            record(0, 2)
+        ));
+        match parse_event(&payload) {
+            Ok(batch) => {
+                let offsets: Vec<i64> = batch.records.iter().map(|r| r.offset).collect();
+                assert_eq!(offsets, vec![1, 2]);
+            }
+            Err(d) => assert_eq!(d.error_type, "InvalidEvent", "{}", d.error_message),
+        }
+        // `records` twice: refused with a message naming it.
+        let payload = raw(format!(
+            r#"{{"eventSource":"aws:kafka","eventSourceArn":"arn:aws:kafka:eu-west-1:111122223333:cluster/c/1","records":{{"trips-0":[{}]}},"records":{{"trips-1":[{}]}}}}"#,
+            record(0, 1),
+            record(1, 1)
+        ));
+        let d = parse_event(&payload).expect_err("a repeated `records` key is refused");
+        assert_eq!(d.error_type, "InvalidEvent");
+        assert!(d.error_message.contains("records"), "{}", d.error_message);
     }
 
     #[test]
