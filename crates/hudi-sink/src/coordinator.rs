@@ -56,6 +56,9 @@ pub struct Coordinator {
     lock: Arc<dyn Lock>,
     clock: Arc<dyn Clock>,
     config: CoordinatorConfig,
+    /// The checkpoint of the last completed commit this coordinator wrote or read. Commit files are created
+    /// once and never change, so while that commit is still the latest, its checkpoint needs no read.
+    last_checkpoint: Arc<std::sync::Mutex<Option<(InstantTime, Checkpoint)>>>,
 }
 
 /// Writes the heartbeat of `instant`: its content is the time in epoch milliseconds (and Hudi's own
@@ -132,7 +135,45 @@ impl Coordinator {
             lock,
             clock,
             config,
+            last_checkpoint: Arc::new(std::sync::Mutex::new(None)),
         }
+    }
+
+    /// The checkpoint of the latest completed commit that has one (empty for none), read only when it is not
+    /// the one remembered.
+    async fn latest_checkpoint(&self, timeline: &Timeline) -> Result<Checkpoint, WriteError> {
+        let latest = timeline.completed_commits().last().map(|i| i.time.clone());
+        if let Some(latest) = &latest {
+            if let Some((time, checkpoint)) = self.remembered_checkpoint() {
+                if time == *latest {
+                    return Ok(checkpoint);
+                }
+            }
+        }
+        let found = timeline.latest_checkpoint(self.storage.as_ref()).await?;
+        match found {
+            Some((instant, checkpoint)) => {
+                if latest.as_ref() == Some(&instant.time) {
+                    self.remember_checkpoint(instant.time, checkpoint.clone());
+                }
+                Ok(checkpoint)
+            }
+            None => Ok(Checkpoint::default()),
+        }
+    }
+
+    fn remembered_checkpoint(&self) -> Option<(InstantTime, Checkpoint)> {
+        self.last_checkpoint
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn remember_checkpoint(&self, instant: InstantTime, checkpoint: Checkpoint) {
+        *self
+            .last_checkpoint
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some((instant, checkpoint));
     }
 
     /// The table storage.
@@ -281,16 +322,31 @@ impl Coordinator {
         timeline: &Timeline,
     ) -> Result<(), WriteError> {
         let storage = self.storage.as_ref();
+        let mut listed = storage.list(".hoodie/.temp/").await?;
+        listed.extend(storage.list(".hoodie/.heartbeat/").await?);
+        self.clean_leftovers_listed(guard, timeline, &listed).await
+    }
+
+    /// [`Coordinator::clean_completed_leftovers`] over objects already listed (with the timeline, in the same
+    /// listing or after it).
+    async fn clean_leftovers_listed(
+        &self,
+        guard: &LockGuard,
+        timeline: &Timeline,
+        listed: &[ObjectMeta],
+    ) -> Result<(), WriteError> {
+        let storage = self.storage.as_ref();
         let mut zombies = std::collections::BTreeSet::new();
+        let mut done = Vec::new();
         for prefix in [".hoodie/.temp/", ".hoodie/.heartbeat/"] {
-            for obj in storage.list(prefix).await? {
+            for obj in listed.iter().filter(|o| o.path.starts_with(prefix)) {
                 let rest = &obj.path[prefix.len()..];
                 let instant = rest.split('/').next().unwrap_or_default();
                 let Ok(instant) = InstantTime::parse(instant) else {
                     continue;
                 };
                 if timeline.is_completed_commit(&instant) {
-                    storage.delete(&obj.path).await?;
+                    done.push(obj.path.clone());
                 } else if !timeline.contains(&instant) {
                     // Rolled back, yet written to since: a zombie writer (paused past its heartbeat, then
                     // resumed) kept writing. Instants are created under the lock before their heartbeat and
@@ -298,6 +354,9 @@ impl Coordinator {
                     zombies.insert(instant);
                 }
             }
+        }
+        if !done.is_empty() {
+            storage.delete_many(&done).await?;
         }
         for instant in zombies {
             self.rollback_fenced(guard, &instant).await?;
@@ -336,20 +395,19 @@ impl Coordinator {
     ) -> Result<CoordinatorResponse, WriteError> {
         {
             let storage = self.storage.as_ref();
-            TableProperties::load(storage).await?.validate_writable()?;
-            let timeline = Timeline::load(storage).await?;
+            // One listing of `.hoodie/` serves the timeline and the leftovers. The table properties are not
+            // read here: the writer checked them when it opened the table, and the commit checks them again.
+            let listed = storage.list(crate::table::timeline::META_DIR).await?;
+            let timeline = Timeline::from_listing(&listed)?;
             if !is_disabled(Mutation::RollbackBeforeCommit) {
                 self.rollback_expired(guard, &timeline).await?;
             }
-            self.clean_completed_leftovers(guard, &timeline).await?;
+            self.clean_leftovers_listed(guard, &timeline, &listed)
+                .await?;
             let instant = InstantTime::next_after(self.clock.as_ref(), timeline.last_used_time());
             crate::write::create_pending_instant(storage, &instant).await?;
             write_heartbeat(storage, self.clock.as_ref(), &instant).await?;
-            let checkpoint = timeline
-                .latest_checkpoint(storage)
-                .await?
-                .map(|(_, c)| c)
-                .unwrap_or_default();
+            let checkpoint = self.latest_checkpoint(&timeline).await?;
             tracing::info!(%instant, writer, "instant begun");
             Ok(CoordinatorResponse::Begun {
                 instant: instant.to_string(),
@@ -376,7 +434,10 @@ impl Coordinator {
         {
             let storage = self.storage.as_ref();
             TableProperties::load(storage).await?.validate_writable()?;
-            let timeline = Timeline::load(storage).await?;
+            // One listing of `.hoodie/`: the timeline, and this instant's markers to delete once committed
+            // (its writer has written them all before asking for the commit).
+            let listed = storage.list(crate::table::timeline::META_DIR).await?;
+            let timeline = Timeline::from_listing(&listed)?;
             let commit_file = format!(
                 ".hoodie/{}",
                 Instant::new(instant.clone(), Action::Commit, State::Completed).file_name()
@@ -403,11 +464,21 @@ impl Coordinator {
                     file: commit_file,
                 });
             }
-            if !is_disabled(Mutation::RollbackBeforeCommit) {
-                self.rollback_expired(guard, &timeline).await?;
-            }
-            let timeline = Timeline::load(storage).await?;
-            if !timeline.contains(&instant) {
+            let rolled_back = if is_disabled(Mutation::RollbackBeforeCommit) {
+                Vec::new()
+            } else {
+                self.rollback_expired(guard, &timeline).await?
+            };
+            // Read again only if that changed it (we hold the lock: nobody else changes the timeline).
+            let timeline = if rolled_back.is_empty() {
+                timeline
+            } else {
+                Timeline::load(storage).await?
+            };
+            // A rollback retires the time before it deletes anything: a retired instant never completes, even
+            // when a rollback that lost its lease half-way has not removed its timeline files yet.
+            let retired = format!("{}{instant}", crate::table::timeline::RETIRED_DIR);
+            if !timeline.contains(&instant) || listed.iter().any(|o| o.path == retired) {
                 return Ok(CoordinatorResponse::RolledBack {
                     instant: instant.to_string(),
                 });
@@ -468,11 +539,7 @@ impl Coordinator {
                 }
             }
             // Exactly once: no offset may be committed twice.
-            let mut checkpoint = timeline
-                .latest_checkpoint(storage)
-                .await?
-                .map(|(_, c)| c)
-                .unwrap_or_default();
+            let mut checkpoint = self.latest_checkpoint(&timeline).await?;
             if crate::protocol::checkpoint_covers(&checkpoint, &req.offsets)
                 && !is_disabled(Mutation::CheckpointFilter)
             {
@@ -504,7 +571,7 @@ impl Coordinator {
                 storage.put_if_absent(&commit_file, body).await?
             };
             match outcome {
-                PutOutcome::Created => {}
+                PutOutcome::Created => self.remember_checkpoint(instant.clone(), checkpoint),
                 PutOutcome::AlreadyExists => {
                     return Err(WriteError::InstantExists {
                         instant: instant.to_string(),
@@ -512,8 +579,15 @@ impl Coordinator {
                     })
                 }
             }
-            crate::write::delete_markers(storage, &instant).await?;
-            storage.delete(&heartbeat_path(&instant)).await?;
+            // Markers and heartbeat in one request (S3): a leftover would only be cleaned later.
+            let marker_dir = format!(".hoodie/.temp/{instant}/");
+            let mut done: Vec<String> = listed
+                .iter()
+                .filter(|o| o.path.starts_with(&marker_dir))
+                .map(|o| o.path.clone())
+                .collect();
+            done.push(heartbeat_path(&instant));
+            storage.delete_many(&done).await?;
             tracing::info!(%instant, files = req.write_stats.len(), "instant committed");
             Ok(CoordinatorResponse::Committed {
                 instant: instant.to_string(),

@@ -43,6 +43,22 @@ impl Engine {
         let mut watched: Option<Watched> = None;
         let mut last_seen: Option<LockRecord> = None;
         let mut last_error: Option<LockError> = None;
+        // Released locks are deleted, so the common case is no record at all: try the conditional create
+        // first and read only when it fails (one request instead of two per uncontended acquisition).
+        match self.create_if_absent().await {
+            Ok(Some((record, renewed_at))) => {
+                tracing::info!(
+                    lock = self.describe(),
+                    owner = %self.owner,
+                    version = %record.record_version,
+                    "lock acquired"
+                );
+                return Ok(LockGuard::start(self, record, renewed_at, &handle));
+            }
+            Ok(None) => {}
+            Err(e) if e.is_retryable() => last_error = Some(e),
+            Err(e) => return Err(e),
+        }
         loop {
             match self
                 .attempt(&mut watched, &mut last_seen, &mut budget, &mut extended)
@@ -76,6 +92,29 @@ impl Engine {
                 });
             }
             tokio::time::sleep(self.options.refresh_period).await;
+        }
+    }
+
+    /// A new record written only if there is none. `Ok(Some((record, lease_start)))` when won.
+    async fn create_if_absent(&self) -> Result<Option<(LockRecord, i64)>, LockError> {
+        let new = self.new_record();
+        // Taken before the write: the holder errs on the side of its lease expiring early.
+        let lease_start = self.clock.now_millis();
+        Ok(self
+            .store
+            .create(&new, Expect::Absent)
+            .await?
+            .map(|r| (r, lease_start)))
+    }
+
+    fn new_record(&self) -> LockRecord {
+        LockRecord {
+            key: self.key.clone(),
+            owner: self.owner.clone(),
+            record_version: new_record_version(),
+            lease_duration: self.options.lease_duration,
+            released: false,
+            sequence: None,
         }
     }
 
@@ -125,14 +164,7 @@ impl Engine {
                 }
             },
         };
-        let new = LockRecord {
-            key: self.key.clone(),
-            owner: self.owner.clone(),
-            record_version: new_record_version(),
-            lease_duration: self.options.lease_duration,
-            released: false,
-            sequence: None,
-        };
+        let new = self.new_record();
         // Taken before the write: the holder errs on the side of its lease expiring early.
         let lease_start = self.clock.now_millis();
         Ok(self

@@ -44,11 +44,13 @@ pub enum Operation {
     List,
     /// [`Storage::delete`].
     Delete,
+    /// [`Storage::delete_many`] (the path is the first one).
+    DeleteMany,
 }
 
 impl Operation {
     /// Every operation.
-    pub const ALL: [Operation; 7] = [
+    pub const ALL: [Operation; 8] = [
         Operation::Get,
         Operation::GetRange,
         Operation::Head,
@@ -56,6 +58,7 @@ impl Operation {
         Operation::PutIfAbsent,
         Operation::List,
         Operation::Delete,
+        Operation::DeleteMany,
     ];
 
     /// The trait method's name, as it appears in [`StorageError::Injected`].
@@ -68,6 +71,7 @@ impl Operation {
             Operation::PutIfAbsent => "put_if_absent",
             Operation::List => "list",
             Operation::Delete => "delete",
+            Operation::DeleteMany => "delete_many",
         }
     }
 
@@ -75,7 +79,7 @@ impl Operation {
     pub fn is_write(self) -> bool {
         matches!(
             self,
-            Operation::Put | Operation::PutIfAbsent | Operation::Delete
+            Operation::Put | Operation::PutIfAbsent | Operation::Delete | Operation::DeleteMany
         )
     }
 }
@@ -463,6 +467,12 @@ impl Storage for FaultyStorage {
         self.run(Operation::Delete, path, self.inner.delete(path))
             .await
     }
+
+    async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
+        let first = paths.first().map(String::as_str).unwrap_or_default();
+        self.run(Operation::DeleteMany, first, self.inner.delete_many(paths))
+            .await
+    }
 }
 
 #[cfg(test)]
@@ -708,7 +718,8 @@ mod tests {
                 "put",
                 "put_if_absent",
                 "list",
-                "delete"
+                "delete",
+                "delete_many"
             ]
         );
         assert!(Operation::Delete.is_write() && !Operation::List.is_write());

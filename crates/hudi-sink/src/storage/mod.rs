@@ -78,6 +78,16 @@ pub trait Storage: Send + Sync + Debug {
 
     /// Deletes an object; succeeds when it does not exist.
     async fn delete(&self, path: &str) -> StorageResult<()>;
+
+    /// Deletes every object in `paths`, absent ones included. S3 deletes up to 1,000 keys per request, so a
+    /// clean-up of many small objects (markers) costs one request instead of one per object; elsewhere it is
+    /// one [`Storage::delete`] per path. Stops at the first failure.
+    async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
+        for path in paths {
+            self.delete(path).await?;
+        }
+        Ok(())
+    }
 }
 
 /// The storage for a table's base path (`hoodie.base.path`).

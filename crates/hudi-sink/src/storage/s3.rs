@@ -643,6 +643,60 @@ impl Storage for S3Storage {
         Ok(out)
     }
 
+    async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
+        use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+        let invalid = |path: &str, e: &dyn std::fmt::Display| StorageError::Remote {
+            operation: "DeleteObjects",
+            path: path.to_string(),
+            message: e.to_string(),
+            retryable: false,
+        };
+        for chunk in paths.chunks(1000) {
+            let Some(first) = chunk.first() else {
+                continue;
+            };
+            let mut objects = Vec::with_capacity(chunk.len());
+            for path in chunk {
+                let key = self.key(path)?;
+                objects.push(
+                    ObjectIdentifier::builder()
+                        .key(key)
+                        .build()
+                        .map_err(|e| invalid(path, &e))?,
+                );
+            }
+            let delete = Delete::builder()
+                .set_objects(Some(objects))
+                .quiet(true)
+                .build()
+                .map_err(|e| invalid(first, &e))?;
+            let out = self
+                .client
+                .delete_objects()
+                .bucket(&self.bucket)
+                .delete(delete)
+                .send()
+                .await
+                .map_err(|e| self.remote("DeleteObjects", first, &e))?;
+            // Quiet mode lists only the keys that failed; a missing key is not a failure.
+            if let Some(failed) = out.errors().first() {
+                let code = failed.code().unwrap_or("unknown");
+                return Err(StorageError::Remote {
+                    operation: "DeleteObjects",
+                    path: format!("s3://{}/{}", self.bucket, failed.key().unwrap_or("?")),
+                    message: format!(
+                        "{code}: {} ({} of {} keys failed)",
+                        failed.message().unwrap_or(""),
+                        out.errors().len(),
+                        chunk.len()
+                    ),
+                    retryable: matches!(code, "InternalError" | "SlowDown" | "ServiceUnavailable"),
+                });
+            }
+        }
+        Ok(())
+    }
+
     async fn delete(&self, path: &str) -> StorageResult<()> {
         let key = self.key(path)?;
         match self

@@ -23,7 +23,8 @@ use super::partition_metadata::PARTITION_METAFILE;
 use super::properties::{HUDI_1X_HINT, V8_TIMELINE_DIR};
 use crate::storage::{Storage, StorageError};
 
-const META_DIR: &str = ".hoodie/";
+/// The metadata directory every timeline file is under.
+pub const META_DIR: &str = ".hoodie/";
 /// Top-level directories that hold no data files: the timeline and the planned Delta Lake mirror.
 const NON_DATA_TOP_DIRS: [&str; 2] = [".hoodie/", "_delta_log/"];
 /// The only base file extension this writer handles.

@@ -431,13 +431,14 @@ async fn a_fault_at_any_step_is_recovered_by_redelivery_without_leftovers() {
             "commit file, effect then error",
             FaultRule::effect_then_fail(Operation::PutIfAbsent).path_suffix(".commit"),
         ),
+        // The commit deletes its markers and heartbeat in one `delete_many` (one S3 DeleteObjects).
         (
-            "marker cleanup after commit",
-            FaultRule::fail(Operation::Delete).path_prefix(".hoodie/.temp/"),
+            "marker and heartbeat clean-up after commit",
+            FaultRule::fail(Operation::DeleteMany).path_prefix(".hoodie/.temp/"),
         ),
         (
-            "heartbeat cleanup after commit",
-            FaultRule::fail(Operation::Delete).path_prefix(".hoodie/.heartbeat/"),
+            "clean-up after commit, effect then error",
+            FaultRule::effect_then_fail(Operation::DeleteMany).path_prefix(".hoodie/.temp/"),
         ),
     ];
     let msgs = stream("trips", 2, 150, 10);

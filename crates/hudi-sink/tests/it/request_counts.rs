@@ -1,18 +1,22 @@
 //! Requests per begin + commit (issue 6): S3 requests are counted with the `FaultyStorage` call log around an
-//! in-process coordinator, lock sessions with a counting wrapper. At small batch sizes these requests, not
+//! in-process coordinator, DynamoDB requests by an interceptor on the SDK client of the real DynamoDB lock
+//! (on moto). At small batch sizes these requests, not
 //! compute, dominate the bill, so the common case (a warm writer, one more batch on a table that has commits)
 //! is pinned here as a count. Counts only: no timing is asserted.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::BoxError;
 use hudi_sink::clock::SystemClock;
 use hudi_sink::config::write_config::WriteConfig;
 use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
 use hudi_sink::dead_letter::StorageDeadLetterSink;
-use hudi_sink::lock::{LeaseOptions, Lock, LockError, LockGuard, LockRecord, MemoryLock};
+use hudi_sink::lock::dynamodb::TABLE_KEY;
+use hudi_sink::lock::{create_lock_table_if_missing, DynamoDbLock, DynamoDbLockConfig};
 use hudi_sink::protocol::{CoordinatorRequest, CoordinatorResponse};
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::sink::{KafkaSink, SinkConfig};
@@ -23,41 +27,47 @@ use hudi_sink::storage::Storage;
 use hudi_sink::transport::{CoordinatorClient, InProcessClient};
 use hudi_sink::write::{TableWriter, WriteError};
 
+use crate::common::moto;
 use crate::model::{esm_payload, local_props, stream, SCHEMA};
 
-/// Counts lock sessions (acquisitions) of the coordinator.
-#[derive(Debug)]
-struct CountingLock {
-    inner: MemoryLock,
-    acquired: Mutex<u64>,
+/// Every DynamoDB request the lock's SDK client sends (each attempt), by operation (`X-Amz-Target`).
+#[derive(Debug, Default, Clone)]
+struct DynamoDbRequests(Arc<Mutex<Vec<String>>>);
+
+impl Intercept for DynamoDbRequests {
+    fn name(&self) -> &'static str {
+        "DynamoDbRequests"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let target = context
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .unwrap_or("?")
+            .rsplit('.')
+            .next()
+            .unwrap_or("?")
+            .to_string();
+        self.0.lock().expect("requests").push(target);
+        Ok(())
+    }
 }
 
-#[async_trait]
-impl Lock for CountingLock {
-    async fn acquire(&self, wait: Duration) -> Result<LockGuard, LockError> {
-        *self.acquired.lock().expect("counter") += 1;
-        self.inner.acquire(wait).await
-    }
-    async fn current(&self) -> Result<Option<LockRecord>, LockError> {
-        self.inner.current().await
-    }
-    fn owner(&self) -> &str {
-        self.inner.owner()
-    }
-    fn describe(&self) -> &str {
-        self.inner.describe()
-    }
-}
+/// One coordinator request: its kind, the storage calls it made and the DynamoDB requests of its lock.
+type RequestLog = (&'static str, Vec<(Operation, String)>, Vec<String>);
 
-/// One coordinator request: its kind, the storage calls it made and the lock sessions it opened.
-type RequestLog = (&'static str, Vec<(Operation, String)>, u64);
-
-/// Storage calls and lock sessions of each coordinator request, in order.
+/// Storage calls and lock requests of each coordinator request, in order.
 #[derive(Debug)]
 struct Counting {
     inner: InProcessClient,
     storage: Arc<FaultyStorage>,
-    lock: Arc<CountingLock>,
+    dynamodb: DynamoDbRequests,
     log: Mutex<Vec<RequestLog>>,
 }
 
@@ -71,20 +81,14 @@ impl CoordinatorClient for Counting {
             CoordinatorRequest::Services => "services",
         };
         let calls_before = self.storage.calls().len();
-        let locks_before = *self.lock.acquired.lock().expect("counter");
+        let dynamodb_before = self.dynamodb.0.lock().expect("requests").len();
         let answer = self.inner.call(request).await;
         let calls = self.storage.call_paths()[calls_before..].to_vec();
-        let locks = *self.lock.acquired.lock().expect("counter") - locks_before;
-        self.log.lock().expect("log").push((op, calls, locks));
+        let dynamodb = self.dynamodb.0.lock().expect("requests")[dynamodb_before..].to_vec();
+        self.log.lock().expect("log").push((op, calls, dynamodb));
         answer
     }
 }
-
-/// DynamoDB requests of one coordinator lock session in the common case (the lock item is free): acquire
-/// = read + conditional create, release = conditional delete; a commit also proves its lease once (fencing,
-/// a conditional update) before it writes `<t>.commit`.
-const DYNAMODB_PER_SESSION: u64 = 2 + 1;
-const DYNAMODB_FENCES_PER_COMMIT: u64 = 1;
 
 #[tokio::test(flavor = "current_thread")]
 async fn begin_and_commit_of_a_warm_writer_take_a_known_number_of_requests() {
@@ -101,13 +105,28 @@ async fn begin_and_commit_of_a_warm_writer_take_a_known_number_of_requests() {
     ))));
     let dyn_storage: Arc<dyn Storage> = storage.clone();
     let clock = Arc::new(SystemClock);
-    let lock = Arc::new(CountingLock {
-        inner: MemoryLock::new("trips", LeaseOptions::hudi(Duration::from_secs(20))),
-        acquired: Mutex::new(0),
-    });
+    // The DynamoDB lock on moto, its SDK client counting every request it sends.
+    let dynamodb = DynamoDbRequests::default();
+    let sdk = moto::sdk_config().await;
+    let ddb = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&sdk)
+            .interceptor(dynamodb.clone())
+            .build(),
+    );
+    let lock_props: BTreeMap<String, String> = [
+        (TABLE_KEY.to_string(), moto::unique_name("counted-locks")),
+        ("hoodie.table.name".to_string(), "trips".to_string()),
+    ]
+    .into_iter()
+    .collect();
+    let lock_config = DynamoDbLockConfig::from_props(&lock_props).expect("lock config");
+    create_lock_table_if_missing(&ddb, &lock_config)
+        .await
+        .expect("lock table");
+    let lock = Arc::new(DynamoDbLock::new(ddb, lock_config).expect("lock"));
     let coordinator = Coordinator::new(
         dyn_storage.clone(),
-        lock.clone(),
+        lock,
         clock.clone(),
         CoordinatorConfig::default(),
     );
@@ -123,7 +142,7 @@ async fn begin_and_commit_of_a_warm_writer_take_a_known_number_of_requests() {
     let client = Arc::new(Counting {
         inner: InProcessClient::new(coordinator),
         storage: storage.clone(),
-        lock: lock.clone(),
+        dynamodb: dynamodb.clone(),
         log: Mutex::new(Vec::new()),
     });
     let sink = KafkaSink::new(
@@ -148,20 +167,37 @@ async fn begin_and_commit_of_a_warm_writer_take_a_known_number_of_requests() {
     let ops: Vec<&str> = log.iter().map(|(op, _, _)| *op).collect();
     assert_eq!(ops, ["begin", "commit", "begin", "commit"], "{log:#?}");
     // The second batch is the common case: the table has a commit, nothing is pending or left over.
-    let (_, begin, begin_locks) = &log[2];
-    let (_, commit, commit_locks) = &log[3];
+    let (_, begin, begin_dynamodb) = &log[2];
+    let (_, commit, commit_dynamodb) = &log[3];
     let files = commit
         .iter()
         .filter(|(op, p)| *op == Operation::Head && p.ends_with(".parquet"))
         .count() as u64;
     let s3 = (begin.len() + commit.len()) as u64;
-    let dynamodb = (begin_locks + commit_locks) * DYNAMODB_PER_SESSION + DYNAMODB_FENCES_PER_COMMIT;
+    let dynamodb_total = (begin_dynamodb.len() + commit_dynamodb.len()) as u64;
     eprintln!(
-        "begin: {} S3 {begin:?}\ncommit ({files} files): {} S3 {commit:?}\nS3 {s3} + DynamoDB {dynamodb}",
+        "begin: {} S3 {begin:?}, DynamoDB {begin_dynamodb:?}\ncommit ({files} files): {} S3 {commit:?}, DynamoDB {commit_dynamodb:?}\nS3 {s3} + DynamoDB {dynamodb_total} = {}",
         begin.len(),
-        commit.len()
+        commit.len(),
+        s3 + dynamodb_total
     );
-    assert_eq!((*begin_locks, *commit_locks), (1, 1));
+    assert_eq!(
+        (
+            begin_dynamodb
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            commit_dynamodb
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+        ),
+        (
+            EXPECTED_BEGIN_DYNAMODB.to_vec(),
+            EXPECTED_COMMIT_DYNAMODB.to_vec()
+        ),
+        "DynamoDB requests"
+    );
     assert_eq!(
         begin.len(),
         EXPECTED_BEGIN_S3,
@@ -174,13 +210,19 @@ async fn begin_and_commit_of_a_warm_writer_take_a_known_number_of_requests() {
     );
 }
 
-/// A begin today: `hoodie.properties`, the `.hoodie/` listing, the `.temp/` and `.heartbeat/` listings (leftovers
-/// of completed instants), `.commit.requested`, `.inflight`, the first heartbeat, the checkpoint (latest commit).
-/// A version that served all from one listing and cached properties and checkpoint (4) broke simulation
-/// invariants ("no file of a failed instant left") and was withdrawn; see README "Performance".
-const EXPECTED_BEGIN_S3: usize = 8;
-/// A commit: `hoodie.properties`, two `.hoodie/` listings (before and after rolling back expired writes), the
-/// committing instant's heartbeat, the checkpoint, `<t>.commit`, the marker listing, the heartbeat delete …
-const EXPECTED_COMMIT_S3_FIXED: u64 = 8;
-/// … and per base file: its size check (HEAD) and its marker's delete.
-const EXPECTED_COMMIT_S3_PER_FILE: u64 = 2;
+/// A begin's lock session when the lock is free: the conditional create (no read first: a released lock has
+/// no item) and the conditional delete that releases it.
+const EXPECTED_BEGIN_DYNAMODB: &[&str] = &["PutItem", "DeleteItem"];
+/// A commit's: the same, plus the lease proof (a conditional update) right before `<t>.commit` is created.
+const EXPECTED_COMMIT_DYNAMODB: &[&str] = &["PutItem", "UpdateItem", "DeleteItem"];
+/// A begin: one `.hoodie/` listing (the timeline, with the markers and heartbeats of leftovers),
+/// `.commit.requested`, `.inflight` and the first heartbeat. No `hoodie.properties` (the writer checked it when it
+/// opened the table and the commit checks it again) and no checkpoint read: the coordinator remembers the
+/// checkpoint of the commit it wrote last, and commit files never change.
+const EXPECTED_BEGIN_S3: usize = 4;
+/// A commit: `hoodie.properties`, the `.hoodie/` listing (the timeline and this instant's markers; listed again
+/// only if an expired write was rolled back), the committing instant's heartbeat (is it still alive?),
+/// `<t>.commit`, and one `DeleteObjects` for the markers and the heartbeat …
+const EXPECTED_COMMIT_S3_FIXED: u64 = 5;
+/// … and per base file its size check (HEAD).
+const EXPECTED_COMMIT_S3_PER_FILE: u64 = 1;

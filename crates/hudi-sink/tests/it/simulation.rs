@@ -326,6 +326,13 @@ impl Storage for InvStorage {
         self.after(n).await;
         r
     }
+
+    async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
+        let n = self.before(false).await;
+        let r = self.inner.delete_many(paths).await;
+        self.after(n).await;
+        r
+    }
 }
 
 /// The lock as one invocation sees it: acquisition sometimes fails (throttling, network).
@@ -489,6 +496,11 @@ impl Storage for BlockingS3 {
     async fn delete(&self, path: &str) -> StorageResult<()> {
         let (s, p) = (self.inner.clone(), path.to_string());
         on_real_time(async move { s.delete(&p).await })
+    }
+
+    async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
+        let (s, p) = (self.inner.clone(), paths.to_vec());
+        on_real_time(async move { s.delete_many(&p).await })
     }
 }
 

@@ -465,6 +465,17 @@ async fn check_delete_idempotent(s: Arc<dyn Storage>) {
     assert!(s.get("d/x").await.expect_err("gone").is_not_found());
     s.delete("d/x").await.expect("delete twice");
     assert_eq!(paths(&s.list("d/").await.expect("list")), vec!["d/y"]);
+    // Many at once: present and absent paths alike, more than one S3 request's worth (1,000 keys).
+    let many: Vec<String> = (0..1_005).map(|i| format!("m/{i:04}")).collect();
+    for p in many.iter().step_by(97) {
+        s.put(p, Bytes::from_static(b"m")).await.expect("put");
+    }
+    s.put("m/keep", Bytes::from_static(b"k"))
+        .await
+        .expect("put");
+    s.delete_many(&many).await.expect("delete many");
+    assert_eq!(paths(&s.list("m/").await.expect("list")), vec!["m/keep"]);
+    s.delete_many(&[]).await.expect("delete none");
 }
 
 async fn check_not_found(s: Arc<dyn Storage>) {

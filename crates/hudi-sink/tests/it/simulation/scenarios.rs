@@ -70,6 +70,10 @@ impl Storage for HeldCommitCreate {
     async fn delete(&self, path: &str) -> StorageResult<()> {
         self.inner.delete(path).await
     }
+
+    async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
+        self.inner.delete_many(paths).await
+    }
 }
 
 /// Writer 0's transport: its commit waits until the script lets it go.
