@@ -189,10 +189,10 @@ impl DeadLetter {
             partition: record.partition,
             offset: record.offset,
             timestamp_ms: record.timestamp_ms,
-            key_b64: record.raw_key_b64.clone(),
+            key_b64: record.key_b64(),
             stage,
             reason,
-            value_b64: record.raw_value_b64.clone(),
+            value_b64: record.value_b64(),
             headers: record
                 .headers
                 .iter()

@@ -528,18 +528,21 @@ impl<'a> Parser<'a> {
         }
         self.pos += 1;
         let start = self.pos;
-        loop {
-            match self.bytes.get(self.pos) {
-                Some(b'"') => {
-                    let s = self.text.get(start..self.pos).unwrap_or_default();
-                    self.pos += 1;
-                    return Ok(Cow::Borrowed(s));
-                }
-                Some(b'\\') => break,
-                Some(0x00..=0x1F) => return Err(self.syntax("control character in a string")),
-                Some(_) => self.pos += 1,
-                None => return Err(self.syntax("unterminated string")),
+        // One scan for the end of the common, escape-free string.
+        let rest = self.bytes.get(start..).unwrap_or_default();
+        let stop = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+        self.pos = start + stop.unwrap_or(rest.len());
+        match stop.and_then(|n| rest.get(n)) {
+            Some(b'"') => {
+                let s = self.text.get(start..self.pos).unwrap_or_default();
+                self.pos += 1;
+                return Ok(Cow::Borrowed(s));
             }
+            Some(b'\\') => {}
+            Some(_) => return Err(self.syntax("control character in a string")),
+            None => return Err(self.syntax("unterminated string")),
         }
         let mut out = String::from(self.text.get(start..self.pos).unwrap_or_default());
         loop {
@@ -1435,8 +1438,18 @@ fn decode_struct(s: &mut StructData, p: &mut Parser<'_>, stats: &mut Stats) -> R
     }
     let mut unknown: Option<HashSet<Cow<'_, str>>> = None;
     let mut first = true;
+    // Producers mostly write the fields in schema order: try the slot after the last one matched before
+    // hashing the name.
+    let mut next = 0usize;
     while let Some(key) = p.object_key(&mut first)? {
-        match s.index.get(key.as_ref()).and_then(|&i| s.slots.get_mut(i)) {
+        let found = match s.slots.get(next) {
+            Some(slot) if slot.name == key.as_ref() => Some(next),
+            _ => s.index.get(key.as_ref()).copied(),
+        };
+        if let Some(i) = found {
+            next = i + 1;
+        }
+        match found.and_then(|i| s.slots.get_mut(i)) {
             Some(slot) => {
                 if slot.seen {
                     return Err(Fail::new(RecordDecodeReason::DuplicateKey {

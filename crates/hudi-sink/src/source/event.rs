@@ -10,11 +10,13 @@
 //!   bytes; anything outside that range is an envelope error;
 //! - `key` and `value` are decoded with the standard, padded base64 alphabet. The decoder is strict (no
 //!   whitespace, canonical padding and trailing bits), so the original text is always the canonical encoding of
-//!   the bytes; the original text is kept anyway ([`KafkaRecord::raw_value_b64`]) for dead letters. A string
+//!   the bytes: the text is kept only when it does not decode ([`KafkaRecord::raw_value_b64`]), and
+//!   [`KafkaRecord::value_b64`] gives it back exactly for dead letters either way. A string
 //!   that does not decode marks the record [`Payload::Undecodable`]; an absent or `null` value is a tombstone.
 //!
 //! See the [module doc](super) for the envelope/record split and the batch invariants.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -225,9 +227,9 @@ pub struct KafkaRecord {
     /// Headers in delivery order, duplicates kept, values as unsigned bytes. A `null` header value (Kafka
     /// allows one) is delivered as an empty value.
     pub headers: Vec<(String, Vec<u8>)>,
-    /// The key's base64 text as delivered (for dead letters).
+    /// The key's base64 text as delivered, kept only when it did not decode; see [`KafkaRecord::key_b64`].
     pub raw_key_b64: Option<String>,
-    /// The value's base64 text as delivered (for dead letters).
+    /// The value's base64 text as delivered, kept only when it did not decode; see [`KafkaRecord::value_b64`].
     pub raw_value_b64: Option<String>,
     /// Set when `key` or `value` did not decode (the key is checked first).
     pub base64_error: Option<Base64Error>,
@@ -245,6 +247,20 @@ pub enum Payload<'a> {
 }
 
 impl KafkaRecord {
+    /// The key's base64 text exactly as delivered (`None` for a null key), for dead letters.
+    pub fn key_b64(&self) -> Option<String> {
+        self.raw_key_b64
+            .clone()
+            .or_else(|| self.key.as_ref().map(|k| STANDARD.encode(k)))
+    }
+
+    /// The value's base64 text exactly as delivered (`None` for a tombstone), for dead letters.
+    pub fn value_b64(&self) -> Option<String> {
+        self.raw_value_b64
+            .clone()
+            .or_else(|| self.value.as_ref().map(|v| STANDARD.encode(v)))
+    }
+
     /// The record's payload: value, tombstone, or undecodable.
     pub fn payload(&self) -> Payload<'_> {
         if let Some(err) = &self.base64_error {
@@ -286,9 +302,8 @@ impl KafkaBatch {
 
     /// Parses an already deserialised payload (what a `LambdaEvent<serde_json::Value>` handler holds).
     pub fn from_value(payload: serde_json::Value) -> Result<Self, EventError> {
-        let raw: RawEvent =
-            serde_json::from_value(payload).map_err(|source| EventError::Json { source })?;
-        raw.into_batch()
+        let text = serde_json::to_vec(&payload).map_err(|source| EventError::Json { source })?;
+        Self::from_slice(&text)
     }
 
     /// Number of records.
@@ -316,72 +331,79 @@ impl<'de> Deserialize<'de> for KafkaBatch {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawEvent {
+struct RawEvent<'a> {
     #[serde(default)]
     event_source: Option<String>,
     #[serde(default)]
     event_source_arn: Option<String>,
     #[serde(default)]
     bootstrap_servers: Option<String>,
-    #[serde(default)]
-    records: Option<RawRecords>,
+    #[serde(default, borrow)]
+    records: Option<RawRecords<'a>>,
 }
 
+/// One record; the base64 texts are borrowed from the payload where it allows (no escapes), decoded
+/// straight from there and kept only if they do not decode.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawRecord {
+struct RawRecord<'a> {
     topic: String,
     partition: i32,
     offset: i64,
     timestamp: i64,
     #[serde(default)]
     timestamp_type: Option<String>,
-    #[serde(default)]
-    key: Option<String>,
-    #[serde(default)]
-    value: Option<String>,
+    #[serde(default, borrow)]
+    key: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    value: Option<Cow<'a, str>>,
     #[serde(default)]
     headers: Option<Vec<RawHeaderObject>>,
 }
 
 /// The `records` object in document order (a map type would lose the delivery order).
-struct RawRecords(Vec<(String, Vec<RawRecord>)>);
+struct RawRecords<'de>(Vec<(String, Vec<RawRecord<'de>>)>);
 
-impl<'de> Deserialize<'de> for RawRecords {
+impl<'de: 'a, 'a> Deserialize<'de> for RawRecords<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct RecordsVisitor;
-        impl<'de> Visitor<'de> for RecordsVisitor {
-            type Value = RawRecords;
+        struct RecordsVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for RecordsVisitor<'a> {
+            type Value = RawRecords<'a>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an object of \"<topic>-<partition>\" keys to arrays of records")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawRecords, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawRecords<'a>, A::Error> {
                 let mut out = Vec::new();
                 while let Some(key) = map.next_key::<String>()? {
-                    let records = map.next_value_seed(PartitionSeed { key: &key })?;
+                    let records = map.next_value_seed(PartitionSeed {
+                        key: &key,
+                        records: std::marker::PhantomData,
+                    })?;
                     out.push((key, records));
                 }
                 Ok(RawRecords(out))
             }
         }
-        deserializer.deserialize_map(RecordsVisitor)
+        deserializer.deserialize_map(RecordsVisitor(std::marker::PhantomData))
     }
 }
 
 /// Deserialises one `records` entry, naming the key and index of a record that fails.
-struct PartitionSeed<'k> {
+struct PartitionSeed<'k, 'a> {
     key: &'k str,
+    records: std::marker::PhantomData<&'a ()>,
 }
 
-impl<'de> DeserializeSeed<'de> for PartitionSeed<'_> {
-    type Value = Vec<RawRecord>;
+impl<'de: 'a, 'a> DeserializeSeed<'de> for PartitionSeed<'_, 'a> {
+    type Value = Vec<RawRecord<'a>>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        struct SeqVisitor<'k> {
+        struct SeqVisitor<'k, 'a> {
             key: &'k str,
+            records: std::marker::PhantomData<&'a ()>,
         }
-        impl<'de> Visitor<'de> for SeqVisitor<'_> {
-            type Value = Vec<RawRecord>;
+        impl<'de: 'a, 'a> Visitor<'de> for SeqVisitor<'_, 'a> {
+            type Value = Vec<RawRecord<'a>>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 write!(f, "an array of records under {:?}", self.key)
             }
@@ -389,7 +411,7 @@ impl<'de> DeserializeSeed<'de> for PartitionSeed<'_> {
                 let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
                 loop {
                     let index = out.len();
-                    match seq.next_element::<RawRecord>() {
+                    match seq.next_element::<RawRecord<'a>>() {
                         Ok(Some(r)) => out.push(r),
                         Ok(None) => return Ok(out),
                         Err(e) => {
@@ -402,7 +424,10 @@ impl<'de> DeserializeSeed<'de> for PartitionSeed<'_> {
                 }
             }
         }
-        deserializer.deserialize_seq(SeqVisitor { key: self.key })
+        deserializer.deserialize_seq(SeqVisitor {
+            key: self.key,
+            records: self.records,
+        })
     }
 }
 
@@ -438,7 +463,7 @@ impl<'de> Deserialize<'de> for RawHeaderObject {
     }
 }
 
-impl RawEvent {
+impl RawEvent<'_> {
     fn into_batch(self) -> Result<KafkaBatch, EventError> {
         let event_source = self.event_source.ok_or(EventError::MissingField {
             field: "eventSource",
@@ -539,7 +564,7 @@ fn key_matches(key: &str, topic: &str, partition: i32) -> bool {
         && number.parse::<i32>().ok() == Some(partition)
 }
 
-fn convert_record(key: &str, index: usize, raw: RawRecord) -> Result<KafkaRecord, EventError> {
+fn convert_record(key: &str, index: usize, raw: RawRecord<'_>) -> Result<KafkaRecord, EventError> {
     let invalid =
         |field: &'static str, value: String, reason: &'static str| EventError::InvalidRecordField {
             key: key.to_string(),
@@ -587,30 +612,32 @@ fn convert_record(key: &str, index: usize, raw: RawRecord) -> Result<KafkaRecord
             offset: raw.offset,
         });
     }
+    // The text is kept only when it does not decode: STANDARD decoding is strict (canonical padding, no
+    // trailing bits), so decoded bytes re-encode to exactly the delivered text.
     let mut base64_error = None;
-    let decoded_key = match &raw.key {
-        None => None,
-        Some(text) => match STANDARD.decode(text) {
-            Ok(bytes) => Some(bytes),
+    let (decoded_key, raw_key_b64) = match raw.key {
+        None => (None, None),
+        Some(text) => match STANDARD.decode(text.as_bytes()) {
+            Ok(bytes) => (Some(bytes), None),
             Err(e) => {
                 base64_error = Some(Base64Error {
                     part: RecordPart::Key,
                     reason: e.to_string(),
                 });
-                None
+                (None, Some(text.into_owned()))
             }
         },
     };
-    let value = match &raw.value {
-        None => None,
-        Some(text) => match STANDARD.decode(text) {
-            Ok(bytes) => Some(bytes),
+    let (value, raw_value_b64) = match raw.value {
+        None => (None, None),
+        Some(text) => match STANDARD.decode(text.as_bytes()) {
+            Ok(bytes) => (Some(bytes), None),
             Err(e) => {
                 base64_error.get_or_insert(Base64Error {
                     part: RecordPart::Value,
                     reason: e.to_string(),
                 });
-                None
+                (None, Some(text.into_owned()))
             }
         },
     };
@@ -629,8 +656,8 @@ fn convert_record(key: &str, index: usize, raw: RawRecord) -> Result<KafkaRecord
         key: decoded_key,
         value,
         headers,
-        raw_key_b64: raw.key,
-        raw_value_b64: raw.value,
+        raw_key_b64,
+        raw_value_b64,
         base64_error,
     })
 }
@@ -722,10 +749,14 @@ mod tests {
             r[0].payload(),
             Payload::Value(br#"{"order_id":42,"amount_cents":1999,"status":"PAID"}"#)
         );
+        // Decoded text is not kept, yet given back exactly as delivered.
+        assert_eq!(r[0].raw_value_b64, None);
         assert_eq!(
-            r[0].raw_value_b64.as_deref(),
+            r[0].value_b64().as_deref(),
             Some("eyJvcmRlcl9pZCI6NDIsImFtb3VudF9jZW50cyI6MTk5OSwic3RhdHVzIjoiUEFJRCJ9")
         );
+        assert_eq!(r[0].key_b64().as_deref(), Some("b3JkZXItNDI="));
+        assert_eq!(r[2].key_b64(), None);
         assert_eq!(
             r[0].headers,
             vec![
