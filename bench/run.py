@@ -202,10 +202,15 @@ def request_counts():
         elif line.startswith("S3 ") and "DynamoDB" in line:
             parts = line.split()
             found["s3"], found["dynamodb"] = int(parts[1]), int(parts[4])
+        elif line.startswith("one-file batch: "):
+            # one-file batch: S3 <n> + DynamoDB <m> = <total>; per extra file: S3 <k>
+            parts = line.replace(";", "").split()
+            found["one_file_s3"], found["one_file_dynamodb"] = int(parts[3]), int(parts[6])
+            found["one_file_total"] = int(parts[8])
+            found["s3_per_extra_file"] = int(parts[-1])
     found["test_passed"] = p.returncode == 0
     if "s3" in found:
         found["total"] = found["s3"] + found["dynamodb"]
-        found["s3_per_extra_file"] = 2
     return found
 
 

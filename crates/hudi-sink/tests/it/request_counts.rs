@@ -181,6 +181,14 @@ async fn begin_and_commit_of_a_warm_writer_take_a_known_number_of_requests() {
         commit.len(),
         s3 + dynamodb_total
     );
+    eprintln!(
+        "one-file batch: S3 {} + DynamoDB {dynamodb_total} = {}; per extra file: S3 {EXPECTED_COMMIT_S3_PER_FILE}",
+        begin.len() as u64 + EXPECTED_COMMIT_S3_FIXED + EXPECTED_COMMIT_S3_PER_FILE,
+        begin.len() as u64
+            + EXPECTED_COMMIT_S3_FIXED
+            + EXPECTED_COMMIT_S3_PER_FILE
+            + dynamodb_total
+    );
     assert_eq!(
         (
             begin_dynamodb
