@@ -121,8 +121,18 @@ impl CoordinatorClient for DuplicatedCommit {
         }
         let first = self.first.clone();
         let copy = request.clone();
-        let handle = tokio::spawn(async move { first.handle(copy).await });
-        self.held.held.notified().await;
+        let mut handle = tokio::spawn(async move { first.handle(copy).await });
+        tokio::select! {
+            _ = self.held.held.notified() => {}
+            // The first coordinator answered without reaching the commit file: nothing to duplicate.
+            answer = &mut handle => {
+                self.go_w0.notify_one();
+                return answer.map_err(|e| WriteError::Transport {
+                    function: "scenario".into(),
+                    message: e.to_string(),
+                })?;
+            }
+        }
         *lock(&self.first_call) = Some(handle);
         self.go_w0.notify_one();
         self.w0_done.notified().await;
@@ -320,7 +330,14 @@ pub(super) fn run_scenario(scenario: Scenario, mutation: Option<Mutation>) -> Re
         .start_paused(true)
         .build()
         .map_err(|e| fail("setup", e.to_string()))?;
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.block_on(scenario())));
+    // Virtual time: a scenario stuck on a signal that never comes fails here instead of hanging.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(3_600), scenario())
+                .await
+                .unwrap_or_else(|_| Err(fail("liveness", "the scenario did not finish")))
+        })
+    }));
     drop(rt);
     set_mutation(None);
     result.unwrap_or_else(|p| {
