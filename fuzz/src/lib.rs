@@ -133,8 +133,9 @@ fn without_headers(r: &KafkaRecord) -> KafkaRecord {
 /// of the payload (a `Value` keeps document order here; `from_slice` refuses duplicated keys, so the two agree
 /// on which records there are).
 fn check_texts(data: &[u8], batch: &KafkaBatch) {
+    // `from_slice` skips unknown fields without checking their UTF-8, which `Value` refuses: nothing to compare.
     let Ok(value) = serde_json::from_slice::<Value>(data) else {
-        panic!("from_slice accepted text that is not JSON");
+        return;
     };
     let delivered: Vec<(Option<&str>, Option<&str>)> = value["records"]
         .as_object()
