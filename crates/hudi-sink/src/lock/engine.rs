@@ -46,15 +46,7 @@ impl Engine {
         // Released locks are deleted, so the common case is no record at all: try the conditional create
         // first and read only when it fails (one request instead of two per uncontended acquisition).
         match self.create_if_absent().await {
-            Ok(Some((record, renewed_at))) => {
-                tracing::info!(
-                    lock = self.describe(),
-                    owner = %self.owner,
-                    version = %record.record_version,
-                    "lock acquired"
-                );
-                return Ok(LockGuard::start(self, record, renewed_at, &handle));
-            }
+            Ok(Some((record, renewed_at))) => return Ok(self.won(record, renewed_at, &handle)),
             Ok(None) => {}
             Err(e) if e.is_retryable() => last_error = Some(e),
             Err(e) => return Err(e),
@@ -64,15 +56,7 @@ impl Engine {
                 .attempt(&mut watched, &mut last_seen, &mut budget, &mut extended)
                 .await
             {
-                Ok(Some((record, renewed_at))) => {
-                    tracing::info!(
-                        lock = self.describe(),
-                        owner = %self.owner,
-                        version = %record.record_version,
-                        "lock acquired"
-                    );
-                    return Ok(LockGuard::start(self, record, renewed_at, &handle));
-                }
+                Ok(Some((record, renewed_at))) => return Ok(self.won(record, renewed_at, &handle)),
                 Ok(None) => {}
                 Err(e) if e.is_retryable() => {
                     tracing::warn!(lock = self.describe(), error = %e, "lock acquire attempt failed; retrying");
@@ -93,6 +77,22 @@ impl Engine {
             }
             tokio::time::sleep(self.options.refresh_period).await;
         }
+    }
+
+    /// The guard of a record this client just wrote.
+    fn won(
+        &self,
+        record: LockRecord,
+        renewed_at: i64,
+        handle: &tokio::runtime::Handle,
+    ) -> LockGuard {
+        tracing::info!(
+            lock = self.describe(),
+            owner = %self.owner,
+            version = %record.record_version,
+            "lock acquired"
+        );
+        LockGuard::start(self, record, renewed_at, handle)
     }
 
     /// A new record written only if there is none. `Ok(Some((record, lease_start)))` when won.

@@ -719,13 +719,21 @@ fn fail(invariant: &'static str, detail: impl Into<String>) -> Failure {
 
 /// Runs one seed on a fresh single-threaded runtime with paused time.
 fn run_seed(seed: u64, backend: &Backend, mutation: Option<Mutation>) -> Result<RunStats, Failure> {
+    on_paused_runtime(mutation, simulate(seed, backend))
+}
+
+/// Runs `work` on a fresh single-threaded runtime with paused time and `mutation` switched off; a panic
+/// becomes a failure of the "no panic" invariant. `SIM_TRACE=1` prints the library's logs on stderr.
+fn on_paused_runtime<T>(
+    mutation: Option<Mutation>,
+    work: impl std::future::Future<Output = Result<T, Failure>>,
+) -> Result<T, Failure> {
     set_mutation(mutation);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
         .build()
         .map_err(|e| fail("setup", e.to_string()))?;
-    // SIM_TRACE=1: the run's events and the library's logs on stderr.
     let _logs = std::env::var_os("SIM_TRACE").map(|_| {
         tracing::subscriber::set_default(
             tracing_subscriber::fmt()
@@ -734,21 +742,18 @@ fn run_seed(seed: u64, backend: &Backend, mutation: Option<Mutation>) -> Result<
                 .finish(),
         )
     });
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        rt.block_on(simulate(seed, backend))
-    }));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.block_on(work)));
     drop(rt);
     set_mutation(None);
-    match result {
-        Ok(r) => r,
-        Err(p) => Err(fail(
+    result.unwrap_or_else(|p| {
+        Err(fail(
             "no panic",
             p.downcast_ref::<String>()
                 .cloned()
                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default(),
-        )),
-    }
+        ))
+    })
 }
 
 fn set_mutation(mutation: Option<Mutation>) {
@@ -1257,6 +1262,7 @@ fn seeds() -> Vec<u64> {
 /// Runs `seeds` on all cores; returns per-seed results in seed order.
 fn run_many(
     seeds: &[u64],
+    backend: &Backend,
     mutation: Option<Mutation>,
     stop_at_first_failure: bool,
 ) -> Vec<(u64, Result<RunStats, Failure>)> {
@@ -1275,7 +1281,7 @@ fn run_many(
                 }
                 let i = next.fetch_add(1, Ordering::SeqCst) as usize;
                 let Some(&seed) = seeds.get(i) else { return };
-                let r = run_seed(seed, &Backend::Memory, mutation);
+                let r = run_seed(seed, backend, mutation);
                 if r.is_err() && stop_at_first_failure {
                     stop.store(true, Ordering::SeqCst);
                 }
@@ -1298,7 +1304,7 @@ fn repro(seed: u64, mutation: Option<Mutation>) -> String {
 #[test]
 fn seeds_hold_every_invariant() {
     let seeds = seeds();
-    let results = run_many(&seeds, None, false);
+    let results = run_many(&seeds, &Backend::Memory, None, false);
     let mut failures = Vec::new();
     let mut faults: BTreeMap<&'static str, u64> = BTreeMap::new();
     let (mut invocations, mut commits) = (0, 0);
@@ -1396,7 +1402,7 @@ fn mutations_are_caught(mutations: &[Mutation]) {
         }
         // Small chunks, so that a mutation caught early costs little.
         for chunk in seeds.chunks(16) {
-            let results = run_many(chunk, Some(m), true);
+            let results = run_many(chunk, &Backend::Memory, Some(m), true);
             if let Some((seed, Err(f))) = results.into_iter().find(|(_, r)| r.is_err()) {
                 caught = Some((seed, f));
                 break;
@@ -1438,18 +1444,7 @@ fn local_file_system_seeds_read_back_with_hudi_rs() {
         };
         assert!(stats.commits > 0);
         // The same model, rebuilt independently of the run, is what hudi-rs must read.
-        let read = crate::common::python::read_rows(&base, "hudi", &["snapshot"]);
-        let rows: Vec<Trip> = read
-            .iter()
-            .map(|r| Trip {
-                uuid: r["uuid"].as_str().unwrap_or_default().to_string(),
-                ts: r["ts"].as_i64().unwrap_or_default(),
-                rider: r["rider"].as_str().unwrap_or_default().to_string(),
-                fare: r["fare"].as_f64().unwrap_or_default(),
-                city: r["city"].as_str().unwrap_or_default().to_string(),
-                deleted: r["_hoodie_is_deleted"].as_bool().unwrap_or(false),
-            })
-            .collect();
+        let rows = hudi_rs_trips(&base.display().to_string());
         let storage = LocalStorage::new(&base);
         let library_rows = futures_rows(&storage);
         assert_eq!(
@@ -1470,24 +1465,7 @@ fn moto_seeds_hold_every_invariant_and_read_back_with_hudi_rs() {
     std::env::set_var("AWS_ENDPOINT_URL_S3", &endpoint);
     let bucket = on_real_time(crate::common::moto::new_bucket("sim"));
     let seeds: Vec<u64> = (0..n).collect();
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .min(seeds.len().max(1));
-    let next = AtomicU64::new(0);
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst) as usize;
-                let Some(&seed) = seeds.get(i) else { return };
-                let r = run_seed(seed, &Backend::Moto(bucket.clone()), None);
-                lock(&results).push((seed, r));
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    results.sort_by_key(|(s, _)| *s);
+    let results = run_many(&seeds, &Backend::Moto(bucket.clone()), None, false);
     let mut failures = Vec::new();
     let (mut invocations, mut commits) = (0, 0);
     for (seed, r) in &results {
@@ -1496,18 +1474,7 @@ fn moto_seeds_hold_every_invariant_and_read_back_with_hudi_rs() {
                 invocations += stats.invocations;
                 commits += stats.commits;
                 let base = format!("s3://{bucket}/sim-{seed}");
-                let read = crate::common::python::read_rows(&base, "hudi", &["snapshot"]);
-                let rows: Vec<Trip> = read
-                    .iter()
-                    .map(|r| Trip {
-                        uuid: r["uuid"].as_str().unwrap_or_default().to_string(),
-                        ts: r["ts"].as_i64().unwrap_or_default(),
-                        rider: r["rider"].as_str().unwrap_or_default().to_string(),
-                        fare: r["fare"].as_f64().unwrap_or_default(),
-                        city: r["city"].as_str().unwrap_or_default().to_string(),
-                        deleted: r["_hoodie_is_deleted"].as_bool().unwrap_or(false),
-                    })
-                    .collect();
+                let rows = hudi_rs_trips(&base);
                 let storage = BlockingS3::new(&bucket, &format!("sim-{seed}"));
                 if sorted(rows) != sorted(futures_rows(&storage)) {
                     failures.push(format!(
@@ -1530,6 +1497,21 @@ fn moto_seeds_hold_every_invariant_and_read_back_with_hudi_rs() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(results.len() as u64, n);
+}
+
+/// The table at `base` (a directory or `s3://…`) as hudi-rs (Python `hudi`) reads it.
+fn hudi_rs_trips(base: &str) -> Vec<Trip> {
+    crate::common::python::read_rows(base, "hudi", &["snapshot"])
+        .iter()
+        .map(|r| Trip {
+            uuid: r["uuid"].as_str().unwrap_or_default().to_string(),
+            ts: r["ts"].as_i64().unwrap_or_default(),
+            rider: r["rider"].as_str().unwrap_or_default().to_string(),
+            fare: r["fare"].as_f64().unwrap_or_default(),
+            city: r["city"].as_str().unwrap_or_default().to_string(),
+            deleted: r["_hoodie_is_deleted"].as_bool().unwrap_or(false),
+        })
+        .collect()
 }
 
 fn sorted(mut rows: Vec<Trip>) -> Vec<Trip> {

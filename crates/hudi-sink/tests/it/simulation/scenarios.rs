@@ -322,31 +322,12 @@ fn duplicated_commit_with_a_held_create_boxed(
     Box::pin(duplicated_commit_with_a_held_create())
 }
 
-/// Runs one scenario on a fresh single-threaded runtime with paused time, `mutation` switched off.
+/// Runs one scenario on a fresh runtime with paused time, `mutation` switched off. Under virtual time, a
+/// scenario stuck on a signal that never comes fails here instead of hanging.
 pub(super) fn run_scenario(scenario: Scenario, mutation: Option<Mutation>) -> Result<(), Failure> {
-    set_mutation(mutation);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .map_err(|e| fail("setup", e.to_string()))?;
-    // Virtual time: a scenario stuck on a signal that never comes fails here instead of hanging.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        rt.block_on(async {
-            tokio::time::timeout(Duration::from_secs(3_600), scenario())
-                .await
-                .unwrap_or_else(|_| Err(fail("liveness", "the scenario did not finish")))
-        })
-    }));
-    drop(rt);
-    set_mutation(None);
-    result.unwrap_or_else(|p| {
-        Err(fail(
-            "no panic",
-            p.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default(),
-        ))
+    on_paused_runtime(mutation, async {
+        tokio::time::timeout(Duration::from_secs(3_600), scenario())
+            .await
+            .unwrap_or_else(|_| Err(fail("liveness", "the scenario did not finish")))
     })
 }
