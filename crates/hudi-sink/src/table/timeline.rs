@@ -95,9 +95,10 @@ pub enum TimelineError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Timeline {
     instants: Vec<Instant>,
-    /// The latest instant time that was rolled back (see [`RETIRED_DIR`]): it left the timeline, but its time
-    /// must never be handed out again, or a zombie writer's late files would join the new instant.
-    retired: Option<InstantTime>,
+    /// The instant times that were rolled back (see [`RETIRED_DIR`]): they left the timeline, but a time must
+    /// never be handed out again, or a zombie writer's late files would join the new instant, and files of
+    /// those times are never committed ones.
+    retired: BTreeSet<InstantTime>,
 }
 
 /// Where a rollback records the time it retired (`.hoodie/.aux/hudi-sink/rolled-back/<t>`, empty objects that
@@ -122,7 +123,7 @@ impl Timeline {
         instants.sort();
         Self {
             instants,
-            retired: None,
+            retired: BTreeSet::new(),
         }
     }
 
@@ -136,11 +137,11 @@ impl Timeline {
     /// files under `.hoodie/`: markers, heartbeats, `hoodie.properties`).
     pub fn from_listing(listed: &[crate::storage::ObjectMeta]) -> Result<Self, TimelineError> {
         let mut instants = Vec::new();
-        let mut retired: Option<InstantTime> = None;
+        let mut retired = BTreeSet::new();
         for object in listed {
             if let Some(time) = object.path.strip_prefix(RETIRED_DIR) {
                 if let Ok(time) = InstantTime::parse(time) {
-                    retired = retired.max(Some(time));
+                    retired.insert(time);
                 }
                 continue;
             }
@@ -208,6 +209,12 @@ impl Timeline {
         self.instants.iter().filter(|i| !i.is_completed()).collect()
     }
 
+    /// Whether a rollback retired this time (its files, even ones written after the rollback, are never
+    /// committed data).
+    pub fn is_retired(&self, time: &InstantTime) -> bool {
+        self.retired.contains(time)
+    }
+
     /// Whether any instant (any action, any state) has this time: such a time must never be reused.
     pub fn contains(&self, time: &InstantTime) -> bool {
         self.instants.iter().any(|i| i.time == *time)
@@ -227,7 +234,7 @@ impl Timeline {
 
     /// The greatest time ever handed out, rolled-back instants included: the floor for a new instant time.
     pub fn last_used_time(&self) -> Option<&InstantTime> {
-        self.last_instant_time().max(self.retired.as_ref())
+        self.last_instant_time().max(self.retired.last())
     }
 
     /// The instant with this time and action, if present.
@@ -373,8 +380,16 @@ pub async fn latest_file_slices(
         .map(|i| &i.time)
         .collect();
     let first_completed = timeline.first_completed().map(|i| &i.time);
-    let committed =
-        |t: &InstantTime| completed.contains(t) || first_completed.is_some_and(|first| t < first);
+    // Hudi's rule: times before the first completed commit of the active timeline were archived, so their
+    // files count as committed, except (our addition) times still on the timeline (pending) or retired by
+    // a rollback: a frozen writer's files, or ones it wrote after its rollback, older than the first commit
+    // of a young table would otherwise count as committed until the leftovers are swept.
+    let committed = |t: &InstantTime| {
+        completed.contains(t)
+            || (first_completed.is_some_and(|first| t < first)
+                && !timeline.contains(t)
+                && !timeline.is_retired(t))
+    };
 
     let mut replaced: BTreeSet<(String, String)> = BTreeSet::new();
     for instant in timeline.completed_commits() {
@@ -651,6 +666,45 @@ mod tests {
                 .await
                 .expect("none"),
             None
+        );
+    }
+
+    #[tokio::test]
+    async fn before_the_first_commit_only_archived_times_count_as_committed() {
+        // A young table: its first instant was rolled back (a frozen writer's), the second is still pending,
+        // the third is the first completed commit. Files of the first two are older than that commit, yet
+        // neither is committed data: one time is retired, the other on the timeline. A time that is neither
+        // (archived) still counts, as in Hudi.
+        let storage = MemoryStorage::new("mem://young");
+        put(&storage, &format!("{RETIRED_DIR}20240101000000001"), b"").await;
+        put(&storage, ".hoodie/20240101000000002.inflight", b"").await;
+        put(
+            &storage,
+            ".hoodie/20240101000000003.commit",
+            &commit_json(Some("s"), "INSERT", &[]),
+        )
+        .await;
+        for f in [
+            "p/00000001-a-0_0-1-0_20240101000000000.parquet",
+            "p/00000001-b-0_0-1-0_20240101000000001.parquet",
+            "p/00000001-c-0_0-1-0_20240101000000002.parquet",
+            "p/00000002-d-0_0-1-0_20240101000000003.parquet",
+        ] {
+            put(&storage, f, b"x").await;
+        }
+        let timeline = Timeline::load(&storage).await.expect("load");
+        let slices: Vec<String> = latest_file_slices(&storage, &timeline, None)
+            .await
+            .expect("latest")
+            .into_iter()
+            .map(|s| s.path())
+            .collect();
+        assert_eq!(
+            slices,
+            vec![
+                "p/00000001-a-0_0-1-0_20240101000000000.parquet",
+                "p/00000002-d-0_0-1-0_20240101000000003.parquet"
+            ]
         );
     }
 

@@ -944,6 +944,23 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         Outcome::Failed(e) => return Err(fail("final commit", e)),
         Outcome::Crashed => return Err(fail("final commit", "crashed")),
     }
+    // By now every write that failed has an expired heartbeat, and the final batch's begin and commit ran
+    // under the lock after that: they must have rolled every one back. (The services below would, too, but a
+    // failed write left pending until a scheduled run blocks Hudi's cleaner and archiver, which stop at the
+    // oldest pending instant, and keeps its files on storage.)
+    let pending: Vec<String> = Timeline::load(inner.as_ref())
+        .await
+        .map_err(|e| fail("read", e.to_string()))?
+        .pending()
+        .iter()
+        .map(|i| i.time.to_string())
+        .collect();
+    if !pending.is_empty() {
+        return Err(fail(
+            "failed writes rolled back",
+            format!("still pending after the final batch: {pending:?}"),
+        ));
+    }
     let mut all = msgs.clone();
     all.extend(last.iter().cloned());
     acked.push(last);
