@@ -58,6 +58,62 @@ const JAVA_BASE64_DECODER: GeneralPurpose = GeneralPurpose::new(
         .with_decode_allow_trailing_bits(true),
 );
 
+/// How each base file's filter is sized.
+///
+/// Hudi sizes every filter for `hoodie.index.bloom.num_entries` keys (60 000 by default: about 316 KiB of bits,
+/// 430 KB of Base64 in the footer) whatever the file holds. A sink that commits small batches writes many small
+/// files, so by default the filter is sized for the file's own key count when that is smaller, at the same
+/// false-positive probability: Hudi reads the size from the serialised filter, so such a filter is exactly the
+/// one Hudi would write with `num_entries` set to that count.
+#[derive(Debug, Clone)]
+pub enum BloomSizing {
+    /// `hoodie.index.bloom.num_entries` was set: every file gets a copy of this filter, byte for byte what
+    /// Hudi writes with the same settings.
+    Fixed(BloomFilter),
+    /// Up to `num_entries` keys per row as configured, fewer when the file has fewer keys.
+    FitToFile {
+        /// Filter layout.
+        filter_type: BloomFilterType,
+        /// Keys per row at most (Hudi's `num_entries`).
+        num_entries: u32,
+        /// Target false-positive probability.
+        fpp: f64,
+        /// Bound on a dynamic filter's growth.
+        max_entries: u32,
+    },
+}
+
+impl Default for BloomSizing {
+    fn default() -> Self {
+        Self::FitToFile {
+            filter_type: BloomFilterType::DynamicV0,
+            num_entries: DEFAULT_NUM_ENTRIES,
+            fpp: DEFAULT_FPP,
+            max_entries: DEFAULT_DYNAMIC_MAX_ENTRIES,
+        }
+    }
+}
+
+impl BloomSizing {
+    /// An empty filter for a file of `keys` record keys.
+    pub fn filter_for(&self, keys: usize) -> Result<BloomFilter, BloomError> {
+        match self {
+            Self::Fixed(filter) => Ok(filter.clone()),
+            Self::FitToFile {
+                filter_type,
+                num_entries,
+                fpp,
+                max_entries,
+            } => {
+                let fitted = u32::try_from(keys)
+                    .unwrap_or(u32::MAX)
+                    .clamp(1, *num_entries);
+                BloomFilter::new(*filter_type, fitted, *fpp, *max_entries)
+            }
+        }
+    }
+}
+
 /// Why a bloom filter could not be built, fed or parsed.
 #[derive(Debug, thiserror::Error)]
 pub enum BloomError {

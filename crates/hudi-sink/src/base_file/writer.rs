@@ -10,19 +10,20 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet::schema::types::SchemaDescriptor;
+use parquet::schema::types::{ColumnPath, SchemaDescriptor};
 
-use super::bloom::BloomFilter;
+use super::bloom::{BloomError, BloomFilter, BloomSizing};
 use super::codec::CompressionCodec;
 use super::BaseFileError;
-use crate::schema::meta::RECORD_KEY_COL;
+use crate::schema::meta::{COMMIT_SEQNO_COL, RECORD_KEY_COL};
 
 /// Footer key of the serialised bloom filter.
 pub const BLOOM_FILTER_KEY: &str = "org.apache.hudi.bloomfilter";
@@ -49,8 +50,11 @@ pub struct BaseFileOptions {
     pub row_group_bytes: usize,
     /// `hoodie.parquet.page.size`: target data page size in bytes.
     pub page_bytes: usize,
-    /// A fresh filter of the configured type and size, cloned for every file.
-    pub bloom: BloomFilter,
+    /// How each file's bloom filter is sized.
+    pub bloom: BloomSizing,
+    /// Data columns written without a dictionary (dotted paths): the record key fields, unique in a file
+    /// like `_hoodie_record_key` and `_hoodie_commit_seqno`, which never get one.
+    pub plain_columns: Vec<String>,
 }
 
 impl Default for BaseFileOptions {
@@ -59,7 +63,8 @@ impl Default for BaseFileOptions {
             codec: CompressionCodec::default(),
             row_group_bytes: 120 * 1024 * 1024,
             page_bytes: 1024 * 1024,
-            bloom: BloomFilter::hudi_default(),
+            bloom: BloomSizing::default(),
+            plain_columns: Vec::new(),
         }
     }
 }
@@ -88,7 +93,9 @@ pub fn java_string_cmp(a: &str, b: &str) -> Ordering {
 /// Streams record batches (meta columns first) into one in-memory Parquet base file.
 pub struct BaseFileWriter {
     writer: ArrowWriter<Vec<u8>>,
-    bloom: BloomFilter,
+    bloom: BloomSizing,
+    /// The record-key columns written so far: the filter is built at the end, when the key count is known.
+    keys: Vec<ArrayRef>,
     min_key: Option<String>,
     max_key: Option<String>,
     num_rows: u64,
@@ -120,13 +127,21 @@ impl BaseFileWriter {
                 })
             }
         }
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder()
             .set_compression(options.codec.to_parquet())
             .set_max_row_group_bytes(Some(options.row_group_bytes.max(1)))
             .set_data_page_size_limit(options.page_bytes.max(1))
             .set_statistics_enabled(EnabledStatistics::Page)
             .set_created_by(format!("msk-hudi-sink {}", env!("CARGO_PKG_VERSION")))
-            .build();
+            // Unique per row: a dictionary would only be built to be thrown away (or, in a small file, kept
+            // and larger than the plain values).
+            .set_column_dictionary_enabled(ColumnPath::from(COMMIT_SEQNO_COL), false)
+            .set_column_dictionary_enabled(ColumnPath::from(RECORD_KEY_COL), false);
+        for column in &options.plain_columns {
+            let path = ColumnPath::new(column.split('.').map(String::from).collect());
+            props = props.set_column_dictionary_enabled(path, false);
+        }
+        let props = props.build();
         let writer_options = ArrowWriterOptions::new()
             .with_properties(props)
             .with_skip_arrow_metadata(true)
@@ -139,6 +154,7 @@ impl BaseFileWriter {
         Ok(Self {
             writer,
             bloom: options.bloom.clone(),
+            keys: Vec::new(),
             min_key: None,
             max_key: None,
             num_rows: 0,
@@ -162,11 +178,11 @@ impl BaseFileWriter {
                 });
             }
             let key = keys.value(i);
-            self.bloom
-                .add(key.as_bytes())
-                .map_err(|e| BaseFileError::Schema {
-                    reason: format!("record key {key:?}: {e}"),
-                })?;
+            if key.is_empty() {
+                return Err(BaseFileError::Schema {
+                    reason: format!("record key {key:?}: {}", BloomError::EmptyKey),
+                });
+            }
             if self
                 .min_key
                 .as_deref()
@@ -182,6 +198,7 @@ impl BaseFileWriter {
                 self.max_key = Some(key.to_string());
             }
         }
+        self.keys.push(batch.column(RECORD_KEY_INDEX).clone());
         self.writer
             .write(batch)
             .map_err(|source| BaseFileError::Parquet {
@@ -202,14 +219,37 @@ impl BaseFileWriter {
         self.num_rows
     }
 
+    /// The file's filter: sized for its key count, every key added in row order.
+    fn bloom_filter(&mut self) -> Result<BloomFilter, BaseFileError> {
+        let count = usize::try_from(self.num_rows).unwrap_or(usize::MAX);
+        let mut bloom = self
+            .bloom
+            .filter_for(count)
+            .map_err(|e| BaseFileError::Schema {
+                reason: format!("bloom filter for {count} keys: {e}"),
+            })?;
+        for column in std::mem::take(&mut self.keys) {
+            let keys = column.as_string::<i32>();
+            for key in keys.iter().flatten() {
+                bloom
+                    .add(key.as_bytes())
+                    .map_err(|e| BaseFileError::Schema {
+                        reason: format!("record key {key:?}: {e}"),
+                    })?;
+            }
+        }
+        Ok(bloom)
+    }
+
     /// Adds the Hudi footer keys and closes the file.
     pub fn finish(mut self) -> Result<WrittenBaseFile, BaseFileError> {
+        let bloom = self.bloom_filter()?;
         let mut kv = vec![
             (AVRO_SCHEMA_KEY, std::mem::take(&mut self.avro_schema_json)),
             (WRITER_MODEL_KEY, "avro".to_string()),
-            (BLOOM_FILTER_KEY, self.bloom.to_base64()),
+            (BLOOM_FILTER_KEY, bloom.to_base64()),
         ];
-        if let Some(code) = self.bloom.type_code() {
+        if let Some(code) = bloom.type_code() {
             kv.push((BLOOM_FILTER_TYPE_CODE_KEY, code.to_string()));
         }
         if let (Some(min), Some(max)) = (&self.min_key, &self.max_key) {

@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
-use crate::base_file::bloom::{BloomFilter, BloomFilterType};
+use crate::base_file::bloom::{BloomFilter, BloomFilterType, BloomSizing, DEFAULT_NUM_ENTRIES};
 use crate::base_file::codec::CompressionCodec;
 use crate::base_file::writer::BaseFileOptions;
 
@@ -429,9 +429,10 @@ impl WriteConfig {
         if let Some(v) = get("hoodie.parquet.page.size") {
             base_file.page_bytes = parse_num("hoodie.parquet.page.size", v)?;
         }
-        let num_entries: u32 = match get("hoodie.index.bloom.num_entries") {
+        let configured_entries = get("hoodie.index.bloom.num_entries");
+        let num_entries: u32 = match configured_entries {
             Some(v) => parse_num("hoodie.index.bloom.num_entries", v)?,
-            None => 60_000,
+            None => DEFAULT_NUM_ENTRIES,
         };
         let fpp: f64 = match get("hoodie.index.bloom.fpp") {
             Some(v) => parse_num("hoodie.index.bloom.fpp", v)?,
@@ -458,7 +459,8 @@ impl WriteConfig {
             Some(v) => parse_num("hoodie.bloom.index.filter.dynamic.max.entries", v)?,
             None => 100_000,
         };
-        base_file.bloom =
+        // Built once even when files get fitted filters: it validates the settings up front.
+        let configured =
             BloomFilter::new(bloom_type, num_entries, fpp, max_entries).map_err(|e| {
                 ConfigError::Invalid {
                     key: "hoodie.index.bloom.num_entries".into(),
@@ -466,6 +468,16 @@ impl WriteConfig {
                     reason: e.to_string(),
                 }
             })?;
+        base_file.plain_columns = record_key_fields.clone();
+        base_file.bloom = match configured_entries {
+            Some(_) => BloomSizing::Fixed(configured),
+            None => BloomSizing::FitToFile {
+                filter_type: bloom_type,
+                num_entries,
+                fpp,
+                max_entries,
+            },
+        };
 
         for (key, must) in [
             ("hoodie.populate.meta.fields", "true"),

@@ -540,3 +540,130 @@ async fn urlencoded_partitions_read_back_row_exact() {
 async fn nonpartitioned_inserts_split_by_size_read_back_row_exact() {
     run_layout(&LAYOUTS[3]).await;
 }
+
+/// Every base file's bloom filter holds exactly its keys, byte for byte the filter Hudi builds: sized for
+/// the file's key count when `hoodie.index.bloom.num_entries` is not set (smaller than Hudi's 60 000-entry
+/// default for small files, same fpp), Hudi's default size when it is. Columns unique per file (record key,
+/// sequence number, the key field) are written without a dictionary, the constant ones with one.
+#[tokio::test]
+async fn footers_hold_a_fitted_bloom_filter_and_unique_columns_have_no_dictionary() {
+    use hudi_sink::base_file::bloom::{
+        BloomFilter, BloomFilterType, DEFAULT_DYNAMIC_MAX_ENTRIES, DEFAULT_FPP,
+    };
+    use hudi_sink::base_file::reader::read_footer;
+    use parquet::basic::Encoding;
+    use parquet::file::metadata::ParquetMetaDataReader;
+
+    let layout = &LAYOUTS[0];
+    for configured in [None, Some("60000")] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = dir.path().join("t");
+        let mut props: BTreeMap<String, String> = layout
+            .props
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        props.insert("hoodie.table.name".into(), "all_types".into());
+        props.insert("hoodie.base.path".into(), base.display().to_string());
+        if let Some(n) = configured {
+            props.insert("hoodie.index.bloom.num_entries".into(), n.into());
+        }
+        let writer = TableWriter::create_or_open(
+            Arc::new(LocalStorage::new(&base)),
+            Arc::new(SystemClock),
+            WriteConfig::from_properties(props).expect("config"),
+            Some(AvroSchema::parse(ALL_TYPES).expect("schema")),
+        )
+        .await
+        .expect("create table");
+        let specs: Vec<Spec> = (0..300)
+            .map(|id| Spec {
+                id,
+                seq: 1,
+                deleted: false,
+            })
+            .collect();
+        let batch = batch_for(&writer, layout, &specs, 7);
+        writer
+            .write_with(WriteOperation::Upsert, &[batch], BTreeMap::new())
+            .await
+            .expect("write");
+        let files = crate::common::parquet_files(&base);
+        assert!(files.len() > 4, "{files:?}");
+        let mut total = 0;
+        for file in &files {
+            let data = bytes::Bytes::from(std::fs::read(file).expect("read"));
+            let footer = read_footer(&data).expect("footer");
+            let (_, rows) =
+                hudi_sink::base_file::reader::read_base_file(data.clone()).expect("rows");
+            let keys: Vec<String> = rows
+                .iter()
+                .flat_map(|b| {
+                    let col = b
+                        .column_by_name("_hoodie_record_key")
+                        .expect("key column")
+                        .as_any()
+                        .downcast_ref::<StringArray>()
+                        .expect("utf8")
+                        .clone();
+                    col.iter().flatten().map(str::to_string).collect::<Vec<_>>()
+                })
+                .collect();
+            total += keys.len();
+            let mut expected = match configured {
+                Some(_) => BloomFilter::hudi_default(),
+                None => BloomFilter::new(
+                    BloomFilterType::DynamicV0,
+                    keys.len() as u32,
+                    DEFAULT_FPP,
+                    DEFAULT_DYNAMIC_MAX_ENTRIES,
+                )
+                .expect("filter"),
+            };
+            for k in &keys {
+                expected.add(k.as_bytes()).expect("add");
+            }
+            let stored = footer.bloom_filter().expect("bloom").expect("a filter");
+            assert_eq!(stored.vector_size(), expected.vector_size(), "{file:?}");
+            assert_eq!(
+                footer
+                    .key_values
+                    .get("org.apache.hudi.bloomfilter")
+                    .expect("bloom text"),
+                &expected.to_base64(),
+                "{file:?}: not the filter Hudi builds for these keys"
+            );
+            assert!(keys.iter().all(|k| stored.might_contain(k.as_bytes())));
+            if configured.is_none() {
+                assert!(
+                    stored.vector_size() < BloomFilter::hudi_default().vector_size() / 20,
+                    "{file:?}: {} bits for {} keys",
+                    stored.vector_size(),
+                    keys.len()
+                );
+            }
+            let meta = ParquetMetaDataReader::new()
+                .parse_and_finish(&data)
+                .expect("metadata");
+            let schema = meta.file_metadata().schema_descr();
+            for rg in meta.row_groups() {
+                for (i, chunk) in rg.columns().iter().enumerate() {
+                    let name = schema.column(i).path().string();
+                    let dictionary = chunk.encodings().any(|e| {
+                        matches!(e, Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY)
+                    });
+                    match name.as_str() {
+                        "_hoodie_record_key" | "_hoodie_commit_seqno" | "id" => {
+                            assert!(!dictionary, "{file:?}: {name} has a dictionary")
+                        }
+                        "_hoodie_commit_time" | "_hoodie_partition_path" | "_hoodie_file_name" => {
+                            assert!(dictionary, "{file:?}: {name} has no dictionary")
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        assert_eq!(total, specs.len());
+    }
+}
