@@ -415,6 +415,37 @@ fn quoted(value: &str) -> String {
 // ---------------------------------------------------------------------------------------------------------------
 // The JSON parser: a cursor over UTF-8 text that the decoder drives value by value.
 
+/// Index of the first `"`, `\` or control character (below 0x20) in `bytes`, eight bytes per step.
+///
+/// Per word, `(v - 0x01…) & !v & 0x80…` flags the zero bytes of `v` (and `(v - n·0x01…) & !v & 0x80…` the
+/// bytes below `n`); a borrow can only flag bytes *after* a true match, so the lowest flag is exact.
+fn string_stop(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let v = u64::from_le_bytes(word);
+        let quote = v ^ (ONES * u64::from(b'"'));
+        let backslash = v ^ (ONES * u64::from(b'\\'));
+        let flags = (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (v.wrapping_sub(ONES * 0x20) & !v);
+        let flags = flags & HIGHS;
+        if flags != 0 {
+            return Some(offset + (flags.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|n| offset + n)
+}
+
 struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
@@ -530,9 +561,7 @@ impl<'a> Parser<'a> {
         let start = self.pos;
         // One scan for the end of the common, escape-free string.
         let rest = self.bytes.get(start..).unwrap_or_default();
-        let stop = rest
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+        let stop = string_stop(rest);
         self.pos = start + stop.unwrap_or(rest.len());
         match stop.and_then(|n| rest.get(n)) {
             Some(b'"') => {
@@ -2147,12 +2176,16 @@ impl JsonDecoder {
 
     /// Decodes one record value. On error nothing of it stays in the decoder.
     pub fn append(&mut self, json: &[u8]) -> Result<(), RecordDecodeError> {
-        let text = std::str::from_utf8(json).map_err(|e| {
-            Fail::new(RecordDecodeReason::NotUtf8 {
-                byte_offset: e.valid_up_to(),
-            })
-            .into_error()
-        })?;
+        // The SIMD check is the fast path; std's names the first bad byte when it fails.
+        let text = match simdutf8::basic::from_utf8(json) {
+            Ok(text) => text,
+            Err(_) => std::str::from_utf8(json).map_err(|e| {
+                Fail::new(RecordDecodeReason::NotUtf8 {
+                    byte_offset: e.valid_up_to(),
+                })
+                .into_error()
+            })?,
+        };
         let rows = self.root.len;
         let mut stats = Stats::default();
         let mut parser = Parser::new(text, self.max_depth);
@@ -2218,6 +2251,41 @@ impl JsonDecoder {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn string_stop_finds_exactly_the_first_special_byte() {
+        let naive = |b: &[u8]| b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20);
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        // Every byte value at every position of a 20-byte run of plain text, then random mixes.
+        for special in 0..=255u8 {
+            for at in 0..20 {
+                let mut text = vec![b'a'; 20];
+                text[at] = special;
+                assert_eq!(
+                    super::string_stop(&text),
+                    naive(&text),
+                    "{special:#x} at {at}"
+                );
+            }
+        }
+        for len in 0..300usize {
+            let text: Vec<u8> = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    // Mostly high and printable bytes, sometimes a special one.
+                    match state % 50 {
+                        0 => b'"',
+                        1 => b'\\',
+                        2 => (state >> 8) as u8 % 0x20,
+                        _ => 0x20 + (state >> 8) as u8 % 0xE0,
+                    }
+                })
+                .collect();
+            assert_eq!(super::string_stop(&text), naive(&text), "{text:?}");
+        }
+    }
+
     use super::*;
     use arrow_array::cast::AsArray;
     use arrow_array::Array;

@@ -1,8 +1,10 @@
 //! [`TableWriter`]: creates a table and writes instants into it (insert, upsert, delete).
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 use std::sync::Arc;
 
+use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -524,7 +526,6 @@ impl TableWriter {
             *e = (*e).max(*pos);
         }
         let mut keys = vec![String::new(); rows];
-        let mut parts = vec![String::new(); rows];
         let mut deletes = vec![false; rows];
         let mut forced = vec![false; rows];
         let mut rejected = Vec::new();
@@ -533,9 +534,11 @@ impl TableWriter {
             .is_deleted
             .map(|i| batch.column(i).as_boolean().clone());
         let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        // One partition-path buffer for all rows: a path is copied only the first time it is seen.
+        let mut part = String::new();
         for row in 0..rows {
             let mut key = String::new();
-            let mut part = String::new();
+            part.clear();
             if let Err(e) = self
                 .keygen
                 .record_key(&batch, row, &mut key)
@@ -566,8 +569,12 @@ impl TableWriter {
                 deletes[row] = flagged;
             }
             keys[row] = key;
-            by_partition.entry(part.clone()).or_default().push(row);
-            parts[row] = part;
+            match by_partition.get_mut(part.as_str()) {
+                Some(rows_in_part) => rows_in_part.push(row),
+                None => {
+                    by_partition.insert(part.clone(), vec![row]);
+                }
+            }
         }
         // Tombstones: one effective delete per key; repeated tombstones and tombstones followed by a record
         // of the same key (which recreates it) are superseded.
@@ -600,12 +607,13 @@ impl TableWriter {
         let mut partitions = BTreeMap::new();
         for (part, rows_in_part) in by_partition {
             let winners = if operation == WriteOperation::Insert && self.bucketed().is_none() {
-                // Plain inserts append every row (Hudi does not combine before insert by default).
+                // Plain inserts append every row (Hudi does not combine before insert by default). Every
+                // partition takes this branch and each row is in one partition: its key can be moved.
                 rows_in_part
                     .iter()
                     .map(|&row| {
                         (
-                            keys[row].clone(),
+                            std::mem::take(&mut keys[row]),
                             Winner {
                                 row,
                                 delete: deletes[row],
@@ -686,10 +694,10 @@ impl TableWriter {
                 });
             }
             for (partition, winners) in &prepared.partitions {
-                let rows: Vec<(String, usize)> = winners
+                let rows: Vec<(&str, usize)> = winners
                     .iter()
                     .filter(|(_, w)| !w.delete)
-                    .map(|(k, w)| (k.clone(), w.row))
+                    .map(|(k, w)| (k.as_str(), w.row))
                     .collect();
                 counts.delete_misses += (winners.len() - rows.len()) as u64;
                 counts.inserted += rows.len() as u64;
@@ -856,7 +864,7 @@ impl TableWriter {
         instant: &InstantTime,
         partition: &str,
         batch: &RecordBatch,
-        rows: &[(String, usize)],
+        rows: &[(&str, usize)],
         file_index: &mut usize,
     ) -> Result<Vec<WriteStat>, WriteError> {
         let mut stats = Vec::new();
@@ -884,10 +892,7 @@ impl TableWriter {
                     .iter()
                     .map(|(_, r)| Source::Insert(*r))
                     .collect();
-                let keys: Vec<&str> = rows[end..chunk_end]
-                    .iter()
-                    .map(|(k, _)| k.as_str())
-                    .collect();
+                let keys: Vec<&str> = rows[end..chunk_end].iter().map(|(k, _)| *k).collect();
                 let out = self.build_output(
                     instant,
                     partition,
@@ -1059,31 +1064,35 @@ impl TableWriter {
         keys: &[&str],
     ) -> Result<RecordBatch, WriteError> {
         let t = instant.as_str();
-        let mut commit_time = Vec::with_capacity(rows.len());
-        let mut seqno = Vec::with_capacity(rows.len());
+        let n = rows.len();
+        // Written straight into the column buffers: no string per row.
+        let mut commit_time = StringBuilder::with_capacity(n, n * t.len());
+        let mut seqno = StringBuilder::with_capacity(n, n * (t.len() + 12));
         let stored_meta = stored.map(|s| {
             (
                 s.column(0).as_string::<i32>(),
                 s.column(1).as_string::<i32>(),
             )
         });
+        let prefix = format!("{t}_{file_index}_");
         for src in rows {
             match (src, &stored_meta) {
                 (Source::Stored(r), Some((ct, sq))) => {
-                    commit_time.push(Some(ct.value(*r).to_string()));
-                    seqno.push(Some(sq.value(*r).to_string()));
+                    commit_time.append_value(ct.value(*r));
+                    seqno.append_value(sq.value(*r));
                 }
                 _ => {
-                    commit_time.push(Some(t.to_string()));
-                    seqno.push(Some(format!("{t}_{file_index}_{seq}")));
+                    commit_time.append_value(t);
+                    // Writing into a column buffer cannot fail.
+                    let _ = write!(seqno, "{prefix}{seq}");
+                    seqno.append_value("");
                     *seq += 1;
                 }
             }
         }
-        let n = rows.len();
         let mut columns: Vec<ArrayRef> = vec![
-            Arc::new(StringArray::from(commit_time)),
-            Arc::new(StringArray::from(seqno)),
+            Arc::new(commit_time.finish()),
+            Arc::new(seqno.finish()),
             Arc::new(StringArray::from_iter_values(keys.iter())),
             Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
                 partition, n,
