@@ -61,20 +61,18 @@ pub struct Coordinator {
     last_checkpoint: Arc<std::sync::Mutex<Option<(InstantTime, Checkpoint)>>>,
 }
 
-/// Writes the heartbeat of `instant`: its content is the time in epoch milliseconds (and Hudi's own
+/// Writes the heartbeat of `instant` and returns its content: the time in epoch milliseconds (Hudi's own
 /// services read the object's modification time, which the write refreshes too).
 pub async fn write_heartbeat(
     storage: &dyn Storage,
     clock: &dyn Clock,
     instant: &InstantTime,
-) -> Result<(), WriteError> {
+) -> Result<i64, WriteError> {
+    let now = clock.now_millis();
     storage
-        .put(
-            &heartbeat_path(instant),
-            Bytes::from(clock.now_millis().to_string()),
-        )
+        .put(&heartbeat_path(instant), Bytes::from(now.to_string()))
         .await?;
-    Ok(())
+    Ok(now)
 }
 
 /// Checks that every file of `stats` exists with exactly its stated size.
@@ -199,7 +197,7 @@ impl Coordinator {
                 let guard = self.lock().await?;
                 let result = async {
                     let timeline = Timeline::load(self.storage.as_ref()).await?;
-                    self.rollback_expired(&guard, &timeline).await?;
+                    self.rollback_expired(&guard, &timeline, None).await?;
                     self.clean_completed_leftovers(&guard, &timeline).await?;
                     self.sweep_retired(&guard).await?;
                     Ok(CoordinatorResponse::Done)
@@ -263,11 +261,15 @@ impl Coordinator {
     }
 
     /// Rolls back every pending commit whose heartbeat is older than the tolerance. Pending instants of
-    /// other actions (another engine's clean or clustering) are left alone.
+    /// other actions (another engine's clean or clustering) are left alone. `reported` is the committing
+    /// instant with the newest heartbeat its writer knows was stored: the stored one can only be newer, so
+    /// when the reported one is within the tolerance the instant is alive without reading it back (a read
+    /// saved per commit), and the decision is the one the read would give.
     async fn rollback_expired(
         &self,
         guard: &LockGuard,
         timeline: &Timeline,
+        reported: Option<(&InstantTime, i64)>,
     ) -> Result<Vec<InstantTime>, WriteError> {
         let storage = self.storage.as_ref();
         let now = self.clock.now_millis();
@@ -275,6 +277,13 @@ impl Coordinator {
         let mut rolled_back = Vec::new();
         for pending in timeline.pending() {
             if pending.action != Action::Commit {
+                continue;
+            }
+            // A reported heartbeat that is fresh settles it: the stored one is at least as new. A stale
+            // one does not (the writer kept beating while its request waited, e.g. for the lock): read.
+            if reported.is_some_and(|(instant, ms)| {
+                *instant == pending.time && now.saturating_sub(ms) <= tolerance
+            }) {
                 continue;
             }
             let last_beat = match storage.get(&heartbeat_path(&pending.time)).await {
@@ -400,19 +409,20 @@ impl Coordinator {
             let listed = storage.list(crate::table::timeline::META_DIR).await?;
             let timeline = Timeline::from_listing(&listed)?;
             if !is_disabled(Mutation::RollbackBeforeCommit) {
-                self.rollback_expired(guard, &timeline).await?;
+                self.rollback_expired(guard, &timeline, None).await?;
             }
             self.clean_leftovers_listed(guard, &timeline, &listed)
                 .await?;
             let instant = InstantTime::next_after(self.clock.as_ref(), timeline.last_used_time());
             crate::write::create_pending_instant(storage, &instant).await?;
-            write_heartbeat(storage, self.clock.as_ref(), &instant).await?;
+            let heartbeat_ms = write_heartbeat(storage, self.clock.as_ref(), &instant).await?;
             let checkpoint = self.latest_checkpoint(&timeline).await?;
             tracing::info!(%instant, writer, "instant begun");
             Ok(CoordinatorResponse::Begun {
                 instant: instant.to_string(),
                 base_instant: timeline.latest_completed().map(|i| i.time.to_string()),
                 checkpoint: checkpoint.to_sink_json(),
+                heartbeat_ms: Some(heartbeat_ms),
             })
         }
     }
@@ -467,7 +477,8 @@ impl Coordinator {
             let rolled_back = if is_disabled(Mutation::RollbackBeforeCommit) {
                 Vec::new()
             } else {
-                self.rollback_expired(guard, &timeline).await?
+                let reported = req.last_heartbeat_ms.map(|ms| (&instant, ms));
+                self.rollback_expired(guard, &timeline, reported).await?
             };
             // Read again only if that changed it (we hold the lock: nobody else changes the timeline).
             let timeline = if rolled_back.is_empty() {

@@ -76,6 +76,11 @@ pub struct CommitRequest {
     pub schema: String,
     /// Offsets consumed, per topic.
     pub offsets: Vec<TopicOffsets>,
+    /// The newest heartbeat of the instant the writer knows was stored (its content, epoch ms). The stored
+    /// one can only be newer, so when this one is within the tolerance the coordinator need not read it
+    /// back; when it is not, the coordinator reads. Absent from older writers (always read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_heartbeat_ms: Option<i64>,
 }
 
 /// The coordinator's answer.
@@ -90,6 +95,9 @@ pub enum CoordinatorResponse {
         base_instant: Option<String>,
         /// The current checkpoint as `hudi.sink.checkpoint` JSON (`{}` when none).
         checkpoint: String,
+        /// The content of the heartbeat written with the instant (epoch ms).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        heartbeat_ms: Option<i64>,
     },
     /// The instant is complete and durable.
     Committed {

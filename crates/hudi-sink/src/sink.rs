@@ -205,28 +205,47 @@ pub struct KafkaSink {
 }
 
 /// Writes the heartbeat of an instant every interval until dropped.
-struct Heartbeat(tokio::task::JoinHandle<()>);
+struct Heartbeat {
+    task: tokio::task::JoinHandle<()>,
+    /// Content of the newest heartbeat known to be stored (epoch ms).
+    last: Arc<std::sync::atomic::AtomicI64>,
+}
 
-impl Drop for Heartbeat {
-    fn drop(&mut self) {
-        self.0.abort();
+impl Heartbeat {
+    /// The newest heartbeat known to be stored, for the commit request.
+    fn last_stored_ms(&self) -> i64 {
+        self.last.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// `first` is the heartbeat the coordinator stored with the instant.
 fn heartbeat(
     storage: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
     instant: InstantTime,
     every: Duration,
+    first: i64,
 ) -> Heartbeat {
-    Heartbeat(tokio::spawn(async move {
+    let last = Arc::new(std::sync::atomic::AtomicI64::new(first));
+    let stored = last.clone();
+    let task = tokio::spawn(async move {
         loop {
             tokio::time::sleep(every).await;
-            if let Err(e) = write_heartbeat(storage.as_ref(), clock.as_ref(), &instant).await {
-                tracing::warn!(%instant, error = %e, "heartbeat failed");
+            match write_heartbeat(storage.as_ref(), clock.as_ref(), &instant).await {
+                Ok(ms) => {
+                    stored.fetch_max(ms, std::sync::atomic::Ordering::SeqCst);
+                }
+                Err(e) => tracing::warn!(%instant, error = %e, "heartbeat failed"),
             }
         }
-    }))
+    });
+    Heartbeat { task, last }
 }
 
 fn unexpected(request: &'static str, answer: &CoordinatorResponse) -> WriteError {
@@ -462,6 +481,7 @@ impl KafkaSink {
             instant,
             base_instant,
             checkpoint,
+            heartbeat_ms,
         } = begun
         else {
             return Err(unexpected("begin", &begun));
@@ -475,11 +495,12 @@ impl KafkaSink {
             self.abort(&instant).await?;
             return Ok(Attempt::AlreadyCommitted(current));
         }
-        let _beat = heartbeat(
+        let beat = heartbeat(
             storage.clone(),
             self.clock.clone(),
             instant_time.clone(),
             self.config.heartbeat_interval,
+            heartbeat_ms.unwrap_or(i64::MIN),
         );
         let (stats, counts) = self.writer.write_files(&instant_time, &prepared).await?;
         let dead_lettered = letters.len() as u64;
@@ -509,6 +530,7 @@ impl KafkaSink {
                 write_stats: stats,
                 schema: schema.avro_json.clone(),
                 offsets,
+                last_heartbeat_ms: Some(beat.last_stored_ms()).filter(|ms| *ms != i64::MIN),
             }))
             .await?;
         let commit_latency_ms =
