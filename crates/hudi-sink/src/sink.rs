@@ -211,10 +211,13 @@ struct Heartbeat {
     last: Arc<std::sync::atomic::AtomicI64>,
 }
 
+/// `Heartbeat::last` before any heartbeat is known to be stored.
+const NO_HEARTBEAT: i64 = i64::MIN;
+
 impl Heartbeat {
     /// The newest heartbeat known to be stored, for the commit request.
-    fn last_stored_ms(&self) -> i64 {
-        self.last.load(std::sync::atomic::Ordering::SeqCst)
+    fn last_stored_ms(&self) -> Option<i64> {
+        Some(self.last.load(std::sync::atomic::Ordering::SeqCst)).filter(|ms| *ms != NO_HEARTBEAT)
     }
 }
 
@@ -224,15 +227,17 @@ impl Drop for Heartbeat {
     }
 }
 
-/// `first` is the heartbeat the coordinator stored with the instant.
+/// `first` is the heartbeat the coordinator stored with the instant, if it said.
 fn heartbeat(
     storage: Arc<dyn Storage>,
     clock: Arc<dyn Clock>,
     instant: InstantTime,
     every: Duration,
-    first: i64,
+    first: Option<i64>,
 ) -> Heartbeat {
-    let last = Arc::new(std::sync::atomic::AtomicI64::new(first));
+    let last = Arc::new(std::sync::atomic::AtomicI64::new(
+        first.unwrap_or(NO_HEARTBEAT),
+    ));
     let stored = last.clone();
     let task = tokio::spawn(async move {
         loop {
@@ -500,7 +505,7 @@ impl KafkaSink {
             self.clock.clone(),
             instant_time.clone(),
             self.config.heartbeat_interval,
-            heartbeat_ms.unwrap_or(i64::MIN),
+            heartbeat_ms,
         );
         let (stats, counts) = self.writer.write_files(&instant_time, &prepared).await?;
         let dead_lettered = letters.len() as u64;
@@ -530,7 +535,7 @@ impl KafkaSink {
                 write_stats: stats,
                 schema: schema.avro_json.clone(),
                 offsets,
-                last_heartbeat_ms: Some(beat.last_stored_ms()).filter(|ms| *ms != i64::MIN),
+                last_heartbeat_ms: beat.last_stored_ms(),
             }))
             .await?;
         let commit_latency_ms =

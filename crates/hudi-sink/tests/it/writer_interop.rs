@@ -136,9 +136,15 @@ const LAYOUTS: &[Layout] = &[
 ];
 
 fn config(layout: &Layout, base: &std::path::Path) -> WriteConfig {
+    config_with(layout, base, &[])
+}
+
+/// The layout's config with `extra` properties on top.
+fn config_with(layout: &Layout, base: &std::path::Path, extra: &[(&str, &str)]) -> WriteConfig {
     let mut props: BTreeMap<String, String> = layout
         .props
         .iter()
+        .chain(extra)
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     props.insert("hoodie.table.name".into(), "all_types".into());
@@ -551,6 +557,7 @@ async fn footers_hold_a_fitted_bloom_filter_and_unique_columns_have_no_dictionar
         BloomFilter, BloomFilterType, DEFAULT_DYNAMIC_MAX_ENTRIES, DEFAULT_FPP,
     };
     use hudi_sink::base_file::reader::read_footer;
+    use hudi_sink::base_file::writer::BLOOM_FILTER_KEY;
     use parquet::basic::Encoding;
     use parquet::file::metadata::ParquetMetaDataReader;
 
@@ -558,20 +565,11 @@ async fn footers_hold_a_fitted_bloom_filter_and_unique_columns_have_no_dictionar
     for configured in [None, Some("60000")] {
         let dir = tempfile::tempdir().expect("tempdir");
         let base = dir.path().join("t");
-        let mut props: BTreeMap<String, String> = layout
-            .props
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        props.insert("hoodie.table.name".into(), "all_types".into());
-        props.insert("hoodie.base.path".into(), base.display().to_string());
-        if let Some(n) = configured {
-            props.insert("hoodie.index.bloom.num_entries".into(), n.into());
-        }
+        let extra = configured.map(|n| ("hoodie.index.bloom.num_entries", n));
         let writer = TableWriter::create_or_open(
             Arc::new(LocalStorage::new(&base)),
             Arc::new(SystemClock),
-            WriteConfig::from_properties(props).expect("config"),
+            config_with(layout, &base, extra.as_slice()),
             Some(AvroSchema::parse(ALL_TYPES).expect("schema")),
         )
         .await
@@ -626,10 +624,7 @@ async fn footers_hold_a_fitted_bloom_filter_and_unique_columns_have_no_dictionar
             let stored = footer.bloom_filter().expect("bloom").expect("a filter");
             assert_eq!(stored.vector_size(), expected.vector_size(), "{file:?}");
             assert_eq!(
-                footer
-                    .key_values
-                    .get("org.apache.hudi.bloomfilter")
-                    .expect("bloom text"),
+                footer.key_values.get(BLOOM_FILTER_KEY).expect("bloom text"),
                 &expected.to_base64(),
                 "{file:?}: not the filter Hudi builds for these keys"
             );
