@@ -227,6 +227,7 @@ pub async fn build_coordinator(
     let config = CoordinatorConfig {
         lock_wait: std::time::Duration::from_millis(crate::lock::wait_time_ms(props)?),
         heartbeat_tolerance: sink.heartbeat_tolerance(),
+        services: crate::services::ServicesConfig::from_properties(props, write.max_file_size)?,
     };
     Ok(Coordinator::new(storage, lock, clock, config))
 }

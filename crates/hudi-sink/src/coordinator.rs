@@ -38,6 +38,8 @@ pub struct CoordinatorConfig {
     pub lock_wait: Duration,
     /// A pending instant whose heartbeat is older than this is a failed write and gets rolled back.
     pub heartbeat_tolerance: Duration,
+    /// Table services (clean, archive, clustering): inline after commits when due, and on schedule.
+    pub services: crate::services::ServicesConfig,
 }
 
 impl Default for CoordinatorConfig {
@@ -45,6 +47,7 @@ impl Default for CoordinatorConfig {
         Self {
             lock_wait: Duration::from_secs(60),
             heartbeat_tolerance: Duration::from_secs(60),
+            services: crate::services::ServicesConfig::default(),
         }
     }
 }
@@ -194,18 +197,28 @@ impl Coordinator {
                 self.unlock(guard, result).await
             }
             CoordinatorRequest::Services => {
-                let guard = self.lock().await?;
-                let result = async {
-                    let timeline = Timeline::load(self.storage.as_ref()).await?;
-                    self.rollback_expired(&guard, &timeline, None).await?;
-                    self.clean_completed_leftovers(&guard, &timeline).await?;
-                    self.sweep_retired(&guard).await?;
-                    Ok(CoordinatorResponse::Done)
-                }
-                .await;
-                self.unlock(guard, result).await
+                self.run_services().await?;
+                Ok(CoordinatorResponse::Done)
             }
         }
+    }
+
+    /// The scheduled table-services run: rolls back failed writes, removes leftovers, then cleans, archives
+    /// and clusters as the settings say, and reports what it did.
+    pub async fn run_services(&self) -> Result<crate::services::ServiceReport, WriteError> {
+        let started = std::time::Instant::now();
+        let guard = self.lock().await?;
+        let result = async {
+            let timeline = Timeline::load(self.storage.as_ref()).await?;
+            self.rollback_expired(&guard, &timeline, None).await?;
+            self.clean_completed_leftovers(&guard, &timeline).await?;
+            self.sweep_retired(&guard).await?;
+            Ok(crate::services::ServiceReport::default())
+        }
+        .await;
+        let mut report = self.unlock(guard, result).await?;
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        Ok(report)
     }
 
     /// Takes the table lock (waiting up to `lock_wait`).

@@ -19,6 +19,7 @@ pub mod mutation;
 pub mod protocol;
 pub mod record;
 pub mod schema;
+pub mod services;
 pub mod sink;
 pub mod source;
 pub mod storage;

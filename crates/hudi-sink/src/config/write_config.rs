@@ -266,7 +266,10 @@ impl WriteConfig {
     pub fn from_properties(properties: BTreeMap<String, String>) -> Result<Self, ConfigError> {
         let mut ignored = Vec::new();
         for key in properties.keys() {
-            if USED_KEYS.contains(&key.as_str()) || key.starts_with("hudi.sink.") {
+            if USED_KEYS.contains(&key.as_str())
+                || crate::services::config::SERVICES_KEYS.contains(&key.as_str())
+                || key.starts_with("hudi.sink.")
+            {
                 continue;
             }
             if IGNORED_PREFIXES.iter().any(|p| key.starts_with(p)) {

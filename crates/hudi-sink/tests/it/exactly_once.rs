@@ -473,6 +473,7 @@ async fn a_fault_at_any_step_is_recovered_by_redelivery_without_leftovers() {
             CoordinatorConfig {
                 lock_wait: Duration::from_secs(20),
                 heartbeat_tolerance: sink_config.heartbeat_tolerance(),
+                ..CoordinatorConfig::default()
             },
         );
         let writer = TableWriter::create_or_open(

@@ -362,6 +362,7 @@ async fn dying_coordinator_child() {
         CoordinatorConfig {
             lock_wait: Duration::from_secs(30),
             heartbeat_tolerance: sink_config.heartbeat_tolerance(),
+            ..CoordinatorConfig::default()
         },
     );
     let schema = load_schema(&write).await.expect("schema");

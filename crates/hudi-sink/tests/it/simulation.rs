@@ -560,6 +560,7 @@ async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome {
         CoordinatorConfig {
             lock_wait: Duration::from_secs(120),
             heartbeat_tolerance: ctx.sink_config.heartbeat_tolerance(),
+            ..CoordinatorConfig::default()
         },
     );
     let jitter_seed = world.roll(u64::MAX);
@@ -973,6 +974,7 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         CoordinatorConfig {
             lock_wait: Duration::from_secs(120),
             heartbeat_tolerance: ctx.sink_config.heartbeat_tolerance(),
+            ..CoordinatorConfig::default()
         },
     );
     if let Err(e) = services.handle(CoordinatorRequest::Services).await {

@@ -203,6 +203,7 @@ async fn duplicated_commit_with_a_held_create() -> Result<(), Failure> {
             CoordinatorConfig {
                 lock_wait: Duration::from_secs(120),
                 heartbeat_tolerance: sink_config.heartbeat_tolerance(),
+                ..CoordinatorConfig::default()
             },
         )
     };

@@ -1,0 +1,1 @@
+//! Archival (placeholder; being written).

@@ -1,0 +1,1 @@
+//! Avro object-container files of the timeline (placeholder; being written).

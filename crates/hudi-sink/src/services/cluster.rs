@@ -1,0 +1,1 @@
+//! Clustering of small files (placeholder; being written).
