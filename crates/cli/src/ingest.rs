@@ -1,6 +1,7 @@
 //! The `ingest` command: the writer Lambda's path on a laptop, with a progress bar on a terminal.
 
-use std::io::{IsTerminal, Write};
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -16,6 +17,7 @@ pub async fn run(
     config: &str,
     overrides: &[String],
     json: bool,
+    report_jsonl: Option<&Path>,
     events: &[PathBuf],
 ) -> Result<(), BoxError> {
     let mut props = load_properties(config).await?;
@@ -28,12 +30,14 @@ pub async fn run(
     // Every file is found (and sized, for the bar) before anything is written.
     let files = expand(events)?;
     let total_bytes: u64 = files.iter().map(|(_, size)| size).sum();
+    let mut timings = report_jsonl.map(Timings::create).transpose()?;
     let sink = build_sink(&props, "hudi-sink-cli").await?;
     let mut progress = Progress::new(files.len(), total_bytes);
     let mut total = SinkReport::default();
     let mut commits = 0u64;
     let mut done_bytes = 0u64;
     for (path, size) in &files {
+        let batch_started = Instant::now();
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let batch =
             KafkaBatch::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -44,6 +48,9 @@ pub async fn run(
                 return Err(format!("{}: {e}", path.display()).into());
             }
         };
+        if let Some(t) = timings.as_mut() {
+            t.write(path, batch_started.elapsed(), &report)?;
+        }
         if json {
             println!(
                 "{}",
@@ -105,6 +112,40 @@ pub async fn run(
         return Err("record accounting does not add up (a bug: please report it)".into());
     }
     Ok(())
+}
+
+/// The `--report-jsonl` file: one line per processed event file, flushed at once (a crash keeps every
+/// finished line, and a benchmark can follow the file while the ingest runs).
+struct Timings {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl Timings {
+    fn create(path: &Path) -> Result<Self, BoxError> {
+        let file =
+            File::create(path).map_err(|e| format!("--report-jsonl {}: {e}", path.display()))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            out: BufWriter::new(file),
+        })
+    }
+
+    fn write(
+        &mut self,
+        event_file: &Path,
+        took: Duration,
+        report: &SinkReport,
+    ) -> Result<(), BoxError> {
+        let line = serde_json::json!({
+            "event_file": event_file.display().to_string(),
+            "ms": took.as_secs_f64() * 1000.0,
+            "report": report,
+        });
+        writeln!(self.out, "{line}")
+            .and_then(|()| self.out.flush())
+            .map_err(|e| format!("--report-jsonl {}: {e}", self.path.display()).into())
+    }
 }
 
 /// Files with their sizes; a directory stands for its `*.json` files in name order.

@@ -39,6 +39,10 @@ enum Command {
         /// Print one JSON report per event file and a JSON total on stdout (the summary goes to stderr).
         #[arg(long)]
         json: bool,
+        /// Also write one JSON line per processed event file to FILE: `event_file`, `ms` (wall time of reading,
+        /// decoding and processing it) and `report`; flushed line by line, so a long run can be watched.
+        #[arg(long, value_name = "FILE")]
+        report_jsonl: Option<PathBuf>,
         /// Event files (`aws:kafka` or `SelfManagedKafka` payloads); a directory stands for its `*.json` files
         /// in name order.
         #[arg(required = true)]
@@ -72,8 +76,9 @@ fn main() -> ExitCode {
                 config,
                 overrides,
                 json,
+                report_jsonl,
                 events,
-            } => ingest::run(&config, &overrides, json, &events).await,
+            } => ingest::run(&config, &overrides, json, report_jsonl.as_deref(), &events).await,
         }
     });
     match result {

@@ -216,3 +216,63 @@ fn ingest_fails_clearly_on_a_file_that_is_not_an_event() {
         "{err}"
     );
 }
+
+#[test]
+fn ingest_writes_one_timing_line_per_event_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let events = dir.path().join("events");
+    let report = dir.path().join("report.jsonl");
+    let s = |p: &Path| p.display().to_string();
+    ok(&[
+        "generate",
+        "--out",
+        &s(&events),
+        "--records",
+        "140",
+        "--keys",
+        "50",
+        "--records-per-file",
+        "20",
+        "--seed",
+        "3",
+    ]);
+    let mut files: Vec<String> = std::fs::read_dir(&events)
+        .expect("events dir")
+        .map(|e| s(&e.expect("entry").path()))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 7);
+
+    let out = ok(&[
+        "ingest",
+        "--config",
+        "examples/local.properties",
+        "--set",
+        &format!("hoodie.base.path={}", s(&dir.path().join("trips"))),
+        "--set",
+        &format!("hudi.sink.dead.letter.path={}", s(&dir.path().join("dl"))),
+        "--report-jsonl",
+        &s(&report),
+        &s(&events),
+    ]);
+    assert!(out.contains(": 7 commits"), "{out}");
+
+    let lines: Vec<Value> = std::fs::read_to_string(&report)
+        .expect("report file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    let named: Vec<&str> = lines
+        .iter()
+        .map(|l| l["event_file"].as_str().expect("event_file"))
+        .collect();
+    assert_eq!(named, files, "one line per event file, in order");
+    let mut instants = std::collections::BTreeSet::new();
+    for line in &lines {
+        let ms = line["ms"].as_f64().expect("ms is a number");
+        assert!(ms > 0.0 && ms < 60_000.0, "{line}");
+        assert_eq!(line["report"]["records_in"], 20, "{line}");
+        let instant = line["report"]["instant"].as_str().expect("committed");
+        assert!(instants.insert(instant.to_string()), "{line}");
+    }
+}
