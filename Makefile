@@ -21,7 +21,7 @@ sys.exit(0 if got == want else 1)
 endef
 export DEMO_CHECK
 
-.PHONY: demo test venv lint fmt bench bench-micro clean-demo mutants sim test-deploy
+.PHONY: demo test venv lint fmt bench bench-micro bench-longrun clean-demo mutants sim test-deploy
 
 $(VENV)/.stamp: tests/python/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -91,6 +91,18 @@ bench: $(VENV_BENCH)/.stamp
 
 bench-micro:
 	$(CARGO) bench -p hudi-sink --bench format
+
+# Long-run benchmark (bench/longrun.py -> bench/results.json "longrun" and "longrun_growth", bench/longrun.svg):
+# LONGRUN_BATCHES small upsert batches (20 records, 2,000 keys) on the embedded default, LONGRUN_S3_BATCHES on
+# moto S3 + DynamoDB, per-batch wall time from `hudi-sink ingest --report-jsonl`; growth = median of the last
+# tenth / first tenth. Hours at the defaults; e.g. `make bench-longrun LONGRUN_BATCHES=600 LONGRUN_S3_BATCHES=100`
+# for a quick check. The CLI is built with thin LTO (faster to build; the ratio is within one binary). Not in CI.
+LONGRUN_BATCHES ?= 20000
+LONGRUN_S3_BATCHES ?= 1000
+
+bench-longrun: venv
+	CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 $(CARGO) build --release -p hudi-sink-cli
+	LONGRUN_BATCHES=$(LONGRUN_BATCHES) LONGRUN_S3_BATCHES=$(LONGRUN_S3_BATCHES) $(VENV_PY) bench/longrun.py
 
 # The deterministic simulation with one safety mechanism switched off at a time: each must be caught
 # (first failing seed and invariant printed). `make test` runs the same check; this shows the report.

@@ -341,6 +341,11 @@ def main():
     }
     gb_s_per_gb = (1000.0 / results["json_mb_per_s"]) * (LAMBDA_MB / 1024.0)
     results["lambda_cost_per_gb_json_usd"] = gb_s_per_gb * PRICE_GB_S
+    # Keep what `make bench-longrun` (bench/longrun.py) merged into the same file.
+    previous_path = os.path.join(ROOT, "bench", "results.json")
+    if os.path.exists(previous_path):
+        previous = json.load(open(previous_path))
+        results.update({k: previous[k] for k in ("longrun", "longrun_growth") if k in previous})
     with open(os.path.join(ROOT, "bench", "results.json"), "w") as f:
         json.dump(results, f, indent=2)
         f.write("\n")
