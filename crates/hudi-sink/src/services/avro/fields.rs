@@ -70,7 +70,11 @@ impl<'a> Fields<'a> {
 
     /// A string field Hudi requires (no default in any schema revision).
     pub fn required_string(&self, name: &str) -> Result<String, AvroError> {
-        self.string(name)?.ok_or_else(|| AvroError::MissingField {
+        self.required(name, self.string(name)?)
+    }
+
+    fn required<T>(&self, name: &str, value: Option<T>) -> Result<T, AvroError> {
+        value.ok_or_else(|| AvroError::MissingField {
             path: self.path_of(name),
         })
     }
@@ -78,6 +82,16 @@ impl<'a> Fields<'a> {
     /// An int field.
     pub fn int(&self, name: &str) -> Result<Option<i32>, AvroError> {
         self.typed(name, "int", AvroValue::as_int)
+    }
+
+    /// An int field Hudi requires.
+    pub fn required_int(&self, name: &str) -> Result<i32, AvroError> {
+        self.required(name, self.int(name)?)
+    }
+
+    /// A long field Hudi requires (an int writer value is promoted).
+    pub fn required_long(&self, name: &str) -> Result<i64, AvroError> {
+        self.required(name, self.typed(name, "long", AvroValue::as_long)?)
     }
 
     /// A boolean field.
@@ -98,18 +112,10 @@ impl<'a> Fields<'a> {
         name: &str,
         read: impl Fn(&'a AvroValue, String) -> Result<T, AvroError>,
     ) -> Result<Vec<T>, AvroError> {
-        let Some(value) = self.get(name) else {
-            return Ok(Vec::new());
-        };
-        let items = value
-            .as_array()
-            .ok_or_else(|| wrong(self.path_of(name), "array", value))?;
-        items
-            .iter()
-            .enumerate()
-            .filter_map(|(i, item)| present(item).map(|item| (i, item)))
-            .map(|(i, item)| read(item, format!("{}[{i}]", self.path_of(name))))
-            .collect()
+        match self.get(name) {
+            None => Ok(Vec::new()),
+            Some(value) => read_array(value, self.path_of(name), read),
+        }
     }
 
     /// A map field, each non-null value read by `read` with its path; absent or null reads as empty.
@@ -145,6 +151,28 @@ impl<'a> Fields<'a> {
     pub fn string_map(&self, name: &str) -> Result<BTreeMap<String, String>, AvroError> {
         self.map(name, read_string)
     }
+}
+
+/// The non-null items of an array value, each read by `read` with its path.
+pub(crate) fn read_array<'a, T>(
+    value: &'a AvroValue,
+    path: String,
+    read: impl Fn(&'a AvroValue, String) -> Result<T, AvroError>,
+) -> Result<Vec<T>, AvroError> {
+    let items = value
+        .as_array()
+        .ok_or_else(|| wrong(path.clone(), "array", value))?;
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| present(item).map(|item| (i, item)))
+        .map(|(i, item)| read(item, format!("{path}[{i}]")))
+        .collect()
+}
+
+/// An `array<string>` value.
+pub(crate) fn read_strings(value: &AvroValue, path: String) -> Result<Vec<String>, AvroError> {
+    read_array(value, path, read_string)
 }
 
 /// A string item or map value.
@@ -188,7 +216,10 @@ mod tests {
         assert_eq!(f.string("s").expect("ok"), Some("x".into()));
         assert_eq!(f.string("n").expect("ok"), None);
         assert_eq!(f.string("gone").expect("ok"), None);
-        assert_eq!(f.int("i").expect("ok"), Some(3));
+        assert_eq!(f.required_long("i").expect("ok"), 3);
+        assert!(
+            matches!(f.required_int("gone"), Err(AvroError::MissingField { path }) if path == "R.gone")
+        );
         assert_eq!(f.string_map("m").expect("ok").len(), 1);
         assert!(f.strings("n").expect("ok").is_empty());
         assert!(matches!(f.int("s"), Err(AvroError::Mismatch { path, .. }) if path == "R.s"));

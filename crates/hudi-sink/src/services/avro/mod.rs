@@ -4,8 +4,8 @@
 //! Spark writes and reads these with Java Avro's `DataFileWriter` / `DataFileReader`: one container file,
 //! codec null, holding exactly one record. This module is a small encoder and decoder for that shape and for
 //! Hudi's fixed schemas (no general Avro library): [`schema`] parses a schema's JSON, [`encode`] writes a
-//! container, [`decode`] reads one, [`value`] is the generic datum, and [`replace`] holds the typed
-//! Hudi records.
+//! container, [`decode`] reads one, [`value`] is the generic datum, and [`replace`] and [`clean`] hold
+//! the typed Hudi records.
 //!
 //! Invariants:
 //! * [`encode_container`] returns a whole file or an error, never a partial one: the datum is encoded (and
@@ -18,6 +18,7 @@
 //!   a default). Readers resolve by field name, so 0.14 and 1.x Hudi both read them; decoding accepts older
 //!   writer schemas (Spark's), taking the Avro default for a field the writer did not have.
 
+pub mod clean;
 pub mod decode;
 pub mod encode;
 mod fields;
@@ -28,6 +29,7 @@ pub mod value;
 #[cfg(test)]
 mod tests;
 
+pub use clean::{ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan};
 pub use decode::decode_container;
 pub use encode::encode_container;
 pub use replace::{

@@ -343,7 +343,7 @@ mod tests {
     use crate::services::avro::encode::{container, encode_datum};
     use crate::services::avro::schema::AvroSchema;
 
-    pub(crate) fn sample() -> RequestedReplaceMetadata {
+    fn sample() -> RequestedReplaceMetadata {
         let slice = |id: &str, part: &str| SliceInfo {
             data_file_path: format!("/t/{part}/{id}_0-1-2_20240101000000000.parquet"),
             delta_file_paths: vec![],
