@@ -1,5 +1,7 @@
 //! Integration tests, gathered into one binary to save link time.
 
+mod avro_fastavro;
+mod avro_golden;
 mod bad_input;
 mod bloom_golden;
 mod bucket_jvm;

@@ -1,1 +1,0 @@
-//! Avro object-container files of the timeline (placeholder; being written).
