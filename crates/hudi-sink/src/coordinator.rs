@@ -62,6 +62,12 @@ pub struct Coordinator {
     /// The checkpoint of the last completed commit this coordinator wrote or read. Commit files are created
     /// once and never change, so while that commit is still the latest, its checkpoint needs no read.
     last_checkpoint: Arc<std::sync::Mutex<Option<(InstantTime, Checkpoint)>>>,
+    /// Commit metadata the services read, kept while warm (commit files never change).
+    commits: crate::services::commits::CommitCache,
+    /// What the last clean scanned, so that a clean that found nothing is not redone on the next commit.
+    clean_memo: crate::services::clean::CleanMemo,
+    /// Whether the table is bucket-indexed (never clustered), when known.
+    clusterable: Option<Arc<crate::write::TableWriter>>,
 }
 
 /// Writes the heartbeat of `instant` and returns its content: the time in epoch milliseconds (Hudi's own
@@ -137,6 +143,65 @@ impl Coordinator {
             clock,
             config,
             last_checkpoint: Arc::new(std::sync::Mutex::new(None)),
+            commits: crate::services::commits::CommitCache::new(),
+            clean_memo: crate::services::clean::CleanMemo::default(),
+            clusterable: None,
+        }
+    }
+
+    /// Lets the services cluster the small files of this insert table, writing base files as `writer` does
+    /// (bucket-indexed tables are never clustered: their file groups are fixed per bucket).
+    pub fn with_clustering(mut self, writer: Arc<crate::write::TableWriter>) -> Self {
+        self.clusterable = Some(writer);
+        self
+    }
+
+    fn service_context<'a>(&'a self, guard: &'a LockGuard) -> crate::services::ServiceContext<'a> {
+        crate::services::ServiceContext {
+            storage: self.storage.as_ref(),
+            guard,
+            clock: self.clock.as_ref(),
+            config: &self.config.services,
+        }
+    }
+
+    /// Clean and archive after a commit, when due. Best effort: the commit is already durable, so a failure
+    /// here is logged and retried by the next commit or the scheduled run, never reported to the writer.
+    async fn inline_services(&self, guard: &LockGuard, timeline: &Timeline, listed: &[ObjectMeta]) {
+        let ctx = self.service_context(guard);
+        let result: Result<crate::services::ServiceReport, WriteError> = async {
+            let mut report = crate::services::ServiceReport::default();
+            let mut timeline = std::borrow::Cow::Borrowed(timeline);
+            if crate::services::clean::is_due(&timeline, &ctx) {
+                let outcome =
+                    crate::services::clean::run(&ctx, &timeline, &self.commits, &self.clean_memo)
+                        .await?;
+                if outcome.instant.is_some() {
+                    timeline = std::borrow::Cow::Owned(Timeline::load(ctx.storage).await?);
+                }
+                report.files_cleaned += outcome.files_deleted;
+                report.resumed += outcome.resumed;
+                report.clean_instant = outcome.instant.map(|t| t.to_string());
+            }
+            if self.config.services.archive_automatic && !self.config.services.archive_async {
+                report.instants_archived +=
+                    crate::services::archive::run(&ctx, &timeline, listed).await?;
+                if report.instants_archived > 0 {
+                    self.commits
+                        .retain_active(&Timeline::load(ctx.storage).await?);
+                }
+            }
+            Ok(report)
+        }
+        .await;
+        match result {
+            Ok(report) if report != crate::services::ServiceReport::default() => {
+                tracing::info!(?report, "inline table services");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "inline table services failed; the next run retries")
+            }
         }
     }
 
@@ -209,11 +274,30 @@ impl Coordinator {
         let started = std::time::Instant::now();
         let guard = self.lock().await?;
         let result = async {
-            let timeline = Timeline::load(self.storage.as_ref()).await?;
+            let storage = self.storage.as_ref();
+            let timeline = Timeline::load(storage).await?;
             self.rollback_expired(&guard, &timeline, None).await?;
             self.clean_completed_leftovers(&guard, &timeline).await?;
             self.sweep_retired(&guard).await?;
-            Ok(crate::services::ServiceReport::default())
+            let ctx = self.service_context(&guard);
+            let mut report = crate::services::ServiceReport::default();
+            let timeline = Timeline::load(storage).await?;
+            if self.config.services.clean_automatic {
+                let outcome =
+                    crate::services::clean::run(&ctx, &timeline, &self.commits, &self.clean_memo)
+                        .await?;
+                report.files_cleaned += outcome.files_deleted;
+                report.resumed += outcome.resumed;
+                report.clean_instant = outcome.instant.map(|t| t.to_string());
+            }
+            if self.config.services.archive_automatic {
+                let listed = storage.list(crate::table::timeline::META_DIR).await?;
+                let timeline = Timeline::from_listing(&listed)?;
+                report.instants_archived +=
+                    crate::services::archive::run(&ctx, &timeline, &listed).await?;
+                self.commits.retain_active(&Timeline::load(storage).await?);
+            }
+            Ok(report)
         }
         .await;
         let mut report = self.unlock(guard, result).await?;
@@ -367,7 +451,13 @@ impl Coordinator {
                 let Ok(instant) = InstantTime::parse(instant) else {
                     continue;
                 };
-                if timeline.is_completed_commit(&instant) {
+                let archived = !timeline.is_retired(&instant)
+                    && timeline
+                        .instants()
+                        .first()
+                        .is_some_and(|first| instant < first.time);
+                if timeline.is_completed_commit(&instant) || archived {
+                    // Completed, or archived (older than the active timeline and not rolled back).
                     done.push(obj.path.clone());
                 } else if !timeline.contains(&instant) {
                     // Rolled back, yet written to since: a zombie writer (paused past its heartbeat, then
@@ -389,8 +479,10 @@ impl Coordinator {
     /// Table service: deletes base files of rolled-back instants that a zombie writer (paused past its
     /// heartbeat, then resumed) wrote after the rollback, when no marker or heartbeat is left to find them by.
     /// Readers already ignore such files (their instant is not on the timeline); this keeps them from piling up
-    /// and from being taken for archived commits later. One listing of the whole table, so it runs with the
-    /// scheduled services, not with every commit.
+    /// and from being taken for archived commits later. Once a retired time is older than the grace
+    /// (`hudi.sink.services.retired.grace.ms`), no zombie of it can upload any more: after this sweep its
+    /// record goes, and archival may pass it. One listing of the whole table, so it runs with the scheduled
+    /// services (and only while some time is retired), never with every commit.
     async fn sweep_retired(&self, guard: &LockGuard) -> Result<(), WriteError> {
         let storage = self.storage.as_ref();
         let retired: std::collections::BTreeSet<InstantTime> = storage
@@ -407,7 +499,30 @@ impl Coordinator {
             return Ok(());
         }
         self.fence(guard).await?;
-        crate::write::delete_base_files(storage, |t| retired.contains(t)).await
+        crate::write::delete_base_files(storage, |t| retired.contains(t)).await?;
+        let now = self.clock.now_millis();
+        let grace = self.config.services.retired_grace.as_millis() as i64;
+        let mut done = Vec::new();
+        for time in &retired {
+            let expired = time
+                .to_millis()
+                .is_some_and(|ms| now.saturating_sub(ms) > grace);
+            if expired {
+                for marker in storage
+                    .list(&format!("{}/", crate::table::file_name::marker_dir(time)))
+                    .await?
+                {
+                    done.push(marker.path);
+                }
+                done.push(heartbeat_path(time));
+                done.push(format!("{}{time}", crate::table::timeline::RETIRED_DIR));
+            }
+        }
+        if !done.is_empty() {
+            self.fence(guard).await?;
+            storage.delete_many(&done).await?;
+        }
+        Ok(())
     }
 
     async fn begin_locked(
@@ -512,11 +627,12 @@ impl Coordinator {
             let (groups, buckets) = touched(&req.write_stats);
             let occ = !is_disabled(Mutation::OccCheck);
             // Completion must follow instant order: readers (and HoodieStreamer) take the checkpoint of the
-            // latest instant, so an older instant completing after a newer one would hide its offsets.
+            // latest instant, so an older instant completing after a newer one would hide its offsets. A
+            // replacecommit (clustering) carries no checkpoint and is skipped by checkpoint readers.
             if let Some(newer) = timeline
                 .completed_commits()
                 .into_iter()
-                .find(|done| occ && done.time > instant)
+                .find(|done| occ && done.time > instant && done.action != Action::ReplaceCommit)
             {
                 return Ok(CoordinatorResponse::Conflict {
                     reason: format!(
@@ -613,6 +729,12 @@ impl Coordinator {
             done.push(heartbeat_path(&instant));
             storage.delete_many(&done).await?;
             tracing::info!(%instant, files = req.write_stats.len(), "instant committed");
+            let committed = timeline.with_instant(Instant::new(
+                instant.clone(),
+                Action::Commit,
+                State::Completed,
+            ));
+            self.inline_services(guard, &committed, &listed).await;
             Ok(CoordinatorResponse::Committed {
                 instant: instant.to_string(),
             })

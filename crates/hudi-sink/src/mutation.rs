@@ -21,16 +21,26 @@ pub enum Mutation {
     AtomicCommitCreate,
     /// The lock lease is proven (renewed conditionally) right before the timeline changes.
     LockFencing,
+    /// Clean keeps, per file group, the newest slice older than the earliest commit to retain (a query as of
+    /// that commit reads it).
+    CleanKeepsNewestBeforeEcr,
+    /// Archival never removes instants at or after the oldest pending instant.
+    ArchiveStopsAtPending,
+    /// Archival never removes a replacecommit whose replaced file groups are not cleaned yet.
+    ArchiveStopsAtUncleanedReplace,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 5] = [
+    pub const ALL: [Mutation; 8] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
         Mutation::AtomicCommitCreate,
         Mutation::LockFencing,
+        Mutation::CleanKeepsNewestBeforeEcr,
+        Mutation::ArchiveStopsAtPending,
+        Mutation::ArchiveStopsAtUncleanedReplace,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -41,6 +51,9 @@ impl Mutation {
             Mutation::RollbackBeforeCommit => "rollback-before-commit",
             Mutation::AtomicCommitCreate => "atomic-commit-create",
             Mutation::LockFencing => "lock-fencing",
+            Mutation::CleanKeepsNewestBeforeEcr => "clean-keeps-newest-before-ecr",
+            Mutation::ArchiveStopsAtPending => "archive-stops-at-pending",
+            Mutation::ArchiveStopsAtUncleanedReplace => "archive-stops-at-uncleaned-replace",
         }
     }
 

@@ -1,1 +1,378 @@
-//! Archival (placeholder; being written).
+//! ARCHIVAL (delete-only): removes the oldest instants from the active timeline, so that every listing of
+//! `.hoodie/` and every timeline a reader loads stays bounded by `hoodie.keep.max.commits` plus the
+//! instants still needed. Nothing is written under `.hoodie/archived/`: no reader consults it for snapshot or
+//! time-travel queries, and a slightly wrong archive would break Spark's archive merging (table-services.md
+//! §2.5, §2.7 B).
+//!
+//! When there are more than `keep.max.commits` completed commit-like instants, the oldest go until
+//! `keep.min.commits` remain, but the cut never passes (each guard is a hazard of §2.6):
+//! - the oldest pending instant (its files would count as archived, hence committed, for every reader);
+//! - the time of a rolled-back instant whose files a zombie may still upload, until a sweep after the grace
+//!   has removed them (an orphan older than the first active instant looks committed);
+//! - the earliest commit to retain of the configuration and of the last clean (queries inside the retention
+//!   keep their instants; cleans stay incremental);
+//! - a replacecommit whose replaced file groups are not cleaned yet (archiving it resurrects those groups);
+//! - the first savepoint.
+//!
+//! Cleans and rollbacks older than the cut go too (the latest completed clean always stays: it bounds the
+//! next clean's work), and so do the oldest ones beyond `keep.max` of their action.
+//!
+//! Order (Spark's, HUDI-7207): the archived instants' markers and heartbeats, then their requested and
+//! inflight files, then their completed files one at a time in ascending time. A crash at any step leaves a
+//! valid timeline whose first instants are gone, never a hole that would hide a later commit's files.
+
+use std::collections::BTreeSet;
+
+use super::clean::{clean_cursor, last_completed_clean};
+use super::config::{CleanerPolicy, ServicesConfig};
+use super::ServiceContext;
+use crate::mutation::{is_disabled, Mutation};
+use crate::storage::ObjectMeta;
+use crate::table::instant::{Action, Instant, InstantTime, State};
+use crate::table::timeline::Timeline;
+use crate::write::WriteError;
+
+/// What bounds archival besides the timeline itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArchiveBounds {
+    /// The earliest commit to retain of the current configuration.
+    pub config_ecr: Option<InstantTime>,
+    /// Whether the table is cleaned (then archival waits for a first clean and stays at or below its ECR).
+    pub cleaning: bool,
+    /// The last completed clean's cursor: its ECR, or what a file-versions clean scanned through.
+    pub last_clean_cursor: Option<InstantTime>,
+    /// Whether a completed clean exists.
+    pub has_clean: bool,
+}
+
+/// The instants one archival removes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArchivePlan {
+    /// Instants to remove, oldest first.
+    pub instants: Vec<Instant>,
+    /// The exclusive upper bound on archived commit times, when commits are archived.
+    pub cut: Option<InstantTime>,
+}
+
+fn min_opt(a: Option<InstantTime>, b: Option<InstantTime>) -> Option<InstantTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// Which instants to archive (see the module doc for the rules).
+pub fn plan_archive(
+    timeline: &Timeline,
+    config: &ServicesConfig,
+    bounds: &ArchiveBounds,
+) -> ArchivePlan {
+    let commits = timeline.completed_commits();
+    let oldest_pending = if is_disabled(Mutation::ArchiveStopsAtPending) {
+        None
+    } else {
+        timeline.pending().first().map(|i| i.time.clone())
+    };
+    let oldest_retired = timeline.retired_times().next().cloned();
+    let first_savepoint = timeline
+        .instants()
+        .iter()
+        .find(|i| i.action == Action::Savepoint)
+        .map(|i| i.time.clone());
+    // Never past anything a pending instant, a zombie or a savepoint still needs.
+    let hard = min_opt(min_opt(oldest_pending, oldest_retired), first_savepoint);
+
+    let mut cut = None;
+    if commits.len() > config.keep_max_commits as usize {
+        let keep_from = commits[commits.len() - config.keep_min_commits as usize]
+            .time
+            .clone();
+        let mut limit = min_opt(Some(keep_from), hard.clone());
+        limit = min_opt(limit, bounds.config_ecr.clone());
+        if bounds.cleaning {
+            if !bounds.has_clean {
+                limit = None;
+            } else if config.cleaner_policy != CleanerPolicy::KeepLatestFileVersions {
+                limit = match &bounds.last_clean_cursor {
+                    Some(cursor) => min_opt(limit, Some(cursor.clone())),
+                    None => None,
+                };
+            }
+        }
+        // The first replacecommit whose replaced groups the last clean has not deleted.
+        if !is_disabled(Mutation::ArchiveStopsAtUncleanedReplace) {
+            let cleaned = |t: &InstantTime| match (&bounds.last_clean_cursor, config.cleaner_policy)
+            {
+                (Some(c), CleanerPolicy::KeepLatestFileVersions) => t <= c,
+                (Some(c), _) => t < c,
+                (None, _) => false,
+            };
+            if let Some(replace) = commits
+                .iter()
+                .find(|i| i.action == Action::ReplaceCommit && !cleaned(&i.time))
+            {
+                limit = min_opt(limit, Some(replace.time.clone()));
+            }
+        }
+        cut = limit;
+    }
+
+    let mut archived: BTreeSet<Instant> = BTreeSet::new();
+    if let Some(cut) = &cut {
+        archived.extend(
+            commits
+                .iter()
+                .filter(|i| i.time < *cut)
+                .map(|i| (*i).clone()),
+        );
+    }
+    // Cleans and rollbacks: below the commit cut, and the oldest beyond keep.max of their action; the latest
+    // completed clean stays.
+    let latest_clean = timeline
+        .instants()
+        .iter()
+        .rev()
+        .find(|i| i.action == Action::Clean && i.is_completed())
+        .map(|i| i.time.clone());
+    for action in [Action::Clean, Action::Rollback] {
+        let done: Vec<&Instant> = timeline
+            .instants()
+            .iter()
+            .filter(|i| i.action == action && i.is_completed())
+            .filter(|i| hard.as_ref().is_none_or(|h| i.time < *h))
+            .filter(|i| Some(&i.time) != latest_clean.as_ref())
+            .collect();
+        let excess = if done.len() > config.keep_max_commits as usize {
+            done.len() - config.keep_min_commits as usize
+        } else {
+            0
+        };
+        for (n, instant) in done.iter().enumerate() {
+            if n < excess || cut.as_ref().is_some_and(|c| instant.time < *c) {
+                archived.insert((*instant).clone());
+            }
+        }
+    }
+    ArchivePlan {
+        instants: archived.into_iter().collect(),
+        cut,
+    }
+}
+
+/// The bounds of archival for `timeline` now.
+pub async fn bounds(
+    ctx: &ServiceContext<'_>,
+    timeline: &Timeline,
+) -> Result<ArchiveBounds, WriteError> {
+    let config = ctx.config;
+    let last = last_completed_clean(ctx.storage, timeline).await?;
+    let cursor = clean_cursor(
+        timeline,
+        last.as_ref().map(|(_, m)| m),
+        config.cleaner_policy,
+    );
+    let config_ecr = match config.cleaner_policy {
+        CleanerPolicy::KeepLatestFileVersions => None,
+        _ => super::clean::earliest_commit_to_retain(timeline, config, ctx.clock.now_millis())
+            .map(|i| i.time),
+    };
+    Ok(ArchiveBounds {
+        config_ecr,
+        cleaning: config.clean_automatic,
+        last_clean_cursor: cursor,
+        has_clean: last.is_some(),
+    })
+}
+
+/// The timeline files of `instant` that exist in some state, pending states first.
+fn state_files(instant: &Instant) -> (Vec<String>, String) {
+    let pending = [State::Requested, State::Inflight]
+        .into_iter()
+        .map(|s| Instant::new(instant.time.clone(), instant.action, s).path())
+        .collect();
+    (
+        pending,
+        Instant::new(instant.time.clone(), instant.action, State::Completed).path(),
+    )
+}
+
+/// Archives per [`plan_archive`]; `listed` is a listing of `.hoodie/` (for markers and heartbeats).
+/// Returns the number of instants removed.
+pub async fn run(
+    ctx: &ServiceContext<'_>,
+    timeline: &Timeline,
+    listed: &[ObjectMeta],
+) -> Result<u64, WriteError> {
+    let bounds = bounds(ctx, timeline).await?;
+    let plan = plan_archive(timeline, ctx.config, &bounds);
+    if plan.instants.is_empty() {
+        return Ok(0);
+    }
+    let storage = ctx.storage;
+    let times: BTreeSet<&InstantTime> = plan.instants.iter().map(|i| &i.time).collect();
+    // Leftover markers and heartbeats first: a marker of an instant that is no longer on the timeline would
+    // otherwise be taken for a zombie's and rolled back.
+    let mut leftovers: Vec<String> = listed
+        .iter()
+        .filter(|o| {
+            [".hoodie/.temp/", ".hoodie/.heartbeat/"]
+                .iter()
+                .any(|prefix| {
+                    o.path
+                        .strip_prefix(prefix)
+                        .and_then(|rest| rest.split('/').next())
+                        .and_then(|t| InstantTime::parse(t).ok())
+                        .is_some_and(|t| times.contains(&t))
+                })
+        })
+        .map(|o| o.path.clone())
+        .collect();
+    let mut completed = Vec::new();
+    for instant in &plan.instants {
+        let (pending, done) = state_files(instant);
+        // A legacy `<t>.inflight` is the commit's inflight file (`Instant::path` knows the spelling).
+        leftovers.extend(pending);
+        completed.push(done);
+    }
+    ctx.fence().await?;
+    storage.delete_many(&leftovers).await?;
+    for path in &completed {
+        ctx.fence().await?;
+        storage.delete(path).await?;
+    }
+    tracing::info!(
+        instants = plan.instants.len(),
+        cut = plan.cut.as_ref().map(InstantTime::as_str).unwrap_or(""),
+        "archived the oldest instants"
+    );
+    Ok(plan.instants.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(n: u32) -> InstantTime {
+        InstantTime::parse(&format!("202401010000{n:05}")).expect("t")
+    }
+
+    fn config() -> ServicesConfig {
+        ServicesConfig {
+            commits_retained: 2,
+            keep_min_commits: 3,
+            keep_max_commits: 5,
+            ..ServicesConfig::default()
+        }
+    }
+
+    fn tl(spec: &[(u32, Action, State)]) -> Timeline {
+        Timeline::from_instants(spec.iter().map(|(n, a, s)| Instant::new(t(*n), *a, *s)))
+    }
+
+    fn commits(range: std::ops::RangeInclusive<u32>) -> Vec<(u32, Action, State)> {
+        range
+            .map(|n| (n, Action::Commit, State::Completed))
+            .collect()
+    }
+
+    fn times(plan: &ArchivePlan) -> Vec<u32> {
+        plan.instants
+            .iter()
+            .map(|i| i.time.as_str()[12..].parse().expect("n"))
+            .collect()
+    }
+
+    fn open() -> ArchiveBounds {
+        ArchiveBounds {
+            config_ecr: Some(t(100)),
+            cleaning: true,
+            last_clean_cursor: Some(t(100)),
+            has_clean: true,
+        }
+    }
+
+    #[test]
+    fn archives_down_to_min_once_over_max() {
+        let c = config();
+        assert!(plan_archive(&tl(&commits(1..=5)), &c, &open())
+            .instants
+            .is_empty());
+        let plan = plan_archive(&tl(&commits(1..=6)), &c, &open());
+        assert_eq!(times(&plan), vec![1, 2, 3]);
+        assert_eq!(plan.cut, Some(t(4)));
+    }
+
+    #[test]
+    fn never_past_the_oldest_pending_instant() {
+        let mut spec = commits(1..=8);
+        spec.push((2, Action::Clean, State::Requested));
+        // 2 is a pending clean: nothing from 2 on goes (the clean at 2 shares no time with a commit here).
+        spec.retain(|(n, a, _)| !(*n == 2 && *a == Action::Commit));
+        let plan = plan_archive(&tl(&spec), &config(), &open());
+        assert_eq!(times(&plan), vec![1]);
+    }
+
+    #[test]
+    fn never_past_the_clean_cursor_or_config_ecr() {
+        let spec = commits(1..=8);
+        let mut b = open();
+        b.last_clean_cursor = Some(t(3));
+        assert_eq!(times(&plan_archive(&tl(&spec), &config(), &b)), vec![1, 2]);
+        b.last_clean_cursor = Some(t(100));
+        b.config_ecr = Some(t(2));
+        assert_eq!(times(&plan_archive(&tl(&spec), &config(), &b)), vec![1]);
+        b.has_clean = false;
+        assert!(plan_archive(&tl(&spec), &config(), &b).instants.is_empty());
+        b.cleaning = false;
+        assert_eq!(times(&plan_archive(&tl(&spec), &config(), &b)), vec![1]);
+    }
+
+    #[test]
+    fn never_past_an_uncleaned_replacecommit() {
+        let mut spec = commits(1..=8);
+        spec[1] = (2, Action::ReplaceCommit, State::Completed);
+        let mut b = open();
+        b.last_clean_cursor = Some(t(2));
+        // The clean's ECR is 2: the replacecommit at 2 is not older, so its groups may still have files.
+        assert_eq!(times(&plan_archive(&tl(&spec), &config(), &b)), vec![1]);
+        b.last_clean_cursor = Some(t(3));
+        assert_eq!(times(&plan_archive(&tl(&spec), &config(), &b)), vec![1, 2]);
+    }
+
+    #[test]
+    fn cleans_go_with_the_commits_but_the_latest_stays() {
+        // Commits at 10..80, cleans right after the first three and after commit 70.
+        let timeline = Timeline::from_instants(
+            commits(1..=8)
+                .iter()
+                .map(|(n, a, s)| Instant::new(t(*n * 10), *a, *s))
+                .chain(
+                    [11u32, 21, 31, 71]
+                        .map(|n| Instant::new(t(n), Action::Clean, State::Completed)),
+                ),
+        );
+        let mut b = open();
+        b.last_clean_cursor = Some(t(1000));
+        b.config_ecr = Some(t(1000));
+        let plan = plan_archive(&timeline, &config(), &b);
+        let kinds: Vec<(u32, Action)> = plan
+            .instants
+            .iter()
+            .map(|i| (i.time.as_str()[12..].parse().expect("n"), i.action))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (10, Action::Commit),
+                (11, Action::Clean),
+                (20, Action::Commit),
+                (21, Action::Clean),
+                (30, Action::Commit),
+                (31, Action::Clean),
+                (40, Action::Commit),
+                (50, Action::Commit),
+            ]
+        );
+    }
+}

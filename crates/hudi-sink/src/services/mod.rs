@@ -17,6 +17,7 @@ pub mod archive;
 pub mod avro;
 pub mod clean;
 pub mod cluster;
+pub mod commits;
 pub mod config;
 
 pub use config::{CleanerPolicy, ServicesConfig};

@@ -27,6 +27,11 @@ use crate::storage::{Storage, StorageError};
 pub const META_DIR: &str = ".hoodie/";
 /// Top-level directories that hold no data files: the timeline and the planned Delta Lake mirror.
 const NON_DATA_TOP_DIRS: [&str; 2] = [".hoodie/", "_delta_log/"];
+/// Whether `path` lies in a top-level directory that holds no data files (the timeline, a Delta Lake mirror).
+pub fn is_non_data_path(path: &str) -> bool {
+    NON_DATA_TOP_DIRS.iter().any(|d| path.starts_with(d))
+}
+
 /// The only base file extension this writer handles.
 const BASE_FILE_EXTENSION: &str = "parquet";
 
@@ -176,6 +181,13 @@ impl Timeline {
         Ok(timeline)
     }
 
+    /// This timeline with `instant` added (as if listed), for a change this process just made.
+    pub fn with_instant(&self, instant: Instant) -> Timeline {
+        let mut timeline = Timeline::from_instants(self.instants.iter().cloned().chain([instant]));
+        timeline.retired = self.retired.clone();
+        timeline
+    }
+
     /// Every instant, in order.
     pub fn instants(&self) -> &[Instant] {
         &self.instants
@@ -207,6 +219,11 @@ impl Timeline {
     /// Requested or inflight instants of any action, oldest first.
     pub fn pending(&self) -> Vec<&Instant> {
         self.instants.iter().filter(|i| !i.is_completed()).collect()
+    }
+
+    /// The retired times (rolled back, markers still present), oldest first.
+    pub fn retired_times(&self) -> impl Iterator<Item = &InstantTime> {
+        self.retired.iter()
     }
 
     /// Whether a rollback retired this time (its files, even ones written after the rollback, are never

@@ -89,6 +89,13 @@ pub enum WriteError {
         remaining_ms: i64,
         needed_ms: u64,
     },
+    /// A table service could not do its work (a timeline file it needs is malformed, a plan names a file
+    /// outside the table).
+    #[error("table service {service}: {reason}")]
+    Service {
+        service: &'static str,
+        reason: String,
+    },
     /// The table lock failed.
     #[error(transparent)]
     Lock(#[from] crate::lock::LockError),

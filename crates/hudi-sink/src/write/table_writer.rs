@@ -1312,9 +1312,11 @@ fn conform_batches(
         .collect()
 }
 
-/// Rolls back a failed commit: its data files first (found by listing, which also covers files whose
-/// marker was never written), then its markers, then its `.inflight` and `.commit.requested`, so that a
-/// crash half-way leaves a pending instant that the next writer rolls back again.
+/// Rolls back a failed commit: its data files first (named by its markers: a writer writes the marker before
+/// the file), then its markers, then its `.inflight` and `.commit.requested`, so that a crash half-way leaves
+/// a pending instant that the next writer rolls back again. The time is retired first; a file uploaded
+/// after the marker listing (a zombie writer) is removed by the scheduled sweep of retired times, and until
+/// then archival stays below the time. No listing of the table: the cost follows the failed write.
 pub(crate) async fn rollback_failed(
     storage: &dyn Storage,
     instant: &InstantTime,
@@ -1322,15 +1324,29 @@ pub(crate) async fn rollback_failed(
     // Retire the time first, so that even a rollback that stops half-way never sees its time reused.
     let retired = format!("{}{instant}", crate::table::timeline::RETIRED_DIR);
     storage.put(&retired, Bytes::new()).await?;
-    delete_base_files(storage, |t| t == instant).await?;
-    delete_markers(storage, instant).await?;
+    let dir = format!("{}/", crate::table::file_name::marker_dir(instant));
+    let markers = storage.list(&dir).await?;
+    let mut files = Vec::new();
+    for marker in &markers {
+        if let Ok(parsed) = crate::table::file_name::Marker::parse(&marker.path) {
+            // Only a file of this instant, whatever a damaged marker may name.
+            let ours = BaseFileName::parse(&parsed.data_file_name)
+                .is_ok_and(|name| name.instant_time == *instant);
+            if ours {
+                files.push(parsed.data_file_path());
+            }
+        }
+    }
+    storage.delete_many(&files).await?;
+    let mut rest: Vec<String> = markers.into_iter().map(|m| m.path).collect();
     for state in [State::Inflight, State::Requested] {
         let file = Instant::new(instant.clone(), Action::Commit, state).file_name();
-        storage.delete(&format!(".hoodie/{file}")).await?;
+        rest.push(format!(".hoodie/{file}"));
     }
-    let heartbeat = crate::table::file_name::heartbeat_path(instant);
-    storage.delete(&heartbeat).await?;
-    tracing::info!(instant = %instant, "rolled back failed instant");
+    rest.push(crate::table::file_name::heartbeat_path(instant));
+    // Markers before the instant files (one request on S3; absent keys are fine).
+    storage.delete_many(&rest).await?;
+    tracing::info!(instant = %instant, files = files.len(), "rolled back failed instant");
     Ok(())
 }
 

@@ -52,20 +52,27 @@ use hudi_sink::lock::{LeaseOptions, Lock, LockError, LockGuard, LockRecord, Memo
 use hudi_sink::mutation::Mutation;
 use hudi_sink::protocol::{CoordinatorRequest, CoordinatorResponse};
 use hudi_sink::schema::avro::AvroSchema;
+use hudi_sink::services::clean::last_completed_clean;
+use hudi_sink::services::ServicesConfig;
 use hudi_sink::sink::{KafkaSink, SinkConfig};
 use hudi_sink::source::event::KafkaBatch;
 use hudi_sink::storage::faulty::{FaultAction, FaultRule, Operation, PathFilter};
 use hudi_sink::storage::{
     FaultyStorage, LocalStorage, MemoryStorage, ObjectMeta, PutOutcome, Storage, StorageResult,
 };
-use hudi_sink::table::commit::Checkpoint;
+use hudi_sink::table::commit::{Checkpoint, CommitMetadata, ReplaceCommitMetadata};
+use hudi_sink::table::instant::Action;
+use hudi_sink::table::timeline::RETIRED_DIR;
 use hudi_sink::table::timeline::{latest_file_slices, Timeline};
 use hudi_sink::transport::{CoordinatorClient, InProcessClient};
 use hudi_sink::write::{TableWriter, WriteError};
 
 use crate::model::{esm_payload, local_props, stream_with_seed, Model, Msg, Trip, SCHEMA};
 
+mod invariants;
 mod scenarios;
+
+use invariants::{check_invariants, committed_batches, Recorder};
 
 const TOPIC: &str = "trips";
 /// Lock lease (virtual time).
@@ -73,6 +80,45 @@ const LEASE_MS: u64 = 6_000;
 /// Heartbeat interval of pending instants, and how many may be missed.
 const BEAT_MS: u64 = 1_000;
 const BEAT_MISSES: u32 = 3;
+
+/// Rolled-back times are kept from archival this long (virtual time): longer than any freeze, so a zombie
+/// can no longer upload when the sweep forgets the time.
+const RETIRED_GRACE_MS: u64 = 8 * LEASE_MS;
+
+/// The table services of every coordinator of a run: tight retention, so that cleans and archivals happen
+/// within a run's few dozen commits, concurrently with writers, zombies and faults.
+fn sim_services() -> ServicesConfig {
+    ServicesConfig {
+        commits_retained: 2,
+        keep_min_commits: 3,
+        keep_max_commits: 5,
+        retired_grace: Duration::from_millis(RETIRED_GRACE_MS),
+        ..ServicesConfig::default()
+    }
+}
+
+/// A run's services: one run in three keeps file versions instead of commits (that policy has no earliest
+/// commit to retain, so only the pending-instant guard keeps archival off a running write).
+fn sim_services_for(rng: &mut Rng) -> ServicesConfig {
+    if rng.chance(33) {
+        ServicesConfig {
+            cleaner_policy: hudi_sink::services::CleanerPolicy::KeepLatestFileVersions,
+            file_versions_retained: 2,
+            ..sim_services()
+        }
+    } else {
+        sim_services()
+    }
+}
+
+/// The coordinator settings of a run.
+fn sim_coordinator_config(sink: &SinkConfig, services: &ServicesConfig) -> CoordinatorConfig {
+    CoordinatorConfig {
+        lock_wait: Duration::from_secs(120),
+        heartbeat_tolerance: sink.heartbeat_tolerance(),
+        services: services.clone(),
+    }
+}
 
 /// SplitMix64: small, seedable, and the same everywhere.
 #[derive(Debug)]
@@ -513,6 +559,7 @@ struct Ctx {
     clocks: Vec<Arc<SimClock>>,
     config: WriteConfig,
     sink_config: SinkConfig,
+    services: ServicesConfig,
     schema: AvroSchema,
     invocations: AtomicU64,
     late: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -557,11 +604,7 @@ async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome {
         storage.clone(),
         Arc::new(lock),
         clock.clone(),
-        CoordinatorConfig {
-            lock_wait: Duration::from_secs(120),
-            heartbeat_tolerance: ctx.sink_config.heartbeat_tolerance(),
-            ..CoordinatorConfig::default()
-        },
+        sim_coordinator_config(&ctx.sink_config, &ctx.services),
     );
     let jitter_seed = world.roll(u64::MAX);
     {
@@ -700,6 +743,8 @@ struct RunStats {
     invocations: u64,
     commits: u64,
     faults: BTreeMap<&'static str, u64>,
+    /// What the table services did (data files deleted include rollbacks'), by kind.
+    services: BTreeMap<&'static str, u64>,
     trace: Vec<String>,
     snapshot: Vec<(String, u64)>,
 }
@@ -799,11 +844,12 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         trace: Mutex::new(Vec::new()),
         delivered: Mutex::new(BTreeSet::new()),
     });
-    let inner: Arc<dyn Storage> = match backend {
+    let real: Arc<dyn Storage> = match backend {
         Backend::Memory => Arc::new(MemoryStorage::new(format!("memory://sim-{seed}"))),
         Backend::Local(dir) => Arc::new(LocalStorage::new(dir)),
         Backend::Moto(bucket) => Arc::new(BlockingS3::new(bucket, &format!("sim-{seed}"))),
     };
+    let inner = Arc::new(Recorder::new(real));
     let faulty = Arc::new(FaultyStorage::new(inner.clone()));
     let dead_letters: Arc<dyn Storage> = Arc::new(MemoryStorage::new("memory://dead-letters"));
     let dir = std::path::Path::new("/nonexistent-sim");
@@ -871,6 +917,7 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         clocks,
         config,
         sink_config,
+        services: sim_services_for(&mut rng),
         schema,
         invocations: AtomicU64::new(0),
         late: Mutex::new(Vec::new()),
@@ -967,15 +1014,13 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
     acked.push(last);
     // The scheduled table services run (as the coordinator function's schedule does): they sweep files
     // that zombie writers left after their instant was rolled back.
+    // It runs once every rolled-back time is past its grace, so that archival is free to cut the timeline.
+    tokio::time::sleep(Duration::from_millis(RETIRED_GRACE_MS + 1_000)).await;
     let services = Coordinator::new(
         ctx.faulty.clone(),
         Arc::new(ctx.lock.contender().with_clock(ctx.clocks[0].clone())),
         ctx.clocks[0].clone(),
-        CoordinatorConfig {
-            lock_wait: Duration::from_secs(120),
-            heartbeat_tolerance: ctx.sink_config.heartbeat_tolerance(),
-            ..CoordinatorConfig::default()
-        },
+        sim_coordinator_config(&ctx.sink_config, &ctx.services),
     );
     if let Err(e) = services.handle(CoordinatorRequest::Services).await {
         return Err(fail("table services", e.to_string()));
@@ -999,7 +1044,8 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
             .or_insert(0);
         *e = (*e).max(m.offset + 1);
     }
-    let commits = check_invariants(inner.as_ref(), &model, &acked_next).await?;
+    let commits =
+        check_invariants(inner.as_ref(), &model, &acked_next, &ctx.services, true).await?;
     let mut faults = lock(&world.counts).clone();
     let injected: u64 = faulty
         .calls()
@@ -1026,199 +1072,13 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         invocations: ctx.invocations.load(Ordering::SeqCst),
         commits,
         faults,
+        services: inner.services(),
         trace,
         snapshot,
     })
 }
 
 /// The invariants of a finished run, read from the true store behind the faults. Returns the commit count.
-/// The batches the completed commits wrote, in commit order: for each commit, the stream's records between
-/// the previous checkpoint and its own. Fails when a commit's range is not the tail of a delivered batch.
-async fn committed_batches(
-    storage: &dyn Storage,
-    msgs: &[Msg],
-    delivered: &BTreeSet<(i32, i64, i64)>,
-) -> Result<Vec<Vec<Msg>>, Failure> {
-    let io = |e: &dyn std::fmt::Display| fail("readable table", e.to_string());
-    let timeline = Timeline::load(storage).await.map_err(|e| io(&e))?;
-    let mut previous = Checkpoint::default();
-    let mut out = Vec::new();
-    for c in timeline.completed_commits() {
-        let meta = timeline
-            .commit_metadata(storage, c)
-            .await
-            .map_err(|e| fail("timeline valid", e.to_string()))?;
-        let cp = meta
-            .checkpoint()
-            .map_err(|e| fail("checkpoint never moves backwards", e.to_string()))?
-            .unwrap_or_default();
-        let mut batch = Vec::new();
-        for (topic, offsets) in cp.topics() {
-            for (p, next) in offsets {
-                let from = previous.get(topic, *p).unwrap_or(0);
-                if *next <= from {
-                    continue;
-                }
-                let part: Vec<Msg> = msgs
-                    .iter()
-                    .filter(|m| m.partition == *p && m.offset >= from && m.offset < *next)
-                    .cloned()
-                    .collect();
-                let Some(first) = part.first().map(|m| m.offset) else {
-                    continue;
-                };
-                if !delivered
-                    .iter()
-                    .any(|(dp, df, dl)| dp == p && *df <= first && *dl == next - 1)
-                {
-                    return Err(fail(
-                        "commits match deliveries",
-                        format!(
-                            "{} covers {topic}/{p} offsets {from}..{next}, the tail of no delivered batch",
-                            c.time
-                        ),
-                    ));
-                }
-                batch.extend(part);
-            }
-        }
-        out.push(batch);
-        previous = cp;
-    }
-    Ok(out)
-}
-
-async fn check_invariants(
-    storage: &dyn Storage,
-    model: &Model,
-    acked_next: &BTreeMap<(String, i32), i64>,
-) -> Result<u64, Failure> {
-    let io = |e: &dyn std::fmt::Display| fail("readable table", e.to_string());
-    let timeline = Timeline::load(storage).await.map_err(|e| io(&e))?;
-    let objects = storage.list("").await.map_err(|e| io(&e))?;
-    let names: BTreeSet<&str> = objects.iter().map(|o| o.path.as_str()).collect();
-
-    // Timeline: nothing pending, each completed commit with its requested and inflight files.
-    if let Some(p) = timeline.pending().first() {
-        return Err(fail("timeline valid", format!("pending instant left: {p}")));
-    }
-    let completed = timeline.completed_commits();
-    let mut times = BTreeSet::new();
-    for c in &completed {
-        if !times.insert(c.time.clone()) {
-            return Err(fail(
-                "timeline valid",
-                format!("two completed instants at {}", c.time),
-            ));
-        }
-        for suffix in ["commit.requested", "inflight"] {
-            let f = format!(".hoodie/{}.{suffix}", c.time);
-            if !names.contains(f.as_str()) {
-                return Err(fail(
-                    "timeline valid",
-                    format!("{f} missing for a completed commit"),
-                ));
-            }
-        }
-    }
-
-    // Files of completed commits exist with their recorded size; checkpoints never move backwards.
-    let mut previous = Checkpoint::default();
-    for c in &completed {
-        let meta = timeline
-            .commit_metadata(storage, c)
-            .await
-            .map_err(|e| fail("timeline valid", e.to_string()))?;
-        for stat in meta.write_stats() {
-            match storage.head(&stat.path).await.map_err(|e| io(&e))? {
-                Some(m) if m.size as i64 == stat.file_size_in_bytes => {}
-                found => {
-                    return Err(fail(
-                        "committed files exist with their size",
-                        format!(
-                            "{} of {}: found {:?}, recorded {}",
-                            stat.path,
-                            c.time,
-                            found.map(|m| m.size),
-                            stat.file_size_in_bytes
-                        ),
-                    ))
-                }
-            }
-            if !stat.path.contains(c.time.as_str()) {
-                return Err(fail(
-                    "committed files exist with their size",
-                    format!("{} is not a file of {}", stat.path, c.time),
-                ));
-            }
-        }
-        let cp = meta
-            .checkpoint()
-            .map_err(|e| fail("checkpoint never moves backwards", e.to_string()))?
-            .unwrap_or_default();
-        for (topic, offsets) in previous.topics() {
-            for (p, before) in offsets {
-                let now = cp.get(topic, *p);
-                if now.is_none_or(|n| n < *before) {
-                    return Err(fail(
-                        "checkpoint never moves backwards",
-                        format!("{topic}/{p}: {before} before {}, then {now:?}", c.time),
-                    ));
-                }
-            }
-        }
-        previous = cp;
-    }
-    for ((topic, p), next) in acked_next {
-        if previous.get(topic, *p) != Some(*next) {
-            return Err(fail(
-                "checkpoint ends at the acknowledged offsets",
-                format!(
-                    "{topic}/{p}: table {:?}, model {next}",
-                    previous.get(topic, *p)
-                ),
-            ));
-        }
-    }
-
-    // Nothing of a failed instant survives the final commit.
-    let done: BTreeSet<&str> = completed.iter().map(|c| c.time.as_str()).collect();
-    for o in &objects {
-        let leftover = if o.path.ends_with(".parquet") {
-            let t = o
-                .path
-                .trim_end_matches(".parquet")
-                .rsplit('_')
-                .next()
-                .unwrap_or_default();
-            !done.contains(t)
-        } else {
-            o.path.starts_with(".hoodie/.temp/") || o.path.starts_with(".hoodie/.heartbeat/")
-        };
-        if leftover {
-            return Err(fail("no file of a failed instant left", o.path.clone()));
-        }
-    }
-
-    // The table read through the library equals the model.
-    let slices = latest_file_slices(storage, &timeline, None)
-        .await
-        .map_err(|e| io(&e))?;
-    let mut rows = Vec::new();
-    for slice in &slices {
-        let data = storage.get(&slice.path()).await.map_err(|e| io(&e))?;
-        let (_, batches) =
-            hudi_sink::base_file::reader::read_base_file(data).map_err(|e| io(&e))?;
-        for b in &batches {
-            rows.extend(trips_of(b).map_err(|e| fail("readable table", e))?);
-        }
-    }
-    model
-        .check_rows(rows)
-        .map_err(|e| fail("table equals the model", e))?;
-    Ok(completed.len() as u64)
-}
-
 fn trips_of(b: &RecordBatch) -> Result<Vec<Trip>, String> {
     let col = |name: &str| {
         b.column_by_name(name)
@@ -1326,6 +1186,7 @@ fn seeds_hold_every_invariant() {
     let results = run_many(&seeds, &Backend::Memory, None, false);
     let mut failures = Vec::new();
     let mut faults: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut services: BTreeMap<&'static str, u64> = BTreeMap::new();
     let (mut invocations, mut commits) = (0, 0);
     for (seed, r) in &results {
         match r {
@@ -1334,6 +1195,9 @@ fn seeds_hold_every_invariant() {
                 commits += stats.commits;
                 for (k, v) in &stats.faults {
                     *faults.entry(k).or_default() += v;
+                }
+                for (k, v) in &stats.services {
+                    *services.entry(k).or_default() += v;
                 }
             }
             Err(f) => failures.push(format!(
@@ -1360,6 +1224,9 @@ fn seeds_hold_every_invariant() {
     }
     for (k, v) in &faults {
         eprintln!("  fault {k}: {v}");
+    }
+    for (k, v) in &services {
+        eprintln!("  services {k}: {v}");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(results.len(), seeds.len());

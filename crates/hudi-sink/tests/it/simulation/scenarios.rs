@@ -168,7 +168,10 @@ fn trip_msgs(partition: i32, city: &str) -> Vec<Msg> {
 /// See the module doc.
 async fn duplicated_commit_with_a_held_create() -> Result<(), Failure> {
     let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
-    let store: Arc<dyn Storage> = Arc::new(MemoryStorage::new("memory://scenario"));
+    let recorder = Arc::new(Recorder::new(Arc::new(MemoryStorage::new(
+        "memory://scenario",
+    ))));
+    let store: Arc<dyn Storage> = recorder.clone();
     let dir = std::path::Path::new("/nonexistent-scenario");
     let mut props = local_props(
         &dir.join("trips"),
@@ -295,7 +298,7 @@ async fn duplicated_commit_with_a_held_create() -> Result<(), Failure> {
 
     let delivered: BTreeSet<(i32, i64, i64)> = [(0, 1, 3), (1, 1, 3)].into_iter().collect();
     let all: Vec<Msg> = b0.iter().chain(&b1).cloned().collect();
-    let committed = committed_batches(store.as_ref(), &all, &delivered).await?;
+    let committed = committed_batches(&recorder, &all, &delivered).await?;
     let mut model = Model::default();
     for b in &committed {
         model.apply(b);
@@ -304,15 +307,155 @@ async fn duplicated_commit_with_a_held_create() -> Result<(), Failure> {
         [((TOPIC.to_string(), 0), 4), ((TOPIC.to_string(), 1), 4)]
             .into_iter()
             .collect();
-    check_invariants(store.as_ref(), &model, &acked_next).await?;
+    check_invariants(&recorder, &model, &acked_next, &sim_services(), false).await?;
+    Ok(())
+}
+
+/// **A replacecommit archived before its replaced group is cleaned.** Another engine replaces a file group
+/// (an insert_overwrite: `<t>.replacecommit` naming the group in `partitionToReplaceFileIds`, its rows in a
+/// new group); this table is not cleaned (`hoodie.clean.automatic=false`), so the replaced group's files stay.
+/// More batches commit, and archival runs. Were the replacecommit archived, readers would no longer know the
+/// group was replaced, and its rows would come back next to their copies.
+async fn uncleaned_replacecommit_stays_on_the_timeline() -> Result<(), Failure> {
+    let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
+    let recorder = Arc::new(Recorder::new(Arc::new(MemoryStorage::new(
+        "memory://replace-scenario",
+    ))));
+    let store: Arc<dyn Storage> = recorder.clone();
+    let dir = std::path::Path::new("/nonexistent-scenario");
+    let mut props = local_props(
+        &dir.join("trips"),
+        &dir.join("trips.avsc"),
+        &dir.join("dead"),
+    );
+    props.insert(
+        "hoodie.parquet.compression.codec".into(),
+        "uncompressed".into(),
+    );
+    let config = WriteConfig::from_properties(props.clone()).map_err(|e| setup(&e))?;
+    let sink_config = SinkConfig::from_properties(&props).map_err(|e| setup(&e))?;
+    let schema = AvroSchema::parse(SCHEMA).map_err(|e| setup(&e))?;
+    let clock = Arc::new(SimClock::new(0));
+    let options = LeaseOptions::hudi(Duration::from_millis(LEASE_MS))
+        .with_refresh_period(Duration::from_millis(250));
+    let services = ServicesConfig {
+        clean_automatic: false,
+        ..sim_services()
+    };
+    let coordinator = Coordinator::new(
+        store.clone(),
+        Arc::new(MemoryLock::new("trips", options).with_clock(clock.clone())),
+        clock.clone(),
+        CoordinatorConfig {
+            services: services.clone(),
+            ..sim_coordinator_config(&sink_config, &services)
+        },
+    );
+    let writer = TableWriter::create_or_open(store.clone(), clock.clone(), config, Some(schema))
+        .await
+        .map_err(|e| setup(&e))?;
+    let sink = KafkaSink::new(
+        writer,
+        Arc::new(InProcessClient::new(coordinator.clone())),
+        Arc::new(StorageDeadLetterSink::new(Arc::new(MemoryStorage::new(
+            "memory://dead-letters",
+        )))),
+        clock.clone(),
+        sink_config,
+        "w",
+    );
+    let mut all = Vec::new();
+    let mut delivered = BTreeSet::new();
+    for round in 0..8i64 {
+        let msgs: Vec<Msg> = trip_msgs(0, "sf")
+            .into_iter()
+            .map(|mut m| {
+                m.offset += 3 * round;
+                m
+            })
+            .collect();
+        delivered.insert((0, 1 + 3 * round, 3 + 3 * round));
+        let batch = KafkaBatch::from_slice(&esm_payload(&msgs)).map_err(|e| setup(&e))?;
+        sink.process(batch)
+            .await
+            .map_err(|e| fail("batches commit", e.to_string()))?;
+        all.extend(msgs);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        if round == 0 {
+            // The other engine's insert_overwrite of the first group: same rows, new group.
+            let timeline = Timeline::load(store.as_ref())
+                .await
+                .map_err(|e| setup(&e))?;
+            let slices = latest_file_slices(store.as_ref(), &timeline, None)
+                .await
+                .map_err(|e| setup(&e))?;
+            let old = slices.first().ok_or_else(|| setup(&"no file group"))?;
+            let bucket = hudi_sink::index::bucket::bucket_id_from_file_id(&old.file_id)
+                .ok_or_else(|| setup(&"not a bucket file"))?;
+            let new_id = hudi_sink::index::bucket::new_bucket_file_id(bucket);
+            let time = hudi_sink::table::instant::InstantTime::next_after(
+                clock.as_ref(),
+                timeline.last_used_time(),
+            );
+            let name = format!("{new_id}_0-0-0_{time}.parquet");
+            let path = hudi_sink::storage::join_path(&[&old.partition_path, &name]);
+            let data = store.get(&old.path()).await.map_err(|e| setup(&e))?;
+            let size = data.len() as i64;
+            store.put(&path, data).await.map_err(|e| setup(&e))?;
+            let mut meta = ReplaceCommitMetadata::default();
+            meta.commit.operation_type = "INSERT_OVERWRITE".parse().map_err(|e| setup(&e))?;
+            let mut stat =
+                hudi_sink::table::commit::WriteStat::new(&new_id, &old.partition_path, &path);
+            stat.file_size_in_bytes = size;
+            meta.commit.add_write_stat(stat);
+            meta.partition_to_replace_file_ids
+                .insert(old.partition_path.clone(), vec![old.file_id.clone()]);
+            for suffix in ["replacecommit.requested", "replacecommit.inflight"] {
+                store
+                    .put(&format!(".hoodie/{time}.{suffix}"), Bytes::new())
+                    .await
+                    .map_err(|e| setup(&e))?;
+            }
+            store
+                .put(
+                    &format!(".hoodie/{time}.replacecommit"),
+                    Bytes::from(meta.to_json_pretty().map_err(|e| setup(&e))?),
+                )
+                .await
+                .map_err(|e| setup(&e))?;
+        }
+    }
+    coordinator
+        .run_services()
+        .await
+        .map_err(|e| fail("table services", e.to_string()))?;
+    let committed = committed_batches(&recorder, &all, &delivered).await?;
+    let mut model = Model::default();
+    for b in &committed {
+        model.apply(b);
+    }
+    let acked_next: BTreeMap<(String, i32), i64> =
+        [((TOPIC.to_string(), 0), 25)].into_iter().collect();
+    check_invariants(&recorder, &model, &acked_next, &services, false).await?;
     Ok(())
 }
 
 /// The scripted scenarios, by name.
-pub(super) const SCENARIOS: &[(&str, Scenario)] = &[(
-    "duplicated-commit-with-a-held-create",
-    duplicated_commit_with_a_held_create_boxed,
-)];
+pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
+    (
+        "duplicated-commit-with-a-held-create",
+        duplicated_commit_with_a_held_create_boxed,
+    ),
+    (
+        "uncleaned-replacecommit-stays-on-the-timeline",
+        uncleaned_replacecommit_stays_on_the_timeline_boxed,
+    ),
+];
+
+fn uncleaned_replacecommit_stays_on_the_timeline_boxed(
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>>>> {
+    Box::pin(uncleaned_replacecommit_stays_on_the_timeline())
+}
 
 /// A scenario's entry point.
 pub(super) type Scenario =

@@ -1,1 +1,0 @@
-//! Clean (placeholder; being written).

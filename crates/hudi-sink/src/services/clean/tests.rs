@@ -1,0 +1,300 @@
+//! Tests of the clean service on in-memory tables whose commits are written by hand (the planning and the
+//! instants; tests/it exercises it on tables the writer made, read back with hudi-rs).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::*;
+use crate::clock::{Clock, SystemClock};
+use crate::lock::{LeaseOptions, Lock, MemoryLock};
+use crate::services::config::ServicesConfig;
+use crate::storage::memory::MemoryStorage;
+use crate::table::commit::{CommitMetadata, OperationType, WriteStat};
+
+fn t(n: u32) -> InstantTime {
+    InstantTime::parse(&format!("202401010000{n:05}")).expect("t")
+}
+
+fn file(partition: &str, id: &str, n: u32) -> String {
+    format!("{partition}/{id}_0-0-0_{}.parquet", t(n))
+}
+
+/// Writes commit `n` that writes a new slice of each of `groups` (partition, file id, previous instant).
+async fn commit(storage: &MemoryStorage, n: u32, groups: &[(&str, &str, Option<u32>)]) {
+    let mut meta = CommitMetadata::new(OperationType::Upsert);
+    for (p, id, prev) in groups {
+        let path = file(p, id, n);
+        storage
+            .put(&path, Bytes::from_static(b"data"))
+            .await
+            .expect("put");
+        let mut stat = WriteStat::new(id, p, &path);
+        if let Some(prev) = prev {
+            stat.prev_commit = t(*prev).to_string();
+        }
+        stat.file_size_in_bytes = 4;
+        meta.add_write_stat(stat);
+    }
+    meta.set_schema("{}");
+    storage
+        .put(
+            &format!(".hoodie/{}.commit", t(n)),
+            Bytes::from(meta.to_json_pretty().expect("json")),
+        )
+        .await
+        .expect("put");
+}
+
+struct Fixture {
+    storage: Arc<MemoryStorage>,
+    lock: MemoryLock,
+    clock: Arc<dyn Clock>,
+    config: ServicesConfig,
+    cache: CommitCache,
+    memo: CleanMemo,
+}
+
+impl Fixture {
+    fn new(config: ServicesConfig) -> Self {
+        Self {
+            storage: Arc::new(MemoryStorage::new("mem://table")),
+            lock: MemoryLock::new("t", LeaseOptions::default()),
+            clock: Arc::new(SystemClock),
+            config,
+            cache: CommitCache::new(),
+            memo: CleanMemo::default(),
+        }
+    }
+
+    async fn clean(&self) -> CleanOutcome {
+        let guard = self
+            .lock
+            .acquire(Duration::from_secs(1))
+            .await
+            .expect("lock");
+        let ctx = ServiceContext {
+            storage: self.storage.as_ref(),
+            guard: &guard,
+            clock: self.clock.as_ref(),
+            config: &self.config,
+        };
+        let timeline = Timeline::load(self.storage.as_ref())
+            .await
+            .expect("timeline");
+        let outcome = run(&ctx, &timeline, &self.cache, &self.memo)
+            .await
+            .expect("clean");
+        guard.release().await.expect("release");
+        outcome
+    }
+
+    async fn exists(&self, path: &str) -> bool {
+        self.storage.head(path).await.expect("head").is_some()
+    }
+}
+
+fn retaining(commits: u32) -> ServicesConfig {
+    ServicesConfig {
+        commits_retained: commits,
+        ..ServicesConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn keep_latest_commits_deletes_only_slices_no_retained_query_reads() {
+    let f = Fixture::new(retaining(2));
+    commit(&f.storage, 1, &[("p", "a", None), ("p", "b", None)]).await;
+    for n in 2..=6 {
+        commit(&f.storage, n, &[("p", "a", Some(n - 1))]).await;
+    }
+    let outcome = f.clean().await;
+    // ECR = commit 5: keep a@6 (latest), a@5 (≥ ECR), a@4 (newest before), b@1 (latest of b).
+    assert_eq!(outcome.files_deleted, 3);
+    for n in 1..=3 {
+        assert!(!f.exists(&file("p", "a", n)).await, "a@{n}");
+    }
+    for n in 4..=6 {
+        assert!(f.exists(&file("p", "a", n)).await, "a@{n}");
+    }
+    assert!(f.exists(&file("p", "b", 1)).await);
+    let time = outcome.instant.expect("instant");
+    let requested = f
+        .storage
+        .get(&clean_file(&time, State::Requested))
+        .await
+        .expect("requested");
+    let inflight = f
+        .storage
+        .get(&clean_file(&time, State::Inflight))
+        .await
+        .expect("inflight");
+    assert_eq!(requested, inflight, "Spark writes the plan twice");
+    let plan = CleanerPlan::from_avro_bytes(&requested, "mem://table").expect("plan");
+    assert_eq!(plan.version, 2);
+    assert_eq!(plan.policy, "KEEP_LATEST_COMMITS");
+    assert_eq!(
+        plan.earliest_instant_to_retain.as_ref().map(|i| (
+            i.timestamp.as_str(),
+            i.action.as_str(),
+            i.state.as_str()
+        )),
+        Some((t(5).as_str(), "commit", "COMPLETED"))
+    );
+    let planned: Vec<&str> = plan.file_paths_to_be_deleted_per_partition["p"]
+        .iter()
+        .map(|f| f.file_path.as_str())
+        .collect();
+    assert_eq!(
+        planned,
+        (1..=3)
+            .map(|n| format!("mem://table/{}", file("p", "a", n)))
+            .collect::<Vec<_>>()
+    );
+    let done = CleanMetadata::from_avro_bytes(
+        &f.storage
+            .get(&clean_file(&time, State::Completed))
+            .await
+            .expect("clean"),
+    )
+    .expect("metadata");
+    assert_eq!(done.total_files_deleted, 3);
+    assert_eq!(done.earliest_commit_to_retain, t(5).as_str());
+    assert_eq!(
+        done.partition_metadata["p"].success_delete_files,
+        (1..=3)
+            .map(|n| format!("a_0-0-0_{}.parquet", t(n)))
+            .collect::<Vec<_>>()
+    );
+
+    // The next commit moves the ECR by one: the next clean deletes exactly a@4.
+    commit(&f.storage, 7, &[("p", "a", Some(6))]).await;
+    let outcome = f.clean().await;
+    assert_eq!(outcome.files_deleted, 1);
+    assert!(!f.exists(&file("p", "a", 4)).await);
+    assert!(f.exists(&file("p", "a", 5)).await);
+}
+
+#[tokio::test]
+async fn files_of_pending_and_retired_instants_are_never_cleaned() {
+    let f = Fixture::new(retaining(1));
+    commit(&f.storage, 1, &[("p", "a", None)]).await;
+    commit(&f.storage, 2, &[("p", "a", Some(1))]).await;
+    commit(&f.storage, 4, &[("p", "a", Some(2))]).await;
+    commit(&f.storage, 5, &[("p", "a", Some(4))]).await;
+    // A rolled-back instant's late file and a pending instant's file, both in group a.
+    f.storage
+        .put(
+            &format!("{}{}", crate::table::timeline::RETIRED_DIR, t(3)),
+            Bytes::new(),
+        )
+        .await
+        .expect("retire");
+    f.storage
+        .put(&file("p", "a", 3), Bytes::from_static(b"zombie"))
+        .await
+        .expect("put");
+    f.storage
+        .put(&format!(".hoodie/{}.inflight", t(6)), Bytes::new())
+        .await
+        .expect("pending");
+    f.storage
+        .put(&file("p", "a", 6), Bytes::from_static(b"pending"))
+        .await
+        .expect("put");
+    f.clean().await;
+    assert!(f.exists(&file("p", "a", 3)).await, "retired instant's file");
+    assert!(f.exists(&file("p", "a", 6)).await, "pending instant's file");
+    assert!(f.exists(&file("p", "a", 5)).await, "latest");
+    assert!(f.exists(&file("p", "a", 4)).await, "newest before the ECR");
+    assert!(!f.exists(&file("p", "a", 1)).await);
+}
+
+#[tokio::test]
+async fn a_pending_clean_is_finished_from_its_plan() {
+    let f = Fixture::new(retaining(1));
+    commit(&f.storage, 1, &[("p", "a", None)]).await;
+    commit(&f.storage, 2, &[("p", "a", Some(1))]).await;
+    let plan = CleanerPlan {
+        earliest_instant_to_retain: None,
+        last_completed_commit_timestamp: t(2).to_string(),
+        policy: "KEEP_LATEST_COMMITS".into(),
+        version: 2,
+        file_paths_to_be_deleted_per_partition: [(
+            "p".to_string(),
+            vec![CleanFileInfo {
+                file_path: format!("mem://table/{}", file("p", "a", 1)),
+                is_bootstrap_base_file: false,
+            }],
+        )]
+        .into(),
+        partitions_to_be_deleted: Vec::new(),
+        extra_metadata: Default::default(),
+    };
+    // Crashed after writing the requested file only.
+    f.storage
+        .put(
+            &clean_file(&t(3), State::Requested),
+            Bytes::from(plan.to_avro_bytes().expect("plan")),
+        )
+        .await
+        .expect("put");
+    let outcome = f.clean().await;
+    assert_eq!(outcome.resumed, 1);
+    assert!(!f.exists(&file("p", "a", 1)).await);
+    assert!(f.exists(&clean_file(&t(3), State::Inflight)).await);
+    assert!(f.exists(&clean_file(&t(3), State::Completed)).await);
+    // An empty pending clean (another engine's crash) is removed, as Spark does.
+    f.storage
+        .put(&clean_file(&t(9), State::Requested), Bytes::new())
+        .await
+        .expect("put");
+    f.clean().await;
+    assert!(!f.exists(&clean_file(&t(9), State::Requested)).await);
+}
+
+#[tokio::test]
+async fn an_insert_only_table_is_cleaned_without_listing_it_again() {
+    let f = Fixture::new(retaining(2));
+    for n in 1..=6 {
+        commit(&f.storage, n, &[("p", &format!("g{n}"), None)]).await;
+    }
+    // The first clean scans everything (no earlier clean bounds the work) and records its cursor.
+    let first = f.clean().await;
+    assert_eq!(first.files_deleted, 0);
+    assert!(
+        first.instant.is_some(),
+        "the first clean records where it got to"
+    );
+    commit(&f.storage, 7, &[("p", "g7", None)]).await;
+    // A stray slice no commit superseded is not looked for: only superseding commits lead to listings.
+    let second = f.clean().await;
+    assert_eq!(second, CleanOutcome::default());
+}
+
+#[test]
+fn plan_paths_map_back_into_the_table() {
+    let storage = MemoryStorage::new("s3://bucket/warehouse/trips");
+    assert_eq!(
+        relative_path(&storage, "s3a://bucket/warehouse/trips/p/f.parquet").as_deref(),
+        Some("p/f.parquet")
+    );
+    assert_eq!(
+        relative_path(&storage, &full_path(&storage, "a/b.parquet")).as_deref(),
+        Some("a/b.parquet")
+    );
+    for outside in [
+        "s3://bucket/warehouse/trips2/p/f.parquet",
+        "s3://other/warehouse/trips/p/f.parquet",
+        "s3://bucket/warehouse/trips/../x",
+        "s3://bucket/warehouse/trips/",
+    ] {
+        assert_eq!(relative_path(&storage, outside), None, "{outside}");
+    }
+    let local = MemoryStorage::new("/tmp/t");
+    assert_eq!(
+        relative_path(&local, "file:/tmp/t/p/f.parquet").as_deref(),
+        Some("p/f.parquet")
+    );
+}

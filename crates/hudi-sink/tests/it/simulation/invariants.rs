@@ -1,0 +1,476 @@
+//! The invariants of a finished run, and the recording store that lets them see the whole history: every
+//! commit file ever created (archival removes them from the timeline) and every delete as it happens.
+//!
+//! Checked after each run ([`check_invariants`]): the table read through the library equals the model; the
+//! checkpoint never moves backwards over all commits ever made and ends at the acknowledged offsets; every
+//! file of a slice a query inside the retention reads exists (as of every commit at or after the last
+//! clean's earliest commit to retain); nothing of a failed instant is left; the active timeline is valid
+//! and holds at most `keep.max.commits` completed commits. Checked on every delete, by [`Recorder`]: no
+//! file of a pending instant is deleted (a rollback retires the time first), and no completed commit is
+//! archived while an older instant is still pending (readers would take that instant's files for
+//! archived, committed data).
+
+use super::*;
+
+/// What the recorder saw.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Completed commit-like files ever created: time → (file name, body).
+    commits: BTreeMap<String, (String, Bytes)>,
+    /// File names directly under `.hoodie/` now.
+    timeline: BTreeSet<String>,
+    /// Retired times now.
+    retired: BTreeSet<String>,
+    violations: Vec<(&'static str, String)>,
+    /// What the table services did, by kind.
+    services: BTreeMap<&'static str, u64>,
+}
+
+impl Seen {
+    fn is_pending(&self, time: &str) -> bool {
+        let has = |suffix: &str| self.timeline.contains(&format!("{time}.{suffix}"));
+        let pending = has("commit.requested")
+            || has("inflight")
+            || has("replacecommit.requested")
+            || has("replacecommit.inflight");
+        let done = has("commit") || has("replacecommit");
+        pending && !done && !self.retired.contains(time)
+    }
+
+    fn on_delete(&mut self, path: &str) {
+        if let Some(name) = path.strip_prefix(".hoodie/").filter(|n| !n.contains('/')) {
+            if let Some(time) = name
+                .strip_suffix(".commit")
+                .or_else(|| name.strip_suffix(".replacecommit"))
+            {
+                let pending_older: Vec<String> = self
+                    .timeline
+                    .iter()
+                    .filter_map(|n| n.split('.').next())
+                    .filter(|t| *t < time && self.is_pending(t))
+                    .map(String::from)
+                    .collect();
+                *self.services.entry("commits archived").or_default() += 1;
+                if let Some(p) = pending_older.first() {
+                    self.violations.push((
+                        "archival never passes a pending instant",
+                        format!("completed {name} removed while {p} is pending"),
+                    ));
+                }
+            }
+            self.timeline.remove(name);
+            return;
+        }
+        if let Some(time) = path.strip_prefix(RETIRED_DIR) {
+            self.retired.remove(time);
+            return;
+        }
+        if path.ends_with(".parquet") && !path.starts_with(".hoodie/") {
+            let time = path
+                .trim_end_matches(".parquet")
+                .rsplit('_')
+                .next()
+                .unwrap_or_default();
+            *self.services.entry("data files deleted").or_default() += 1;
+            if self.is_pending(time) {
+                self.violations
+                    .push(("no file of a pending instant is deleted", path.to_string()));
+            }
+        }
+    }
+
+    fn on_put(&mut self, path: &str, data: &Bytes) {
+        if let Some(name) = path.strip_prefix(".hoodie/").filter(|n| !n.contains('/')) {
+            if name.ends_with(".clean") {
+                *self.services.entry("cleans completed").or_default() += 1;
+            }
+            self.timeline.insert(name.to_string());
+            if let Some(time) = name
+                .strip_suffix(".commit")
+                .or_else(|| name.strip_suffix(".replacecommit"))
+            {
+                self.commits
+                    .insert(time.to_string(), (name.to_string(), data.clone()));
+            }
+        } else if let Some(time) = path.strip_prefix(RETIRED_DIR) {
+            self.retired.insert(time.to_string());
+        }
+    }
+}
+
+/// The true store of a run, recording what [`check_invariants`] needs to know about its history.
+#[derive(Debug)]
+pub(super) struct Recorder {
+    inner: Arc<dyn Storage>,
+    seen: Mutex<Seen>,
+}
+
+impl Recorder {
+    pub(super) fn new(inner: Arc<dyn Storage>) -> Self {
+        Self {
+            inner,
+            seen: Mutex::new(Seen::default()),
+        }
+    }
+
+    /// Every completed commit ever created, oldest first: (time, file name, metadata).
+    fn commits(&self) -> Result<Vec<(String, String, ReplaceCommitMetadata)>, Failure> {
+        let seen = lock(&self.seen);
+        seen.commits
+            .iter()
+            .map(|(time, (name, body))| {
+                let meta = if name.ends_with(".replacecommit") {
+                    ReplaceCommitMetadata::from_json(body)
+                } else {
+                    CommitMetadata::from_json(body).map(|commit| ReplaceCommitMetadata {
+                        commit,
+                        ..ReplaceCommitMetadata::default()
+                    })
+                }
+                .map_err(|e| fail("timeline valid", format!("{name}: {e}")))?;
+                Ok((time.clone(), name.clone(), meta))
+            })
+            .collect()
+    }
+
+    /// What the services did, by kind.
+    pub(super) fn services(&self) -> BTreeMap<&'static str, u64> {
+        lock(&self.seen).services.clone()
+    }
+
+    fn violations(&self) -> Vec<(&'static str, String)> {
+        lock(&self.seen).violations.clone()
+    }
+}
+
+#[async_trait]
+impl Storage for Recorder {
+    fn base_uri(&self) -> &str {
+        self.inner.base_uri()
+    }
+
+    async fn get(&self, path: &str) -> StorageResult<Bytes> {
+        self.inner.get(path).await
+    }
+
+    async fn get_range(&self, path: &str, range: std::ops::Range<u64>) -> StorageResult<Bytes> {
+        self.inner.get_range(path, range).await
+    }
+
+    async fn head(&self, path: &str) -> StorageResult<Option<ObjectMeta>> {
+        self.inner.head(path).await
+    }
+
+    async fn put(&self, path: &str, data: Bytes) -> StorageResult<()> {
+        self.inner.put(path, data.clone()).await?;
+        lock(&self.seen).on_put(path, &data);
+        Ok(())
+    }
+
+    async fn put_if_absent(&self, path: &str, data: Bytes) -> StorageResult<PutOutcome> {
+        let outcome = self.inner.put_if_absent(path, data.clone()).await?;
+        if outcome == PutOutcome::Created {
+            lock(&self.seen).on_put(path, &data);
+        }
+        Ok(outcome)
+    }
+
+    async fn list(&self, prefix: &str) -> StorageResult<Vec<ObjectMeta>> {
+        self.inner.list(prefix).await
+    }
+
+    async fn delete(&self, path: &str) -> StorageResult<()> {
+        lock(&self.seen).on_delete(path);
+        self.inner.delete(path).await
+    }
+
+    async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
+        {
+            let mut seen = lock(&self.seen);
+            for p in paths {
+                seen.on_delete(p);
+            }
+        }
+        self.inner.delete_many(paths).await
+    }
+}
+
+/// The batches the completed commits wrote, in commit order: for each commit, the stream's records between
+/// the previous checkpoint and its own. Fails when a commit's range is not the tail of a delivered batch.
+pub(super) async fn committed_batches(
+    store: &Recorder,
+    msgs: &[Msg],
+    delivered: &BTreeSet<(i32, i64, i64)>,
+) -> Result<Vec<Vec<Msg>>, Failure> {
+    let mut previous = Checkpoint::default();
+    let mut out = Vec::new();
+    for (time, _, meta) in store.commits()? {
+        let Some(cp) = meta
+            .commit
+            .checkpoint()
+            .map_err(|e| fail("checkpoint never moves backwards", e.to_string()))?
+        else {
+            // Table services (clustering) carry no checkpoint and write no new records.
+            continue;
+        };
+        let mut batch = Vec::new();
+        for (topic, offsets) in cp.topics() {
+            for (p, next) in offsets {
+                let from = previous.get(topic, *p).unwrap_or(0);
+                if *next <= from {
+                    continue;
+                }
+                let part: Vec<Msg> = msgs
+                    .iter()
+                    .filter(|m| m.partition == *p && m.offset >= from && m.offset < *next)
+                    .cloned()
+                    .collect();
+                let Some(first) = part.first().map(|m| m.offset) else {
+                    continue;
+                };
+                if !delivered
+                    .iter()
+                    .any(|(dp, df, dl)| dp == p && *df <= first && *dl == next - 1)
+                {
+                    return Err(fail(
+                        "commits match deliveries",
+                        format!(
+                            "{time} covers {topic}/{p} offsets {from}..{next}, the tail of no delivered batch"
+                        ),
+                    ));
+                }
+                batch.extend(part);
+            }
+        }
+        out.push(batch);
+        previous = cp;
+    }
+    Ok(out)
+}
+
+/// Every file a query as of a commit inside the retention reads exists: as of each completed commit at or
+/// after the last clean's earliest commit to retain, the newest slice of every file group (over all commits
+/// ever made, archived ones included) that no replacecommit up to it replaced.
+async fn check_retention(
+    store: &Recorder,
+    timeline: &Timeline,
+    commits: &[(String, String, ReplaceCommitMetadata)],
+    services: &ServicesConfig,
+) -> Result<(), Failure> {
+    let io = |e: &dyn std::fmt::Display| fail("readable table", e.to_string());
+    if services.cleaner_policy == hudi_sink::services::CleanerPolicy::KeepLatestFileVersions {
+        // The newest `fileversions.retained` slices of every live group exist.
+        let mut versions: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        for (_, _, meta) in commits {
+            for (p, id) in meta.replaced_file_groups() {
+                versions.remove(&(p.to_string(), id.to_string()));
+            }
+            for stat in meta.commit.write_stats() {
+                versions
+                    .entry((stat.partition_path.clone(), stat.file_id.clone()))
+                    .or_default()
+                    .push(stat.path.clone());
+            }
+        }
+        let keep = services.file_versions_retained as usize;
+        for paths in versions.values() {
+            for path in paths.iter().rev().take(keep) {
+                if store.head(path).await.map_err(|e| io(&e))?.is_none() {
+                    return Err(fail(
+                        "every file of a slice inside the retention exists",
+                        format!("{path}, one of its group's newest {keep} versions"),
+                    ));
+                }
+            }
+        }
+        return Ok(());
+    }
+    let ecr = match last_completed_clean(store, timeline)
+        .await
+        .map_err(|e| io(&e))?
+    {
+        Some((_, meta)) if !meta.earliest_commit_to_retain.is_empty() => {
+            meta.earliest_commit_to_retain
+        }
+        _ => String::new(),
+    };
+    let completed: BTreeSet<String> = timeline
+        .completed_commits()
+        .iter()
+        .map(|i| i.time.to_string())
+        .collect();
+    let mut slices: BTreeMap<(String, String), String> = BTreeMap::new();
+    for (time, _, meta) in commits {
+        for (p, id) in meta.replaced_file_groups() {
+            slices.remove(&(p.to_string(), id.to_string()));
+        }
+        for stat in meta.commit.write_stats() {
+            slices.insert(
+                (stat.partition_path.clone(), stat.file_id.clone()),
+                stat.path.clone(),
+            );
+        }
+        if *time < ecr || !completed.contains(time) {
+            continue;
+        }
+        for path in slices.values() {
+            if store.head(path).await.map_err(|e| io(&e))?.is_none() {
+                return Err(fail(
+                    "every file of a slice inside the retention exists",
+                    format!("{path}, read by a query as of {time} (retention from {ecr:?})"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// See the module doc. Returns the number of commits ever completed.
+pub(super) async fn check_invariants(
+    store: &Recorder,
+    model: &Model,
+    acked_next: &BTreeMap<(String, i32), i64>,
+    services: &ServicesConfig,
+    bound_timeline: bool,
+) -> Result<u64, Failure> {
+    let keep_max_commits = bound_timeline.then_some(services.keep_max_commits as usize);
+    let io = |e: &dyn std::fmt::Display| fail("readable table", e.to_string());
+    if let Some((invariant, detail)) = store.violations().into_iter().next() {
+        return Err(fail(invariant, detail));
+    }
+    let timeline = Timeline::load(store).await.map_err(|e| io(&e))?;
+    let objects = store.list("").await.map_err(|e| io(&e))?;
+    let names: BTreeSet<&str> = objects.iter().map(|o| o.path.as_str()).collect();
+
+    // Timeline: nothing pending, each completed commit with its requested and inflight files, bounded.
+    if let Some(p) = timeline.pending().first() {
+        return Err(fail("timeline valid", format!("pending instant left: {p}")));
+    }
+    let completed = timeline.completed_commits();
+    for c in &completed {
+        if c.action != Action::Commit {
+            continue;
+        }
+        for suffix in ["commit.requested", "inflight"] {
+            let f = format!(".hoodie/{}.{suffix}", c.time);
+            if !names.contains(f.as_str()) {
+                return Err(fail(
+                    "timeline valid",
+                    format!("{f} missing for a completed commit"),
+                ));
+            }
+        }
+    }
+    if let Some(max) = keep_max_commits {
+        if completed.len() > max {
+            return Err(fail(
+                "the active timeline stays within keep.max.commits",
+                format!(
+                    "{} completed commits, keep.max.commits {max}",
+                    completed.len()
+                ),
+            ));
+        }
+    }
+
+    // Every commit ever made: its checkpoint never moves backwards; the last one is the acknowledged one.
+    let commits = store.commits()?;
+    let mut previous = Checkpoint::default();
+    for (time, _, meta) in &commits {
+        for stat in meta.commit.write_stats() {
+            if !stat.path.contains(time.as_str()) {
+                return Err(fail(
+                    "committed files exist with their size",
+                    format!("{} is not a file of {time}", stat.path),
+                ));
+            }
+        }
+        let Some(cp) = meta
+            .commit
+            .checkpoint()
+            .map_err(|e| fail("checkpoint never moves backwards", e.to_string()))?
+        else {
+            continue;
+        };
+        for (topic, offsets) in previous.topics() {
+            for (p, before) in offsets {
+                let now = cp.get(topic, *p);
+                if now.is_none_or(|n| n < *before) {
+                    return Err(fail(
+                        "checkpoint never moves backwards",
+                        format!("{topic}/{p}: {before} before {time}, then {now:?}"),
+                    ));
+                }
+            }
+        }
+        previous = cp;
+    }
+    for ((topic, p), next) in acked_next {
+        if previous.get(topic, *p) != Some(*next) {
+            return Err(fail(
+                "checkpoint ends at the acknowledged offsets",
+                format!(
+                    "{topic}/{p}: table {:?}, model {next}",
+                    previous.get(topic, *p)
+                ),
+            ));
+        }
+    }
+    // The latest slices exist with their recorded sizes.
+    if let Some((_, _, meta)) = commits.last() {
+        for stat in meta.commit.write_stats() {
+            match store.head(&stat.path).await.map_err(|e| io(&e))? {
+                Some(m) if m.size as i64 == stat.file_size_in_bytes => {}
+                found => {
+                    return Err(fail(
+                        "committed files exist with their size",
+                        format!(
+                            "{}: found {:?}, recorded {}",
+                            stat.path,
+                            found.map(|m| m.size),
+                            stat.file_size_in_bytes
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+    check_retention(store, &timeline, &commits, services).await?;
+
+    // Nothing of a failed instant survives the final commit.
+    let done: BTreeSet<&str> = commits.iter().map(|(t, _, _)| t.as_str()).collect();
+    for o in &objects {
+        let leftover = if o.path.ends_with(".parquet") {
+            let t = o
+                .path
+                .trim_end_matches(".parquet")
+                .rsplit('_')
+                .next()
+                .unwrap_or_default();
+            !done.contains(t)
+        } else {
+            o.path.starts_with(".hoodie/.temp/") || o.path.starts_with(".hoodie/.heartbeat/")
+        };
+        if leftover {
+            return Err(fail("no file of a failed instant left", o.path.clone()));
+        }
+    }
+
+    // The table read through the library equals the model.
+    let slices = latest_file_slices(store, &timeline, None)
+        .await
+        .map_err(|e| io(&e))?;
+    let mut rows = Vec::new();
+    for slice in &slices {
+        let data = store.get(&slice.path()).await.map_err(|e| io(&e))?;
+        let (_, batches) =
+            hudi_sink::base_file::reader::read_base_file(data).map_err(|e| io(&e))?;
+        for b in &batches {
+            rows.extend(trips_of(b).map_err(|e| fail("readable table", e))?);
+        }
+    }
+    model
+        .check_rows(rows)
+        .map_err(|e| fail("table equals the model", e))?;
+    Ok(commits.len() as u64)
+}
