@@ -339,6 +339,27 @@ class Parity(unittest.TestCase):
             self.assertEqual(iac.unquote(body["runtime"]), "provided.al2023")
             self.assertEqual([iac.unquote(a) for a in body["architectures"]], ["arm64"])
 
+    def test_coordinator_is_sized_for_the_table_services(self):
+        # Clustering rewrites files of up to ~100 MiB in a scheduled run: the Lambda maximum timeout, and at
+        # least one full vCPU (1769 MB), SAM and Terraform alike.
+        params = self.template["Parameters"]
+        self.assertEqual(params["CoordinatorTimeout"]["Default"], 900)
+        self.assertEqual(params["CoordinatorTimeout"]["MaxValue"], 900)
+        self.assertGreaterEqual(params["CoordinatorMemorySize"]["Default"], 1769)
+        fn = self.template["Resources"]["CoordinatorFunction"]["Properties"]
+        self.assertEqual(fn["Timeout"], {"Ref": "CoordinatorTimeout"})
+        self.assertEqual(fn["MemorySize"], {"Ref": "CoordinatorMemorySize"})
+        ev = iac.TfEvaluator(self.module, tf_variables(SCENARIOS["msk-iam-new-bucket"]), ACCOUNT, REGION)
+        coordinator = iac.blocks(self.module, "resource")[("aws_lambda_function", "coordinator")]
+        self.assertEqual(ev.value(coordinator["timeout"]), 900)
+        self.assertGreaterEqual(ev.value(coordinator["memory_size"]), 1769)
+        # The services' S3 work: read, write and delete objects under the table prefix, list only that prefix.
+        listed = {st["sid"]: st for st in json.loads(iac.LEAST_PRIVILEGE.read_text())["roles"]["coordinator"]}
+        self.assertEqual(listed["TableObjects"]["actions"], ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"])
+        self.assertEqual(listed["TableObjects"]["resources"], ["arn:{partition}:s3:::{bucket}/{table_prefix}/*"])
+        self.assertEqual(listed["TableList"]["actions"], ["s3:ListBucket"])
+        self.assertEqual(listed["TableList"]["condition"], {"StringLike": {"s3:prefix": ["{table_prefix}/*"]}})
+
     def test_lock_table_is_the_hudi_layout(self):
         t = self.template["Resources"]["LockTable"]["Properties"]
         self.assertEqual(t["KeySchema"], [{"AttributeName": "key", "KeyType": "HASH"}])

@@ -1,5 +1,6 @@
 //! The `ingest` command: the writer Lambda's path on a laptop, with a progress bar on a terminal.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -12,25 +13,57 @@ use hudi_sink::source::event::KafkaBatch;
 /// Any error, reported with its cause chain by `main`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Processes each event file in order through one sink; prints progress, a summary and the accounting line.
-pub async fn run(
-    config: &str,
+/// `hudi-sink ingest` options.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Table properties (Hudi keys plus `hudi.sink.*`), local path or `s3://`.
+    #[arg(long)]
+    pub config: String,
+    /// Override or add a property (repeatable), e.g. `--set hoodie.base.path=/tmp/trips`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Print one JSON report per event file and a JSON total on stdout (the summary goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write one JSON line per processed event file to FILE: `event_file`, `ms` (wall time of reading,
+    /// decoding and processing it) and `report`; flushed line by line, so a long run can be watched.
+    #[arg(long, value_name = "FILE")]
+    pub report_jsonl: Option<PathBuf>,
+    /// Event files (`aws:kafka` or `SelfManagedKafka` payloads); a directory stands for its `*.json` files
+    /// in name order.
+    #[arg(required = true)]
+    pub events: Vec<PathBuf>,
+}
+
+/// Applies `--set KEY=VALUE` overrides in order (a later one wins).
+pub fn apply_overrides(
+    props: &mut BTreeMap<String, String>,
     overrides: &[String],
-    json: bool,
-    report_jsonl: Option<&Path>,
-    events: &[PathBuf],
 ) -> Result<(), BoxError> {
-    let mut props = load_properties(config).await?;
     for o in overrides {
         let (key, value) = o
             .split_once('=')
             .ok_or_else(|| format!("--set {o:?}: expected KEY=VALUE"))?;
         props.insert(key.trim().to_string(), value.trim().to_string());
     }
+    Ok(())
+}
+
+/// Processes each event file in order through one sink; prints progress, a summary and the accounting line.
+pub async fn run(args: Args) -> Result<(), BoxError> {
+    let Args {
+        config,
+        overrides,
+        json,
+        report_jsonl,
+        events,
+    } = args;
+    let mut props = load_properties(&config).await?;
+    apply_overrides(&mut props, &overrides)?;
     // Every file is found (and sized, for the bar) before anything is written.
-    let files = expand(events)?;
+    let files = expand(&events)?;
     let total_bytes: u64 = files.iter().map(|(_, size)| size).sum();
-    let mut timings = report_jsonl.map(Timings::create).transpose()?;
+    let mut timings = report_jsonl.as_deref().map(Timings::create).transpose()?;
     let sink = build_sink(&props, "hudi-sink-cli").await?;
     let mut progress = Progress::new(files.len(), total_bytes);
     let mut total = SinkReport::default();

@@ -2,9 +2,9 @@
 
 mod generate;
 mod ingest;
+mod services;
 mod show;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -16,7 +16,8 @@ use clap::{Parser, Subcommand};
     about = "Kafka -> Apache Hudi (v6 copy-on-write) sink",
     after_help = "Try it:  hudi-sink generate --out target/demo/events --records 5000 --model target/demo/expected.jsonl\n         \
                   hudi-sink ingest --config examples/local.properties target/demo/events\n         \
-                  hudi-sink show --table target/ingest/trips"
+                  hudi-sink show --table target/ingest/trips\n         \
+                  hudi-sink services --config examples/local.properties"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -29,31 +30,13 @@ enum Command {
     Generate(generate::Args),
     /// Process ESM event files (one invocation payload each, in order) exactly as the writer Lambda does:
     /// embedded coordinator and file lock unless the configuration names AWS ones.
-    Ingest {
-        /// Table properties (Hudi keys plus `hudi.sink.*`), local path or `s3://`.
-        #[arg(long)]
-        config: String,
-        /// Override or add a property (repeatable), e.g. `--set hoodie.base.path=/tmp/trips`.
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        overrides: Vec<String>,
-        /// Print one JSON report per event file and a JSON total on stdout (the summary goes to stderr).
-        #[arg(long)]
-        json: bool,
-        /// Also write one JSON line per processed event file to FILE: `event_file`, `ms` (wall time of reading,
-        /// decoding and processing it) and `report`; flushed line by line, so a long run can be watched.
-        #[arg(long, value_name = "FILE")]
-        report_jsonl: Option<PathBuf>,
-        /// Event files (`aws:kafka` or `SelfManagedKafka` payloads); a directory stands for its `*.json` files
-        /// in name order.
-        #[arg(required = true)]
-        events: Vec<PathBuf>,
-    },
-    /// Print a table's properties, timeline, checkpoint, latest file groups and row counts.
-    Show {
-        /// Table base path: a directory or `s3://bucket/prefix`.
-        #[arg(long, visible_alias = "base-path", value_name = "PATH_OR_URI")]
-        table: String,
-    },
+    Ingest(ingest::Args),
+    /// Print a table's properties, timeline (cleans, replacecommits, the active/archived boundary), checkpoint,
+    /// latest file groups and row counts.
+    Show(show::Args),
+    /// Run the table services once (roll back failed writes, clean, archive, cluster) as the coordinator's
+    /// schedule does, and print what they did as JSON.
+    Services(services::Args),
 }
 
 fn main() -> ExitCode {
@@ -71,14 +54,9 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Generate(args) => generate::run(args),
-            Command::Show { table } => show::run(&table).await,
-            Command::Ingest {
-                config,
-                overrides,
-                json,
-                report_jsonl,
-                events,
-            } => ingest::run(&config, &overrides, json, report_jsonl.as_deref(), &events).await,
+            Command::Ingest(args) => ingest::run(args).await,
+            Command::Show(args) => show::run(&args.table).await,
+            Command::Services(args) => services::run(args).await,
         }
     });
     match result {

@@ -1,15 +1,29 @@
 //! The `show` command: what a table holds, read the way the writer reads it (properties, timeline, checkpoint,
-//! latest file slices and their footers), so that a user can check a table without Spark.
+//! latest file slices and their footers), so that a user can check a table without Spark. The table services'
+//! work is visible too: clean instants, replacecommits (clustering), and where the active timeline starts and
+//! whether anything was ever archived under `.hoodie/archived/`.
 
 use std::collections::BTreeMap;
 
 use hudi_sink::base_file::reader::read_footer_from_storage;
 use hudi_sink::config::java_properties::JavaProperties;
 use hudi_sink::storage::open_storage;
-use hudi_sink::table::instant::State;
+use hudi_sink::storage::Storage;
+use hudi_sink::table::instant::{Action, State};
 use hudi_sink::table::timeline::{latest_file_slices, Timeline};
 
 use crate::ingest::{human_bytes, BoxError};
+
+/// `hudi-sink show` options.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Table base path: a directory or `s3://bucket/prefix`.
+    #[arg(long, visible_alias = "base-path", value_name = "PATH_OR_URI")]
+    pub table: String,
+}
+
+/// Where Hudi's archived timeline lives (this project's archival writes nothing there).
+const ARCHIVED_DIR: &str = ".hoodie/archived/";
 
 /// Properties worth a glance, in this order.
 const SHOWN_PROPERTIES: &[&str] = &[
@@ -59,6 +73,8 @@ pub async fn run(uri: &str) -> Result<(), BoxError> {
             println!("  {}", instant.file_name());
         }
     }
+
+    show_services(storage.as_ref(), &timeline).await?;
 
     match timeline.latest_checkpoint(storage.as_ref()).await? {
         Some((instant, checkpoint)) => {
@@ -118,5 +134,61 @@ pub async fn run(uri: &str) -> Result<(), BoxError> {
         slices.len(),
         human_bytes(total_bytes)
     );
+    Ok(())
+}
+
+/// The table services' traces: cleans, replacecommits, and the active/archived boundary.
+async fn show_services(storage: &dyn Storage, timeline: &Timeline) -> Result<(), BoxError> {
+    let instants = timeline.instants();
+    match (instants.first(), instants.last()) {
+        (Some(first), Some(last)) => println!(
+            "active timeline: {} instants, first {}, last {}",
+            instants.len(),
+            first.time,
+            last.time
+        ),
+        _ => println!("active timeline: 0 instants"),
+    }
+    let archived = storage.list(ARCHIVED_DIR).await?;
+    if archived.is_empty() {
+        println!("archived timeline: {ARCHIVED_DIR} is empty");
+    } else {
+        let bytes: u64 = archived.iter().map(|o| o.size).sum();
+        println!(
+            "archived timeline: {ARCHIVED_DIR} holds {} files ({})",
+            archived.len(),
+            human_bytes(bytes)
+        );
+    }
+
+    let cleans: Vec<_> = instants
+        .iter()
+        .filter(|i| i.action == Action::Clean)
+        .collect();
+    println!("cleans ({}):", cleans.len());
+    for clean in cleans {
+        println!("  {} {}", clean.time, clean.state);
+    }
+
+    let replaces: Vec<_> = instants
+        .iter()
+        .filter(|i| i.action == Action::ReplaceCommit)
+        .collect();
+    println!("replacecommits ({}):", replaces.len());
+    for replace in replaces {
+        if replace.state == State::Completed {
+            let meta = timeline.replace_commit_metadata(storage, replace).await?;
+            println!(
+                "  {} {} {:<17} replaced {} file groups, wrote {} files",
+                replace.time,
+                replace.state,
+                meta.commit.operation_type.as_str(),
+                meta.replaced_file_groups().count(),
+                meta.commit.write_stats().count()
+            );
+        } else {
+            println!("  {} {}", replace.time, replace.state);
+        }
+    }
     Ok(())
 }

@@ -276,3 +276,237 @@ fn ingest_writes_one_timing_line_per_event_file() {
         assert!(instants.insert(instant.to_string()), "{line}");
     }
 }
+
+/// One `aws:kafka` event: two good trips and one value that is not JSON (base64 as the ESM delivers them).
+const STREAMER_EVENT: &str = r#"{
+  "eventSource": "aws:kafka",
+  "eventSourceArn": "arn:aws:kafka:eu-west-1:111122223333:cluster/trips/00000000-0000-0000-0000-000000000000-1",
+  "bootstrapServers": "b-1.trips.kafka.example:9092",
+  "records": {
+    "trips-0": [
+      {"topic": "trips", "partition": 0, "offset": 0, "timestamp": 1764412800000, "timestampType": "CREATE_TIME",
+       "key": "dHJpcC0x",
+       "value": "eyJ1dWlkIjoidHJpcC0xIiwidHMiOjEwMDAsInJpZGVyIjoicmlkZXItQSIsImZhcmUiOjEwLjUsImNpdHkiOiJzZiJ9",
+       "headers": []},
+      {"topic": "trips", "partition": 0, "offset": 1, "timestamp": 1764412800001, "timestampType": "CREATE_TIME",
+       "key": "dHJpcC0y", "value": "eyJ1dWlkIjoidHJpcC0yIiwidHMiOjEwMDEsImNpdHkiOiJueWMifQ==", "headers": []},
+      {"topic": "trips", "partition": 0, "offset": 2, "timestamp": 1764412800002, "timestampType": "CREATE_TIME",
+       "key": "dHJpcC0z", "value": "dGhpcyBpcyBub3QgSlNPTg==", "headers": []}
+    ]
+  }
+}"#;
+
+/// The lines of `out` from the one starting with `first` up to (not including) the one starting with `until`.
+fn section<'a>(out: &'a str, first: &str, until: &str) -> Vec<&'a str> {
+    let lines: Vec<&str> = out.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with(first))
+        .unwrap_or_else(|| panic!("{first:?} not in:\n{out}"));
+    let end = lines[start..]
+        .iter()
+        .position(|l| l.starts_with(until))
+        .map(|n| start + n)
+        .unwrap_or_else(|| panic!("{until:?} not after {first:?} in:\n{out}"));
+    lines[start..end].to_vec()
+}
+
+/// The services report printed by `hudi-sink services`, with the (variable) run time checked and removed.
+fn services_report(stdout: &str) -> Value {
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one JSON line:\n{stdout}");
+    let mut report: Value = serde_json::from_str(lines[0]).expect("JSON report");
+    let object = report.as_object_mut().expect("object");
+    assert!(object.remove("duration_ms").is_some_and(|d| d.is_u64()));
+    report
+}
+
+fn completed_commits(table: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(table.join(".hoodie"))
+        .expect("read .hoodie")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter_map(|n| n.strip_suffix(".commit").map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn streamer_properties_ingest_then_services_and_show() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = dir.path().join("trips");
+    let event = dir.path().join("event.json");
+    std::fs::write(&event, STREAMER_EVENT).expect("event");
+    let s = |p: &Path| p.display().to_string();
+    let set_base = format!("hoodie.base.path={}", s(&table));
+    // HoodieStreamer's file, unchanged: the base path and table name are what HoodieStreamer takes on its
+    // command line (--target-base-path, --target-table).
+    let out = ok(&[
+        "ingest",
+        "--config",
+        "tests/streamer/kafka-source.properties",
+        "--set",
+        &set_base,
+        "--set",
+        "hoodie.table.name=trips",
+        &s(&event),
+    ]);
+    assert_eq!(number_after(&out, "records in "), 3, "{out}");
+    assert_eq!(number_after(&out, "dead-lettered "), 1, "{out}");
+    let letters = dir
+        .path()
+        .join("trips_dead_letters/trips/0");
+    let objects: Vec<_> = std::fs::read_dir(&letters)
+        .expect("dead letters at the default place")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(objects.len(), 1, "{objects:?}");
+    let letter: Value = serde_json::from_str(
+        std::fs::read_to_string(&objects[0])
+            .expect("letter")
+            .trim_end(),
+    )
+    .expect("one JSON line");
+    assert_eq!(
+        (&letter["offset"], &letter["stage"], &letter["value_b64"]),
+        (
+            &Value::from(2),
+            &Value::from("not_json"),
+            &Value::from("dGhpcyBpcyBub3QgSlNPTg==")
+        )
+    );
+    let commits = completed_commits(&table);
+    assert_eq!(commits.len(), 1, "{commits:?}");
+    let commit = &commits[0];
+
+    // A write that failed long ago: pending, with a data file, no heartbeat.
+    let stale = "20200101000000000";
+    for suffix in ["commit.requested", "inflight"] {
+        std::fs::write(table.join(format!(".hoodie/{stale}.{suffix}")), b"").expect("pending");
+    }
+    let orphan = table.join(format!(
+        "city=sf/00000000-0000-0000-0000-000000000009-0_0-0-0_{stale}.parquet"
+    ));
+    std::fs::write(&orphan, b"orphan").expect("orphan");
+
+    // Small-file handling off: nothing for clustering to do, so the report is known exactly.
+    let no_clustering = "hoodie.parquet.small.file.limit=0";
+    let out = ok(&[
+        "services",
+        "--config",
+        "tests/streamer/kafka-source.properties",
+        "--set",
+        &set_base,
+        "--set",
+        "hoodie.table.name=trips",
+        "--set",
+        no_clustering,
+    ]);
+    let idle = serde_json::json!({
+        "clean_instant": null, "files_cleaned": 0, "instants_archived": 0, "cluster_instant": null,
+        "file_groups_clustered": 0, "resumed": 0,
+    });
+    assert_eq!(services_report(&out), idle, "{out}");
+    assert!(!orphan.exists(), "the failed write was rolled back");
+    // The same with default settings from the table alone.
+    let out = ok(&["services", "--table", &s(&table), "--set", no_clustering]);
+    assert_eq!(services_report(&out), idle, "{out}");
+    let out = ok(&["show", "--table", &s(&table)]);
+    assert_eq!(
+        section(&out, "active timeline:", "checkpoint"),
+        [
+            format!("active timeline: 1 instants, first {commit}, last {commit}").as_str(),
+            "archived timeline: .hoodie/archived/ is empty",
+            "cleans (0):",
+            "replacecommits (0):",
+        ],
+        "{out}"
+    );
+
+    // What the services leave behind, as Hudi writes it: cleans, replacecommits and an archive file.
+    let hoodie = table.join(".hoodie");
+    let put = |name: &str, body: &[u8]| std::fs::write(hoodie.join(name), body).expect(name);
+    for name in [
+        "20200101000000001.clean.requested",
+        "20200101000000001.clean.inflight",
+        "20200101000000001.clean",
+        "20200101000000002.clean.requested",
+        "20200101000000003.replacecommit.requested",
+        "20200101000000003.replacecommit.inflight",
+        "20200101000000004.replacecommit.requested",
+        "20200101000000004.replacecommit.inflight",
+    ] {
+        put(name, b"");
+    }
+    put(
+        "20200101000000003.replacecommit",
+        br#"{"partitionToWriteStats":{},"partitionToReplaceFileIds":{"city=sf":["00000000-0000-0000-0000-00000000000a-0"]},"compacted":false,"extraMetadata":{},"operationType":"CLUSTER"}"#,
+    );
+    std::fs::create_dir_all(hoodie.join("archived")).expect("archived dir");
+    std::fs::write(
+        hoodie.join("archived/.commits_.archive.1_1-0-1"),
+        b"0123456789",
+    )
+    .expect("archive file");
+    let out = ok(&["show", "--table", &s(&table)]);
+    assert_eq!(
+        section(&out, "active timeline:", "checkpoint"),
+        [
+            format!("active timeline: 5 instants, first 20200101000000001, last {commit}").as_str(),
+            "archived timeline: .hoodie/archived/ holds 1 files (10 B)",
+            "cleans (2):",
+            "  20200101000000001 COMPLETED",
+            "  20200101000000002 REQUESTED",
+            "replacecommits (2):",
+            "  20200101000000003 COMPLETED CLUSTER           replaced 1 file groups, wrote 0 files",
+            "  20200101000000004 INFLIGHT",
+        ],
+        "{out}"
+    );
+    assert_eq!(number_after(&out, "total: "), 2, "{out}");
+}
+
+#[test]
+fn services_refuses_a_table_whose_lock_it_cannot_know() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join(".hoodie")).expect("mkdir");
+    std::fs::write(
+        dir.path().join(".hoodie/hoodie.properties"),
+        "hoodie.table.name=trips\nhoodie.table.recordkey.fields=uuid\n",
+    )
+    .expect("properties");
+    let out = hudi_sink(&["services", "--table", &dir.path().display().to_string()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no file lock was ever taken in this table (.hoodie/.lock/trips/)")
+            && err.contains("--config"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // Nothing was written: no lock, no instant.
+    let mut left: Vec<String> = std::fs::read_dir(dir.path().join(".hoodie"))
+        .expect("read")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["hoodie.properties"]);
+    // A base path that is not a table is refused before anything is written there.
+    let elsewhere = dir.path().join("not-a-table");
+    let out = hudi_sink(&[
+        "services",
+        "--config",
+        "tests/streamer/kafka-source.properties",
+        "--table",
+        &elsewhere.display().to_string(),
+        "--set",
+        "hoodie.table.name=trips",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not a Hudi table"), "{err}");
+    assert!(!elsewhere.exists());
+    // Neither --config nor --table: a usage error.
+    let out = hudi_sink(&["services"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -5,7 +5,8 @@
 //! - storage: `hoodie.base.path` (`s3://…` → S3, otherwise the local file system);
 //! - lock: DynamoDB when `hoodie.write.lock.dynamodb.table` is set, else a lock object in the table;
 //! - coordinator: the Lambda named by `hudi.sink.coordinator.function`, else in process;
-//! - dead letters: `hudi.sink.dead.letter.path` (required for the sink: a record is never dropped silently).
+//! - dead letters: `hudi.sink.dead.letter.path`, else `hoodie.errortable.base.path`, else
+//!   `<hoodie.base.path>_dead_letters/` beside the table ([`crate::dead_letter::dead_letter_location`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::java_properties;
 use crate::config::write_config::{ConfigError, WriteConfig};
 use crate::coordinator::{Coordinator, CoordinatorConfig};
-use crate::dead_letter::StorageDeadLetterSink;
+use crate::dead_letter::{dead_letter_location, StorageDeadLetterSink};
 use crate::lock::file::FileLock;
 use crate::lock::{LeaseOptions, Lock};
 use crate::schema::avro::AvroSchema;
@@ -258,9 +259,12 @@ pub async fn build_sink(
             "configuration key ignored (meaningful only to other engines)"
         );
     }
-    let dead_letter_path = sink.dead_letter_path.clone().ok_or(ConfigError::Missing {
-        key: "hudi.sink.dead.letter.path",
-    })?;
+    let dead_letters = dead_letter_location(props, &write.base_path);
+    tracing::info!(
+        location = %dead_letters.uri,
+        chosen_by = dead_letters.source.as_str(),
+        "dead letters"
+    );
     let timeouts = ClientTimeouts::from_properties(props)?;
     let storage = open_storage_with(&write.base_path, &timeouts).await?;
     let schema = load_schema(&write).await?;
@@ -285,7 +289,7 @@ pub async fn build_sink(
         )),
     };
     let dead_letters = Arc::new(StorageDeadLetterSink::new(
-        open_storage_with(&dead_letter_path, &timeouts).await?,
+        open_storage_with(&dead_letters.uri, &timeouts).await?,
     ));
     Ok(KafkaSink::new(
         writer,

@@ -1,6 +1,7 @@
 //! The coordinator: the only component that changes a table's timeline, always under the table lock.
 //!
-//! Exactly-once rests on three rules it enforces (DESIGN §4–§5):
+//! Exactly-once rests on three rules it enforces (docs/architecture.md, "Exactly-once" and "Failures, rollback
+//! and retired instants"):
 //! - **One winner per instant and per offset.** A commit is refused with `AlreadyCommitted` when the table's
 //!   checkpoint already covers any offset of the request, and `<t>.commit` is created with an atomic
 //!   create-if-absent, so a redelivered batch or a retried request can never commit twice.

@@ -1,11 +1,11 @@
 //! Dead letters: records that cannot be written, kept with everything needed to inspect and replay them.
 //!
-//! A record-level problem never fails a batch and never vanishes (DESIGN §6): where the record fails, the
-//! caller builds a [`DeadLetter`] with the constructor of that stage ([`DeadLetter::base64`],
-//! [`DeadLetter::not_json`], [`DeadLetter::not_object`], [`DeadLetter::decode`], [`DeadLetter::keyless_tombstone`],
-//! [`DeadLetter::key`], [`DeadLetter::partition`]), counts it, and hands the batch's letters to a
-//! [`DeadLetterSink`] before the commit. For every batch: records in = rows written + deletes + deduplicated +
-//! dead letters.
+//! A record-level problem never fails a batch and never vanishes (docs/architecture.md, "Dead letters"): where
+//! the record fails, the caller builds a [`DeadLetter`] with the constructor of that stage
+//! ([`DeadLetter::base64`], [`DeadLetter::not_json`], [`DeadLetter::not_object`], [`DeadLetter::decode`],
+//! [`DeadLetter::keyless_tombstone`], [`DeadLetter::key`], [`DeadLetter::partition`]), counts it, and hands the
+//! batch's letters to a [`DeadLetterSink`] before the commit. For every batch: records in = rows written +
+//! deletes + deduplicated + dead letters.
 //!
 //! A letter carries the Kafka coordinates (topic, partition, offset, timestamp), the key and value exactly as
 //! delivered (the ESM's base64 text, even when it does not decode), the headers, the stage and a reason naming
@@ -17,14 +17,28 @@
 //! ```
 //!
 //! [`StorageDeadLetterSink`] writes one JSON-lines object per topic-partition per call (one call per invocation)
-//! under the prefix configured by `hudi.sink.dead.letter.path`, named
-//! `<topic>/<partition>/<first-offset>-<last-offset>-<uuid>.jsonl`, with create-if-absent: nothing is ever
-//! overwritten. A redelivered batch (the invocation failed after its letters were stored) stores its letters
-//! again in new objects; readers deduplicate on (topic, partition, offset, stage), which the object names make
-//! cheap.
+//! under the dead-letter location, named `<topic>/<partition>/<first-offset>-<last-offset>-<uuid>.jsonl`, with
+//! create-if-absent: nothing is ever overwritten. A redelivered batch (the invocation failed after its letters
+//! were stored) stores its letters again in new objects; readers deduplicate on (topic, partition, offset,
+//! stage), which the object names make cheap.
 //!
-//! There is deliberately no no-op sink and no silent fallback location: [`dead_letter_path`] makes a missing
-//! `hudi.sink.dead.letter.path` a start-up error, so a deployment decides where bad records go before it runs.
+//! # Where the letters go
+//!
+//! [`dead_letter_location`] picks, in this order:
+//! 1. `hudi.sink.dead.letter.path`, if set;
+//! 2. HoodieStreamer's `hoodie.errortable.base.path`, if set (the letters are JSON lines as above, not a Hudi
+//!    error table; the other `hoodie.errortable.*` keys are accepted and ignored);
+//! 3. the default, beside the table: `<hoodie.base.path>_dead_letters/` ([`default_dead_letter_uri`]; a table
+//!    at the root of a bucket gets `<base>/_dead_letters/`).
+//!
+//! So a HoodieStreamer properties file runs unchanged, and a record is still never dropped: there is no no-op
+//! sink, and `hoodie.errortable.enable=false` does not discard anything. The default lies outside the table,
+//! so no table service can delete it and no listing the write path makes (`.hoodie/` on every begin and
+//! commit, a partition on every clean) grows with the letters stored; inside `.hoodie/` it would. Data-file
+//! deletion (rollback, the sweep of retired instants, clean) and the file-slice listing also skip `.hoodie/`
+//! altogether, which keeps an explicitly configured location inside the table safe as well (the test
+//! `dead_letters_at_the_default_place_survive_every_service` holds this). The IAM policy of a deployment must
+//! allow writing there (the SAM and Terraform stacks set `hudi.sink.dead.letter.path` explicitly).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -43,8 +57,29 @@ use crate::record::keygen::KeyError;
 use crate::source::{Base64Error, KafkaRecord};
 use crate::storage::{validate_relative_path, PutOutcome, Storage, StorageError};
 
-/// The configuration key of the dead-letter location (a storage URI or directory; required).
+/// The configuration key of the dead-letter location (a storage URI or directory).
 pub const DEAD_LETTER_PATH_KEY: &str = "hudi.sink.dead.letter.path";
+
+/// HoodieStreamer's error-table location, used for dead letters when [`DEAD_LETTER_PATH_KEY`] is not set.
+pub const ERROR_TABLE_PATH_KEY: &str = "hoodie.errortable.base.path";
+
+/// The default location of dead letters: beside the table, its base path with this suffix (see the module doc
+/// for why not inside it).
+pub const DEFAULT_DEAD_LETTER_SUFFIX: &str = "_dead_letters/";
+
+/// The default dead-letter location of a table at `base_path`: `<base_path>_dead_letters/`, or
+/// `<base_path>/_dead_letters/` for a table at the root of a bucket (which has no sibling prefix).
+pub fn default_dead_letter_uri(base_path: &str) -> String {
+    let base = base_path.trim().trim_end_matches('/');
+    let bucket_root = base
+        .split_once("://")
+        .is_some_and(|(_, rest)| !rest.contains('/'));
+    if bucket_root {
+        format!("{base}/{DEFAULT_DEAD_LETTER_SUFFIX}")
+    } else {
+        format!("{base}{DEFAULT_DEAD_LETTER_SUFFIX}")
+    }
+}
 
 /// How many fresh object names [`StorageDeadLetterSink`] tries when a name is taken (a UUID collision, so in
 /// practice a misbehaving store).
@@ -54,15 +89,6 @@ const NAME_ATTEMPTS: usize = 3;
 /// rather than committed without its letters.
 #[derive(Debug, Error)]
 pub enum DeadLetterError {
-    /// No dead-letter location is configured.
-    #[error(
-        "{key} is not set: records that cannot be written must go somewhere; set it to an S3 prefix or a \
-         directory (there is no default and no way to discard them)"
-    )]
-    MissingPath {
-        /// The configuration key.
-        key: &'static str,
-    },
     /// The storage refused the object.
     #[error("writing dead letters to {path}: {source}")]
     Storage {
@@ -97,13 +123,64 @@ pub enum DeadLetterError {
     },
 }
 
-/// The dead-letter location from the sink's properties: required, non-blank.
-pub fn dead_letter_path(properties: &BTreeMap<String, String>) -> Result<&str, DeadLetterError> {
-    match properties.get(DEAD_LETTER_PATH_KEY).map(|v| v.trim()) {
-        Some(path) if !path.is_empty() => Ok(path),
-        _ => Err(DeadLetterError::MissingPath {
-            key: DEAD_LETTER_PATH_KEY,
-        }),
+/// Which rule chose the dead-letter location (logged at start-up, so an operator sees where bad records go).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadLetterSource {
+    /// `hudi.sink.dead.letter.path`.
+    SinkKey,
+    /// `hoodie.errortable.base.path`.
+    ErrorTable,
+    /// [`default_dead_letter_uri`]: beside the table's base path.
+    TableDefault,
+}
+
+impl DeadLetterSource {
+    /// The key that chose the location, or `"default"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeadLetterSource::SinkKey => DEAD_LETTER_PATH_KEY,
+            DeadLetterSource::ErrorTable => ERROR_TABLE_PATH_KEY,
+            DeadLetterSource::TableDefault => "default",
+        }
+    }
+}
+
+/// Where dead letters go, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetterLocation {
+    /// A storage URI or directory, as given to [`crate::storage::open_storage`].
+    pub uri: String,
+    /// The rule that chose it.
+    pub source: DeadLetterSource,
+}
+
+/// The dead-letter location for a table at `base_path` (see the module doc for the order of the rules). Blank
+/// values count as unset.
+pub fn dead_letter_location(
+    properties: &BTreeMap<String, String>,
+    base_path: &str,
+) -> DeadLetterLocation {
+    let get = |key: &str| {
+        properties
+            .get(key)
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(uri) = get(DEAD_LETTER_PATH_KEY) {
+        return DeadLetterLocation {
+            uri: uri.to_string(),
+            source: DeadLetterSource::SinkKey,
+        };
+    }
+    if let Some(uri) = get(ERROR_TABLE_PATH_KEY) {
+        return DeadLetterLocation {
+            uri: uri.to_string(),
+            source: DeadLetterSource::ErrorTable,
+        };
+    }
+    DeadLetterLocation {
+        uri: default_dead_letter_uri(base_path),
+        source: DeadLetterSource::TableDefault,
     }
 }
 
@@ -579,15 +656,62 @@ mod tests {
     }
 
     #[test]
-    fn the_path_is_required() {
-        let mut props = BTreeMap::new();
-        assert!(matches!(
-            dead_letter_path(&props),
-            Err(DeadLetterError::MissingPath { .. })
-        ));
-        props.insert(DEAD_LETTER_PATH_KEY.to_string(), "  ".to_string());
-        assert!(dead_letter_path(&props).is_err());
-        props.insert(DEAD_LETTER_PATH_KEY.to_string(), "s3://b/dead/".to_string());
-        assert_eq!(dead_letter_path(&props).ok(), Some("s3://b/dead/"));
+    fn location_is_the_sink_key_then_the_error_table_then_the_table_default() {
+        let props = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let at = |pairs: &[(&str, &str)], base: &str| {
+            let l = dead_letter_location(&props(pairs), base);
+            (l.uri, l.source)
+        };
+        use DeadLetterSource::*;
+        assert_eq!(
+            at(&[], "s3://b/tables/trips"),
+            (
+                "s3://b/tables/trips_dead_letters/".into(),
+                TableDefault
+            )
+        );
+        assert_eq!(
+            at(&[], "/data/trips/"),
+            (
+                "/data/trips_dead_letters/".into(),
+                TableDefault
+            )
+        );
+        // Blank values count as unset.
+        assert_eq!(
+            at(
+                &[(DEAD_LETTER_PATH_KEY, " "), (ERROR_TABLE_PATH_KEY, "")],
+                "t"
+            ),
+            (
+                "t_dead_letters/".into(),
+                TableDefault
+            )
+        );
+        assert_eq!(
+            at(&[], "s3://bucket/"),
+            ("s3://bucket/_dead_letters/".into(), TableDefault)
+        );
+        assert_eq!(
+            at(&[(ERROR_TABLE_PATH_KEY, " s3://b/errors/ ")], "t"),
+            ("s3://b/errors/".into(), ErrorTable)
+        );
+        assert_eq!(
+            at(
+                &[
+                    (ERROR_TABLE_PATH_KEY, "s3://b/errors/"),
+                    (DEAD_LETTER_PATH_KEY, "s3://b/dead/")
+                ],
+                "t"
+            ),
+            ("s3://b/dead/".into(), SinkKey)
+        );
+        assert_eq!(SinkKey.as_str(), "hudi.sink.dead.letter.path");
+        assert_eq!(ErrorTable.as_str(), "hoodie.errortable.base.path");
     }
 }

@@ -1,5 +1,6 @@
-//! One CloudWatch Embedded Metric Format (EMF) line per writer invocation: CloudWatch Logs turns the JSON
-//! line into metrics without any `PutMetricData` call (no extra permission, no extra latency).
+//! One CloudWatch Embedded Metric Format (EMF) line per writer invocation, and one per scheduled table-services
+//! run of the coordinator: CloudWatch Logs turns the JSON line into metrics without any `PutMetricData` call
+//! (no extra permission, no extra latency). Both go to the same namespace under the same `Table` dimension.
 //!
 //! The record counts add up: records in = skipped + written + deduped + deleted + ignored (older than the
 //! stored row) + delete misses + dead-lettered, so an alarm on `RecordsDeadLettered` or a dashboard of the
@@ -8,6 +9,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::services::ServiceReport;
 use crate::sink::SinkReport;
 
 /// The CloudWatch namespace of the metrics.
@@ -54,7 +56,44 @@ pub fn metric_values(report: &SinkReport) -> Vec<(&'static str, &'static str, u6
 
 /// The EMF document of one invocation.
 pub fn emf(report: &SinkReport, context: &EmfContext<'_>) -> Value {
-    let metrics = metric_values(report);
+    document(
+        &metric_values(report),
+        context,
+        [("Instant", json!(report.instant))],
+    )
+}
+
+/// The metrics of one table-services run: name, CloudWatch unit, value.
+pub fn service_metric_values(report: &ServiceReport) -> Vec<(&'static str, &'static str, u64)> {
+    vec![
+        ("FilesCleaned", "Count", report.files_cleaned),
+        ("InstantsArchived", "Count", report.instants_archived),
+        ("FileGroupsClustered", "Count", report.file_groups_clustered),
+        ("ServiceResumed", "Count", report.resumed),
+        ("ServiceTime", "Milliseconds", report.duration_ms),
+    ]
+}
+
+/// The EMF document of one table-services run; the clean and clustering instants are properties (searchable
+/// in the log line, not metrics).
+pub fn service_emf(report: &ServiceReport, context: &EmfContext<'_>) -> Value {
+    document(
+        &service_metric_values(report),
+        context,
+        [
+            ("CleanInstant", json!(report.clean_instant)),
+            ("ClusterInstant", json!(report.cluster_instant)),
+        ],
+    )
+}
+
+/// An EMF document: the metadata directive naming every metric, the dimension, the request id, `properties`
+/// and one member per metric.
+fn document<const N: usize>(
+    metrics: &[(&'static str, &'static str, u64)],
+    context: &EmfContext<'_>,
+    properties: [(&'static str, Value); N],
+) -> Value {
     let mut doc = Map::new();
     doc.insert(
         "_aws".into(),
@@ -72,9 +111,11 @@ pub fn emf(report: &SinkReport, context: &EmfContext<'_>) -> Value {
     );
     doc.insert(DIMENSION.into(), json!(context.table));
     doc.insert("RequestId".into(), json!(context.request_id));
-    doc.insert("Instant".into(), json!(report.instant));
+    for (name, value) in properties {
+        doc.insert(name.into(), value);
+    }
     for (name, _, value) in metrics {
-        doc.insert(name.into(), json!(value));
+        doc.insert((*name).into(), json!(value));
     }
     Value::Object(doc)
 }
@@ -87,6 +128,16 @@ pub fn emit(report: &SinkReport, table: &str, request_id: &str) {
         timestamp_ms: chrono::Utc::now().timestamp_millis(),
     };
     println!("{}", emf(report, &context));
+}
+
+/// Prints the EMF line of a table-services run to stdout (see [`emit`]).
+pub fn emit_services(report: &ServiceReport, table: &str, request_id: &str) {
+    let context = EmfContext {
+        table,
+        request_id,
+        timestamp_ms: chrono::Utc::now().timestamp_millis(),
+    };
+    println!("{}", service_emf(report, &context));
 }
 
 #[cfg(test)]
@@ -212,6 +263,88 @@ mod tests {
         assert_eq!(doc["Instant"], Value::Null);
         assert_eq!(v.len(), 14);
         assert!(v.values().all(|n| *n == 0));
+    }
+
+    #[test]
+    fn service_document_follows_emf_and_carries_every_measure() {
+        let report = ServiceReport {
+            clean_instant: Some("20251129103000123".into()),
+            files_cleaned: 7,
+            instants_archived: 12,
+            cluster_instant: None,
+            file_groups_clustered: 3,
+            resumed: 1,
+            duration_ms: 4_321,
+        };
+        let doc = service_emf(&report, &CONTEXT);
+        let v = check_emf(&doc);
+        let actual: Vec<(&str, u64)> = v.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+        assert_eq!(
+            actual,
+            [
+                ("FileGroupsClustered", 3),
+                ("FilesCleaned", 7),
+                ("InstantsArchived", 12),
+                ("ServiceResumed", 1),
+                ("ServiceTime", 4_321),
+            ]
+        );
+        let units: Vec<(&str, &str)> = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .expect("metrics")
+            .iter()
+            .map(|m| {
+                (
+                    m["Name"].as_str().expect("name"),
+                    m["Unit"].as_str().expect("unit"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            units,
+            [
+                ("FilesCleaned", "Count"),
+                ("InstantsArchived", "Count"),
+                ("FileGroupsClustered", "Count"),
+                ("ServiceResumed", "Count"),
+                ("ServiceTime", "Milliseconds"),
+            ]
+        );
+        // The whole document: nothing else rides along.
+        let mut members: Vec<&str> = doc
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        members.sort_unstable();
+        assert_eq!(
+            members,
+            [
+                "CleanInstant",
+                "ClusterInstant",
+                "FileGroupsClustered",
+                "FilesCleaned",
+                "InstantsArchived",
+                "RequestId",
+                "ServiceResumed",
+                "ServiceTime",
+                "Table",
+                "_aws"
+            ]
+        );
+        assert_eq!(doc["Table"], "trips");
+        assert_eq!(doc["RequestId"], "req-1");
+        assert_eq!(doc["_aws"]["Timestamp"], 1_764_412_800_000i64);
+        assert_eq!(doc["CleanInstant"], "20251129103000123");
+        assert_eq!(doc["ClusterInstant"], Value::Null);
+        let line = doc.to_string();
+        assert!(!line.contains('\n'));
+        check_emf(&serde_json::from_str(&line).expect("parses"));
+        // An idle run still reports, with zeros.
+        let idle = check_emf(&service_emf(&ServiceReport::default(), &CONTEXT));
+        assert_eq!(idle.len(), 5);
+        assert!(idle.values().all(|n| *n == 0));
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub enum CoordinatorRequest {
         /// The instant to roll back.
         instant: String,
     },
-    /// Run table services now (roll back expired failed writes).
+    /// Run table services now (roll back expired failed writes, clean, archive, cluster).
     Services,
 }
 

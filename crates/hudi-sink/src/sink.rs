@@ -40,7 +40,8 @@ use crate::write::{TableWriter, WriteCounts, WriteError};
 pub struct SinkConfig {
     /// `hudi.sink.coordinator.function`: the coordinator Lambda (absent = in-process coordinator).
     pub coordinator_function: Option<String>,
-    /// `hudi.sink.dead.letter.path`: where dead letters go (`s3://…` or a directory).
+    /// `hudi.sink.dead.letter.path`: where dead letters go (`s3://…` or a directory); when absent,
+    /// [`crate::dead_letter::dead_letter_location`] picks the error table's path or the table default.
     pub dead_letter_path: Option<String>,
     /// `hudi.sink.commit.max.attempts`: begin/commit rounds before the invocation fails.
     pub max_attempts: u32,

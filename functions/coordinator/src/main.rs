@@ -2,7 +2,9 @@
 //! services when invoked by the schedule (any event without an `op` field).
 //!
 //! Every answer carries the time the request waited for the table lock (`lock_wait_ms`), which the writer
-//! reports in its metrics; every request is logged as one JSON line with its outcome.
+//! reports in its metrics; every request is logged as one JSON line with its outcome. Every table-services run
+//! that succeeds prints one EMF metrics line on stdout (`hudi_sink::metrics::service_emf`: files cleaned,
+//! instants archived, file groups clustered, resumed services, run time).
 
 use std::sync::Arc;
 
@@ -10,7 +12,9 @@ use hudi_sink::bootstrap::{build_coordinator, load_properties};
 use hudi_sink::clock::SystemClock;
 use hudi_sink::coordinator::Coordinator;
 use hudi_sink::protocol::{CoordinatorRequest, CoordinatorResponse};
+use hudi_sink::services::ServiceReport;
 use hudi_sink::transport::answer_with_lock_wait;
+use hudi_sink::write::WriteError;
 use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
 
@@ -21,12 +25,34 @@ async fn main() -> Result<(), Error> {
         .map_err(|_| "HUDI_SINK_CONFIG must name the table properties file (s3://… or a path)")?;
     let props = load_properties(&config).await?;
     let coordinator = Arc::new(build_coordinator(&props, Arc::new(SystemClock)).await?);
+    // Checked by build_coordinator: present and valid. The EMF dimension of the services metrics.
+    let table: Arc<str> = props
+        .get("hoodie.table.name")
+        .map(|t| t.trim())
+        .unwrap_or_default()
+        .into();
     tracing::info!(config = %config, "coordinator ready");
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let coordinator = coordinator.clone();
-        async move { handle(&coordinator, event).await }
+        let table = table.clone();
+        async move { handle(&coordinator, &table, event).await }
     }))
     .await
+}
+
+/// Serves one request; a services run calls [`Coordinator::run_services`] itself, so that its report can go
+/// to the metrics.
+async fn serve(
+    coordinator: &Coordinator,
+    request: CoordinatorRequest,
+) -> Result<(CoordinatorResponse, Option<ServiceReport>), WriteError> {
+    match request {
+        CoordinatorRequest::Services => {
+            let report = coordinator.run_services().await?;
+            Ok((CoordinatorResponse::Done, Some(report)))
+        }
+        other => Ok((coordinator.handle(other).await?, None)),
+    }
 }
 
 /// The request an event stands for: a protocol message when it has an `op`, else the scheduled
@@ -61,7 +87,11 @@ fn status(response: &CoordinatorResponse) -> &'static str {
     }
 }
 
-async fn handle(coordinator: &Coordinator, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
+async fn handle(
+    coordinator: &Coordinator,
+    table: &str,
+    event: LambdaEvent<Value>,
+) -> Result<Value, Diagnostic> {
     let request_id = event.context.request_id.clone();
     let request = request_of(event.payload).map_err(|message| {
         tracing::error!(request_id, error = %message, "invalid coordinator request");
@@ -74,10 +104,13 @@ async fn handle(coordinator: &Coordinator, event: LambdaEvent<Value>) -> Result<
     let instant = instant.map(str::to_string);
     let started = std::time::Instant::now();
     let (result, lock_wait_ms) =
-        hudi_sink::telemetry::with_lock_wait(coordinator.handle(request)).await;
+        hudi_sink::telemetry::with_lock_wait(serve(coordinator, request)).await;
     let duration_ms = started.elapsed().as_millis() as u64;
     match result {
-        Ok(response) => {
+        Ok((response, services)) => {
+            if let Some(report) = &services {
+                hudi_sink::metrics::emit_services(report, table, &request_id);
+            }
             tracing::info!(
                 request_id,
                 op,
@@ -85,6 +118,10 @@ async fn handle(coordinator: &Coordinator, event: LambdaEvent<Value>) -> Result<
                 status = status(&response),
                 lock_wait_ms,
                 duration_ms,
+                services = services
+                    .as_ref()
+                    .and_then(|r| serde_json::to_string(r).ok())
+                    .unwrap_or_default(),
                 "coordinator request served"
             );
             answer_with_lock_wait(&response, lock_wait_ms).map_err(|e| Diagnostic {
@@ -113,6 +150,45 @@ async fn handle(coordinator: &Coordinator, event: LambdaEvent<Value>) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hudi_sink::coordinator::CoordinatorConfig;
+    use hudi_sink::lock::file::FileLock;
+    use hudi_sink::lock::LeaseOptions;
+    use hudi_sink::storage::MemoryStorage;
+
+    #[tokio::test]
+    async fn a_services_request_runs_the_services_and_returns_their_report() {
+        let storage = Arc::new(MemoryStorage::new("mem://t"));
+        let lock =
+            Arc::new(FileLock::new(storage.clone(), "t", LeaseOptions::default()).expect("lock"));
+        let coordinator = Coordinator::new(
+            storage,
+            lock,
+            Arc::new(SystemClock),
+            CoordinatorConfig::default(),
+        );
+        let (response, report) = serve(&coordinator, CoordinatorRequest::Services)
+            .await
+            .expect("services");
+        assert_eq!(response, CoordinatorResponse::Done);
+        let report = report.expect("a services run has a report");
+        assert_eq!(
+            ServiceReport {
+                duration_ms: 0,
+                ..report.clone()
+            },
+            ServiceReport::default(),
+            "an empty table needs no service: {report:?}"
+        );
+        // Other requests have none.
+        let (response, report) = serve(
+            &coordinator,
+            CoordinatorRequest::Begin { writer: "w".into() },
+        )
+        .await
+        .expect("begin");
+        assert!(matches!(response, CoordinatorResponse::Begun { .. }));
+        assert!(report.is_none());
+    }
 
     #[test]
     fn events_without_op_run_the_table_services() {

@@ -205,6 +205,9 @@ data "aws_iam_policy_document" "coordinator" {
     resources = ["${aws_cloudwatch_log_group.coordinator.arn}:*"]
   }
 
+  # Timeline files and table services: clustering reads (Get) and writes (Put) base files, clean and rollback
+  # delete them (DeleteObject, also for DeleteObjects), archival deletes timeline files; every service lists
+  # the table (ListBucket on the table prefix only).
   statement {
     sid       = "TableObjects"
     actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]

@@ -248,7 +248,7 @@ resource "aws_lambda_function" "coordinator" {
 resource "aws_scheduler_schedule" "table_services" {
   # checkov:skip=CKV_AWS_297: The schedule's only payload is the constant {"op":"services"}; an AWS owned key protects it.
   name                = "${var.name}-table-services"
-  description         = "msk-hudi-sink table services (roll back failed writes)"
+  description         = "msk-hudi-sink table services (rollback of failed writes, clean, archive, clustering)"
   schedule_expression = var.table_services_schedule
 
   flexible_time_window {

@@ -257,9 +257,9 @@ variable "writer_timeout" {
 }
 
 variable "coordinator_memory_size" {
-  description = "Coordinator memory in MB."
+  description = "Coordinator memory in MB. Clustering rewrites base files of up to hoodie.parquet.max.file.size (120 MiB) in memory, like the writer: the same 2048 MB, above the 1769 MB of one full vCPU for Parquet encoding."
   type        = number
-  default     = 512
+  default     = 2048
   validation {
     condition     = var.coordinator_memory_size >= 128 && var.coordinator_memory_size <= 10240
     error_message = "coordinator_memory_size must be from 128 to 10240."
@@ -267,9 +267,9 @@ variable "coordinator_memory_size" {
 }
 
 variable "coordinator_timeout" {
-  description = "Coordinator timeout in seconds (begin/commit take milliseconds; table services can take longer)."
+  description = "Coordinator timeout in seconds. Begin and commit take milliseconds; a scheduled table-services run (clean, archive, clustering rewrites of files up to ~100 MiB) gets the Lambda maximum."
   type        = number
-  default     = 300
+  default     = 900
   validation {
     condition     = var.coordinator_timeout >= 10 && var.coordinator_timeout <= 900
     error_message = "coordinator_timeout must be from 10 to 900 seconds."
@@ -277,7 +277,7 @@ variable "coordinator_timeout" {
 }
 
 variable "table_services_schedule" {
-  description = "EventBridge Scheduler expression for the coordinator's table services (rollback of failed writes)."
+  description = "EventBridge Scheduler expression for the coordinator's table services (rollback of failed writes, clean, archive, clustering)."
   type        = string
   default     = "rate(15 minutes)"
   validation {

@@ -184,6 +184,8 @@ const USED_KEYS: &[&str] = &[
     "hoodie.write.lock.dynamodb.table_creation_timeout",
     "hoodie.write.lock.wait_time_ms",
     "hoodie.write.concurrency.mode",
+    // The dead-letter location when `hudi.sink.dead.letter.path` is not set (`crate::dead_letter`).
+    "hoodie.errortable.base.path",
 ];
 
 /// Keys meaningful only to HoodieStreamer, Kafka Connect or Spark: accepted so that their properties files
@@ -209,6 +211,8 @@ const IGNORED_PREFIXES: &[&str] = &[
     "hoodie.schema.on.read.",
     "hoodie.deltastreamer.keygen.timebased.",
     "hoodie.write.lock.zookeeper.",
+    // HoodieStreamer's error table: only its base path is used (for dead letters, after USED_KEYS above).
+    "hoodie.errortable.",
     "bootstrap.servers",
     "auto.offset.reset",
     "group.id",
@@ -575,6 +579,26 @@ mod tests {
         );
         assert_eq!(c.precombine_field.as_deref(), Some("ts"));
         assert_eq!(c.ignored_keys().len(), 2);
+    }
+
+    #[test]
+    fn error_table_keys_are_known() {
+        let mut p = base();
+        p.insert("hoodie.errortable.base.path".into(), "s3://b/errors".into());
+        p.insert("hoodie.errortable.enable".into(), "true".into());
+        p.insert(
+            "hoodie.errortable.target.table.name".into(),
+            "trips_errors".into(),
+        );
+        let c = WriteConfig::from_properties(p).expect("valid");
+        // The base path is used (for dead letters); the rest is HoodieStreamer's alone.
+        assert_eq!(
+            c.ignored_keys(),
+            [
+                "hoodie.errortable.enable",
+                "hoodie.errortable.target.table.name"
+            ]
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //!        ▼                                      ▼ record.payload()              (Value | Tombstone | Undecodable)
 //! ```
 //!
-//! Two kinds of failure, never mixed up (DESIGN §6):
+//! Two kinds of failure, never mixed up (docs/architecture.md, "Dead letters"):
 //! - **Envelope** problems ([`EventError`]): the payload is not JSON, not a Kafka event, a required field is
 //!   missing or has the wrong type, a `topic-partition` key disagrees with its records, or offsets go backwards.
 //!   Nothing of such a payload can be trusted, so the whole invocation fails (the ESM retries it).

@@ -1,11 +1,11 @@
 //! Offsets of a batch: the per topic-partition ranges a commit covers, and the exactly-once filter that drops
 //! what the table's checkpoint already holds.
 //!
-//! The checkpoint stores, per topic-partition, the **next** offset to read (DESIGN §4). A redelivered record
-//! (ESM retry, rebalance, ESM update) has an offset below it and is dropped; everything at or above it is kept.
-//! Offsets may have gaps (compacted topics, transaction markers, ESM filters), so the rule is "offset ≥
-//! checkpoint", never a count of records, and a gap between the checkpoint and the first offset of a batch is not
-//! an error.
+//! The checkpoint stores, per topic-partition, the **next** offset to read (docs/architecture.md,
+//! "Exactly-once"). A redelivered record (ESM retry, rebalance, ESM update) has an offset below it and is
+//! dropped; everything at or above it is kept. Offsets may have gaps (compacted topics, transaction markers, ESM
+//! filters), so the rule is "offset ≥ checkpoint", never a count of records, and a gap between the checkpoint and
+//! the first offset of a batch is not an error.
 
 use std::fmt;
 

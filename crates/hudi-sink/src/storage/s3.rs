@@ -30,8 +30,8 @@
 //! One ambiguity is inherent to S3 and is left to the caller: when an attempt of a conditional put times
 //! out after S3 applied it, the SDK's retry finds the object present and this storage reports
 //! [`PutOutcome::AlreadyExists`] for an object that this very call created. The commit protocol handles it
-//! by comparing the stored content with its own (DESIGN §5: a retried commit with the same content is a
-//! success).
+//! by comparing the stored content with its own (docs/architecture.md, "Exactly-once": a retried commit
+//! with the same content is a success).
 
 use std::ops::Range;
 use std::time::Duration;

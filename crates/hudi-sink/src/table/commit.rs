@@ -1,5 +1,5 @@
 //! Commit metadata: the JSON body of a completed `<t>.commit` / `<t>.replacecommit` (hudi-format.md §4), and the
-//! Kafka checkpoint this writer stores in its `extraMetadata` (DESIGN §4, hudi-kafka-locks.md §1.4, §2).
+//! Kafka checkpoint this writer stores in its `extraMetadata` (docs/architecture.md, "Exactly-once").
 //!
 //! Invariants:
 //! - Field names are Jackson's (`partitionToWriteStats`, `fileId`, `prevCommit`, …) and every field Hudi writes

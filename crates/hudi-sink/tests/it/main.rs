@@ -20,5 +20,6 @@ mod schema_golden;
 mod simulation;
 mod source_decode;
 mod storage_contract;
+mod streamer_properties;
 mod table_golden;
 mod writer_interop;

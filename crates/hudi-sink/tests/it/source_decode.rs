@@ -2,7 +2,7 @@
 //! the ESM payload, then per record decode the value with the trips schema (`events/schema/trips.avsc`), treat
 //! a keyed tombstone as a delete, and turn everything else into a dead letter built where it failed. The exact
 //! outcome of every record is asserted (row values, or stage and reason), and so is the accounting of
-//! DESIGN §6: records in = rows decoded + deletes + dead letters.
+//! docs/architecture.md, "Dead letters": records in = rows decoded + deletes + dead letters.
 
 use std::path::PathBuf;
 use std::sync::Arc;
