@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::plan::is_this_sinks;
-use super::schedule::read_requested;
+use super::schedule::{read_requested, Requested};
 use super::{ClusteringPlanned, PlannedGroup};
 use crate::services::ServiceContext;
 use crate::storage::PutOutcome;
@@ -199,8 +199,11 @@ async fn rollback_plan(
         storage.delete_many(&markers).await?;
     }
     storage.delete(&instant_path(t, State::Inflight)).await?;
-    storage.delete(&instant_path(t, State::Requested)).await?;
+    // The heartbeat before the plan: the plan is what makes the next run finish an interrupted rollback
+    // (without a heartbeat it expires by its instant time, which is older still), so deleting it last
+    // leaves nothing behind but the retired mark.
     storage.delete(&heartbeat_path(t)).await?;
+    storage.delete(&instant_path(t, State::Requested)).await?;
     tracing::info!(instant = %t, "clustering rolled back");
     Ok(true)
 }
@@ -221,13 +224,13 @@ pub async fn rollback_expired(
         if pending.action != Action::ReplaceCommit {
             continue;
         }
-        let meta = match read_requested(storage, &pending.time).await {
-            Ok(Some(meta)) if is_this_sinks(&meta) => meta,
-            Ok(_) => continue,
-            Err(e) => {
-                tracing::warn!(instant = %pending.time, error = %e, "unreadable pending replacecommit left alone");
+        let meta = match read_requested(storage, &pending.time).await? {
+            Requested::Record(meta) if is_this_sinks(&meta) => meta,
+            Requested::Undecodable(reason) => {
+                tracing::warn!(instant = %pending.time, reason, "undecodable pending replacecommit left alone");
                 continue;
             }
+            Requested::Record(_) | Requested::Absent => continue,
         };
         let last_beat = match storage.get(&heartbeat_path(&pending.time)).await {
             Ok(bytes) => std::str::from_utf8(&bytes)

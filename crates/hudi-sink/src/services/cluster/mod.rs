@@ -21,8 +21,9 @@
 //!   the pending time `t`, and the input groups are replaced only by a completed replacecommit. From `t` on
 //!   the input groups are hidden and the new ones hold the same rows; time travel before `t` is unchanged.
 //! - A plan whose heartbeat expired is rolled back by [`rollback_expired`]: its time is retired first, then
-//!   its new files are deleted, then `.inflight`, then `.requested`, then the heartbeat, so that a crash at
-//!   any step leaves a pending instant (still invisible data) that the next run rolls back again.
+//!   its new files and markers are deleted, then `.inflight`, the heartbeat, and `.requested` last, so that
+//!   a crash at any step leaves a pending instant (still invisible data) that the next run rolls back
+//!   again, and a finished rollback leaves only the retired mark.
 //! - Only plans carrying [`WRITER_KEY`] = [`WRITER_NAME`] are ever rolled back: another engine's pending
 //!   clustering is left alone, and its file groups are never planned again.
 //! - Bucket-index tables are never clustered: their file groups are fixed per bucket.

@@ -27,27 +27,36 @@ pub struct PendingClustering {
     pub unknown: Vec<InstantTime>,
 }
 
-/// The `.replacecommit.requested` record of `instant`: `None` when the file is missing or empty, an error
-/// when it does not decode.
+/// What a `.replacecommit.requested` file holds.
+#[derive(Debug)]
+pub(super) enum Requested {
+    /// No file, or an empty one (Spark's insert overwrite).
+    Absent,
+    /// A decoded record.
+    Record(RequestedReplaceMetadata),
+    /// Bytes that do not decode (another engine's format, or damage): never this sink's to touch.
+    Undecodable(String),
+}
+
+/// Reads the `.replacecommit.requested` file of `instant`. Storage failures are errors (the caller must not
+/// take a plan it could not read for another engine's); content that does not decode is not.
 pub(super) async fn read_requested(
     storage: &dyn Storage,
     instant: &InstantTime,
-) -> Result<Option<RequestedReplaceMetadata>, WriteError> {
+) -> Result<Requested, WriteError> {
     let path = Instant::new(instant.clone(), Action::ReplaceCommit, State::Requested).path();
     let bytes = match storage.get(&path).await {
         Ok(bytes) => bytes,
-        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) if e.is_not_found() => return Ok(Requested::Absent),
         Err(e) => return Err(e.into()),
     };
     if bytes.is_empty() {
-        return Ok(None);
+        return Ok(Requested::Absent);
     }
-    RequestedReplaceMetadata::from_avro_bytes(&bytes)
-        .map(Some)
-        .map_err(|e| WriteError::Table {
-            base_path: storage.base_uri().to_string(),
-            reason: format!("{path}: {e}"),
-        })
+    Ok(match RequestedReplaceMetadata::from_avro_bytes(&bytes) {
+        Ok(meta) => Requested::Record(meta),
+        Err(e) => Requested::Undecodable(format!("{path}: {e}")),
+    })
 }
 
 /// Reads the plans of every pending replacecommit of `timeline`.
@@ -60,14 +69,14 @@ pub async fn pending_clustering(
         if pending.action != Action::ReplaceCommit {
             continue;
         }
-        let meta = match read_requested(storage, &pending.time).await {
-            Ok(Some(meta)) if meta.operation_type == super::OPERATION_CLUSTER => meta,
-            Ok(_) => {
+        let meta = match read_requested(storage, &pending.time).await? {
+            Requested::Record(meta) if meta.operation_type == super::OPERATION_CLUSTER => meta,
+            Requested::Undecodable(reason) => {
+                tracing::warn!(instant = %pending.time, reason, "undecodable pending replacecommit");
                 out.unknown.push(pending.time.clone());
                 continue;
             }
-            Err(e) => {
-                tracing::warn!(instant = %pending.time, error = %e, "unreadable pending replacecommit");
+            Requested::Record(_) | Requested::Absent => {
                 out.unknown.push(pending.time.clone());
                 continue;
             }
