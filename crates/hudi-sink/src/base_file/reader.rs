@@ -100,6 +100,30 @@ pub fn read_base_file(data: Bytes) -> Result<(SchemaRef, Vec<RecordBatch>), Base
     Ok((schema, batches))
 }
 
+/// Decodes a base file batch by batch (at most [`READ_BATCH_ROWS`] rows decoded at a time), for rewrites
+/// that must not hold a whole decoded file (clustering).
+pub fn read_base_file_batches(
+    data: Bytes,
+) -> Result<impl Iterator<Item = Result<RecordBatch, BaseFileError>>, BaseFileError> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(data)
+        .map_err(|source| BaseFileError::Parquet {
+            context: "open file".into(),
+            source,
+        })?
+        .with_batch_size(READ_BATCH_ROWS)
+        .build()
+        .map_err(|source| BaseFileError::Parquet {
+            context: "build reader".into(),
+            source,
+        })?;
+    Ok(reader.map(|batch| {
+        batch.map_err(|source| BaseFileError::Arrow {
+            context: "decode rows".into(),
+            source,
+        })
+    }))
+}
+
 /// Parses the footer of a complete file held in memory.
 pub fn read_footer(data: &Bytes) -> Result<BaseFileFooter, BaseFileError> {
     let meta = ParquetMetaDataReader::new()

@@ -1039,13 +1039,27 @@ impl TableWriter {
         Ok((Some(stat), plan.tombstone_deletes))
     }
 
-    fn new_file_writer(&self) -> Result<BaseFileWriter, WriteError> {
+    /// A writer for one base file of this table (also used by clustering, which writes outside
+    /// [`TableWriter::write_files`]).
+    pub(crate) fn new_file_writer(&self) -> Result<BaseFileWriter, WriteError> {
         Ok(BaseFileWriter::try_new(
             self.schema.file.clone(),
             self.schema.parquet.clone(),
             self.schema.avro_with_meta_json.clone(),
             &self.config.base_file,
         )?)
+    }
+
+    /// Checks a batch read from a stored base file against the table's file schema and relabels it with
+    /// that schema (clustering rewrites stored files).
+    pub(crate) fn conform_stored_batch(
+        &self,
+        batch: RecordBatch,
+    ) -> Result<RecordBatch, WriteError> {
+        let mut conformed = conform_batches(&self.schema.file, vec![batch])?;
+        conformed.pop().ok_or_else(|| WriteError::Data {
+            reason: "conforming a stored batch returned no batch".into(),
+        })
     }
 
     /// Builds the output rows of one file: meta columns (kept for stored rows, new for written ones) and data

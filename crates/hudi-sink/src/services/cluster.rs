@@ -1,1 +1,0 @@
-//! Clustering of small files (placeholder; being written).

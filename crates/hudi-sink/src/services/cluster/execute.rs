@@ -1,0 +1,174 @@
+//! Execution without the table lock: the input files of each group rewritten into new file groups.
+//!
+//! Memory: one input file (its bytes and one decoded batch of at most 8192 rows) and one output file (its
+//! encoded bytes, which `BaseFileWriter` builds in memory up to the target size, plus the row group being
+//! encoded) at a time.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
+use bytes::Bytes;
+
+use super::ClusteringPlanned;
+use crate::base_file::reader::read_base_file_batches;
+use crate::base_file::writer::BaseFileWriter;
+use crate::clock::Clock;
+use crate::coordinator::write_heartbeat;
+use crate::schema::meta::{FILE_NAME_COL, META_COLUMNS};
+use crate::storage::{join_path, Storage};
+use crate::table::commit::WriteStat;
+use crate::table::file_name::{marker_path, new_file_id, BaseFileName, MarkerType, WriteToken};
+use crate::table::instant::InstantTime;
+use crate::write::{TableWriter, WriteError};
+
+/// Rows of the first write into a new file, which measures the bytes per row.
+const FIRST_CHUNK_ROWS: usize = 256;
+/// Most rows per write call (the size check runs between calls).
+const MAX_CHUNK_ROWS: usize = 4096;
+/// Fewest rows per call, so that a nearly full file still makes progress.
+const MIN_CHUNK_ROWS: usize = 16;
+
+/// Index of `_hoodie_file_name` among the file columns.
+fn file_name_index() -> usize {
+    META_COLUMNS
+        .iter()
+        .position(|c| *c == FILE_NAME_COL)
+        .unwrap_or(META_COLUMNS.len() - 1)
+}
+
+/// The output file being filled.
+struct OpenFile {
+    file_id: String,
+    file_name: String,
+    writer: BaseFileWriter,
+    rows: usize,
+}
+
+/// Writes the new files of one instant: names, markers, stats.
+struct Output<'a> {
+    storage: &'a dyn Storage,
+    clock: &'a dyn Clock,
+    writer: &'a TableWriter,
+    instant: &'a InstantTime,
+    target: u64,
+    /// Files started so far in this instant (the write token's task number, as the writer numbers them).
+    file_index: u64,
+    stats: Vec<WriteStat>,
+}
+
+impl Output<'_> {
+    async fn open(&mut self, partition: &str) -> Result<OpenFile, WriteError> {
+        let file_id = new_file_id();
+        let token = WriteToken::new(self.file_index, 0, 0);
+        let file_name =
+            BaseFileName::new_parquet(&file_id, &token, self.instant.clone())?.file_name();
+        self.file_index += 1;
+        let marker = marker_path(self.instant, partition, &file_name, MarkerType::Create);
+        self.storage.put(&marker, Bytes::new()).await?;
+        Ok(OpenFile {
+            file_id,
+            file_name,
+            writer: self.writer.new_file_writer()?,
+            rows: 0,
+        })
+    }
+
+    /// Rows of the next write into `file`: sized from its bytes per row so far, so that it ends close to
+    /// the target.
+    fn next_chunk(&self, file: &OpenFile, available: usize) -> usize {
+        let size = file.writer.estimated_size() as u64;
+        let chunk = match size.checked_div(file.rows as u64) {
+            None => FIRST_CHUNK_ROWS,
+            Some(per_row) => {
+                let room = self.target.saturating_sub(size);
+                usize::try_from(room / per_row.max(1))
+                    .unwrap_or(MAX_CHUNK_ROWS)
+                    .clamp(MIN_CHUNK_ROWS, MAX_CHUNK_ROWS)
+            }
+        };
+        chunk.min(available)
+    }
+
+    async fn close(&mut self, partition: &str, file: OpenFile) -> Result<(), WriteError> {
+        let written = file.writer.finish()?;
+        let path = join_path(&[partition, &file.file_name]);
+        let size = written.data.len() as i64;
+        self.storage.put(&path, written.data).await?;
+        let mut stat = WriteStat::new(&file.file_id, partition, &path);
+        let rows = i64::try_from(written.num_rows).unwrap_or(i64::MAX);
+        stat.num_writes = rows;
+        stat.num_inserts = rows;
+        stat.total_write_bytes = size;
+        stat.file_size_in_bytes = size;
+        self.stats.push(stat);
+        write_heartbeat(self.storage, self.clock, self.instant).await?;
+        Ok(())
+    }
+}
+
+/// `batch` with every `_hoodie_file_name` set to `file_name` (the only meta column clustering changes).
+fn with_file_name(batch: &RecordBatch, file_name: &str) -> Result<RecordBatch, WriteError> {
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    let idx = file_name_index();
+    columns[idx] = Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+        file_name,
+        batch.num_rows(),
+    )));
+    RecordBatch::try_new(batch.schema(), columns).map_err(|source| WriteError::Arrow {
+        context: "set _hoodie_file_name",
+        source,
+    })
+}
+
+/// Rewrites every group of `planned` into new base files (without the table lock) and returns one write
+/// stat per new file (`prevCommit` "null", every row an insert, exact sizes). Uses `writer` for the table
+/// schema and the base-file encoding; all I/O goes to `storage`.
+pub async fn execute(
+    storage: &dyn Storage,
+    clock: &dyn Clock,
+    writer: &TableWriter,
+    planned: &ClusteringPlanned,
+) -> Result<Vec<WriteStat>, WriteError> {
+    let mut out = Output {
+        storage,
+        clock,
+        writer,
+        instant: &planned.instant,
+        target: planned.target_file_max_bytes.max(1),
+        file_index: 0,
+        stats: Vec::new(),
+    };
+    for group in &planned.groups {
+        let partition = group.partition_path.as_str();
+        let mut open: Option<OpenFile> = None;
+        for slice in &group.slices {
+            write_heartbeat(storage, clock, &planned.instant).await?;
+            let data = storage.get(&slice.path()).await?;
+            for batch in read_base_file_batches(data)? {
+                let batch = writer.conform_stored_batch(batch?)?;
+                let mut offset = 0;
+                while offset < batch.num_rows() {
+                    let mut file = match open.take() {
+                        Some(file) => file,
+                        None => out.open(partition).await?,
+                    };
+                    let chunk = out.next_chunk(&file, batch.num_rows() - offset);
+                    let rows = with_file_name(&batch.slice(offset, chunk), &file.file_name)?;
+                    file.writer.write(&rows)?;
+                    file.rows += chunk;
+                    offset += chunk;
+                    if file.writer.estimated_size() as u64 >= out.target {
+                        out.close(partition, file).await?;
+                    } else {
+                        open = Some(file);
+                    }
+                }
+            }
+        }
+        if let Some(file) = open.take() {
+            out.close(partition, file).await?;
+        }
+    }
+    tracing::info!(instant = %planned.instant, files = out.stats.len(), "clustering files written");
+    Ok(out.stats)
+}
