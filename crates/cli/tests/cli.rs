@@ -353,9 +353,7 @@ fn streamer_properties_ingest_then_services_and_show() {
     ]);
     assert_eq!(number_after(&out, "records in "), 3, "{out}");
     assert_eq!(number_after(&out, "dead-lettered "), 1, "{out}");
-    let letters = dir
-        .path()
-        .join("trips_dead_letters/trips/0");
+    let letters = dir.path().join("trips_dead_letters/trips/0");
     let objects: Vec<_> = std::fs::read_dir(&letters)
         .expect("dead letters at the default place")
         .map(|e| e.expect("entry").path())

@@ -230,7 +230,7 @@ pub async fn build_coordinator(
         heartbeat_tolerance: sink.heartbeat_tolerance(),
         services: crate::services::ServicesConfig::from_properties(props, write.max_file_size)?,
     };
-    Ok(Coordinator::new(storage, lock, clock, config))
+    Ok(Coordinator::new(storage, lock, clock, config).with_clustering(write))
 }
 
 /// The Avro schema named by `hoodie.streamer.schemaprovider.source.schema.file`, if any.

@@ -67,8 +67,18 @@ pub struct Coordinator {
     commits: crate::services::commits::CommitCache,
     /// What the last clean scanned, so that a clean that found nothing is not redone on the next commit.
     clean_memo: crate::services::clean::CleanMemo,
-    /// Whether the table is bucket-indexed (never clustered), when known.
-    clusterable: Option<Arc<crate::write::TableWriter>>,
+    /// The write configuration, when the table may be clustered (insert tables): the clustering writer is
+    /// opened from it on first use and kept while warm.
+    clustering: Option<Arc<Clustering>>,
+}
+
+/// What clustering needs beyond the services' settings.
+#[derive(Debug)]
+struct Clustering {
+    config: crate::config::write_config::WriteConfig,
+    writer: tokio::sync::Mutex<Option<Arc<crate::write::TableWriter>>>,
+    /// Commits this coordinator completed since its last inline clustering.
+    commits: std::sync::atomic::AtomicU32,
 }
 
 /// Writes the heartbeat of `instant` and returns its content: the time in epoch milliseconds (Hudi's own
@@ -146,15 +156,93 @@ impl Coordinator {
             last_checkpoint: Arc::new(std::sync::Mutex::new(None)),
             commits: crate::services::commits::CommitCache::new(),
             clean_memo: crate::services::clean::CleanMemo::default(),
-            clusterable: None,
+            clustering: None,
         }
     }
 
-    /// Lets the services cluster the small files of this insert table, writing base files as `writer` does
-    /// (bucket-indexed tables are never clustered: their file groups are fixed per bucket).
-    pub fn with_clustering(mut self, writer: Arc<crate::write::TableWriter>) -> Self {
-        self.clusterable = Some(writer);
+    /// Lets the services cluster the small files of this table, writing base files as `config` says. Only
+    /// insert tables are clustered: bucket-indexed file groups are fixed per bucket, so a bucket-indexed
+    /// `config` (or `hoodie.parquet.small.file.limit=0`) leaves clustering off.
+    pub fn with_clustering(mut self, config: crate::config::write_config::WriteConfig) -> Self {
+        let clusterable = matches!(config.index, crate::config::write_config::IndexConfig::None)
+            && self.config.services.small_file_limit > 0;
+        self.clustering = clusterable.then(|| {
+            Arc::new(Clustering {
+                config,
+                writer: tokio::sync::Mutex::new(None),
+                commits: std::sync::atomic::AtomicU32::new(0),
+            })
+        });
         self
+    }
+
+    /// One clustering run (it takes the lock for planning and completion only), when this coordinator may
+    /// cluster and the table exists.
+    async fn cluster(&self) -> Result<crate::services::ServiceReport, WriteError> {
+        let Some(clustering) = &self.clustering else {
+            return Ok(crate::services::ServiceReport::default());
+        };
+        let writer = {
+            let mut slot = clustering.writer.lock().await;
+            match slot.as_ref() {
+                Some(w) => w.clone(),
+                None => {
+                    if TableProperties::load(self.storage.as_ref()).await.is_err() {
+                        return Ok(crate::services::ServiceReport::default());
+                    }
+                    let w = Arc::new(
+                        crate::write::TableWriter::create_or_open(
+                            self.storage.clone(),
+                            self.clock.clone(),
+                            clustering.config.clone(),
+                            None,
+                        )
+                        .await?,
+                    );
+                    *slot = Some(w.clone());
+                    w
+                }
+            }
+        };
+        crate::services::cluster::run(
+            self.storage.as_ref(),
+            self.lock.as_ref(),
+            self.config.lock_wait,
+            self.clock.as_ref(),
+            &self.config.services,
+            &writer,
+            self.config.heartbeat_tolerance,
+        )
+        .await
+    }
+
+    /// Clustering after a commit, every `hoodie.clustering.inline.max.commits` commits of this coordinator
+    /// (best effort, like the other inline services; it runs after the commit's lock is released).
+    async fn inline_clustering(&self) {
+        let Some(clustering) = &self.clustering else {
+            return;
+        };
+        let services = &self.config.services;
+        if !services.clustering_inline {
+            return;
+        }
+        let n = clustering
+            .commits
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        if n < services.clustering_max_commits {
+            return;
+        }
+        clustering
+            .commits
+            .store(0, std::sync::atomic::Ordering::SeqCst);
+        match self.cluster().await {
+            Ok(report) if report.cluster_instant.is_some() => {
+                tracing::info!(?report, "inline clustering");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "inline clustering failed; a later run retries"),
+        }
     }
 
     fn service_context<'a>(&'a self, guard: &'a LockGuard) -> crate::services::ServiceContext<'a> {
@@ -302,6 +390,7 @@ impl Coordinator {
         }
         .await;
         let mut report = self.unlock(guard, result).await?;
+        report.merge(self.cluster().await?);
         report.duration_ms = started.elapsed().as_millis() as u64;
         Ok(report)
     }
@@ -559,7 +648,11 @@ impl Coordinator {
     async fn commit(&self, req: CommitRequest) -> Result<CoordinatorResponse, WriteError> {
         let guard = self.lock().await?;
         let result = self.commit_locked(&guard, req).await;
-        self.unlock(guard, result).await
+        let response = self.unlock(guard, result).await?;
+        if matches!(response, CoordinatorResponse::Committed { .. }) {
+            self.inline_clustering().await;
+        }
+        Ok(response)
     }
 
     async fn commit_locked(

@@ -670,17 +670,11 @@ mod tests {
         use DeadLetterSource::*;
         assert_eq!(
             at(&[], "s3://b/tables/trips"),
-            (
-                "s3://b/tables/trips_dead_letters/".into(),
-                TableDefault
-            )
+            ("s3://b/tables/trips_dead_letters/".into(), TableDefault)
         );
         assert_eq!(
             at(&[], "/data/trips/"),
-            (
-                "/data/trips_dead_letters/".into(),
-                TableDefault
-            )
+            ("/data/trips_dead_letters/".into(), TableDefault)
         );
         // Blank values count as unset.
         assert_eq!(
@@ -688,10 +682,7 @@ mod tests {
                 &[(DEAD_LETTER_PATH_KEY, " "), (ERROR_TABLE_PATH_KEY, "")],
                 "t"
             ),
-            (
-                "t_dead_letters/".into(),
-                TableDefault
-            )
+            ("t_dead_letters/".into(), TableDefault)
         );
         assert_eq!(
             at(&[], "s3://bucket/"),

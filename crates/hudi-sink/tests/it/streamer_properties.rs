@@ -261,7 +261,10 @@ async fn dead_letters_at_the_default_place_survive_every_service() {
             // A configured place inside the table's metadata directory, which no service may touch either.
             (
                 "hudi.sink.dead.letter.path",
-                &table.join(".hoodie/.aux/dead-letters").display().to_string(),
+                &table
+                    .join(".hoodie/.aux/dead-letters")
+                    .display()
+                    .to_string(),
             ),
         ],
     )
