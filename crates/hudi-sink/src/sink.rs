@@ -387,7 +387,7 @@ impl KafkaSink {
             self.check_deadline(&options, "begin", last_attempt)?;
             attempt += 1;
             let started = std::time::Instant::now();
-            let outcome = self.attempt(&batch, &options).await?;
+            let outcome = self.attempt(&batch, &options, &timeline).await?;
             last_attempt = started.elapsed();
             match outcome {
                 Attempt::Done(mut report) => {
@@ -427,10 +427,12 @@ impl KafkaSink {
         }
     }
 
+    /// `timeline` is the one the batch loaded for its checkpoint, before the begin.
     async fn attempt(
         &self,
         batch: &KafkaBatch,
         options: &ProcessOptions,
+        timeline: &Timeline,
     ) -> Result<Attempt, WriteError> {
         let storage = self.writer.storage().clone();
         let schema = self.writer.schema();
@@ -508,7 +510,16 @@ impl KafkaSink {
             self.config.heartbeat_interval,
             heartbeat_ms,
         );
-        let (stats, counts) = self.writer.write_files(&instant_time, &prepared).await?;
+        // The batch's timeline still shows the table as of the instant's base when its latest commit is that
+        // base and nothing but commits is pending (commits complete only in instant order, so none older can
+        // complete later): then the write need not list `.hoodie/` again.
+        let (stats, counts) = if shows_base(timeline, base_instant.as_deref()) {
+            self.writer
+                .write_files_with_timeline(&instant_time, &prepared, timeline)
+                .await?
+        } else {
+            self.writer.write_files(&instant_time, &prepared).await?
+        };
         let dead_lettered = letters.len() as u64;
         if !letters.is_empty() {
             self.dead_letters.write(&letters).await?;
@@ -576,6 +587,16 @@ impl KafkaSink {
             other => Err(unexpected("abort", &other)),
         }
     }
+}
+
+/// Whether `timeline` shows the committed table as of `base` (the latest completed instant at begin): same latest
+/// commit, and no pending replacecommit or compaction that could complete below it.
+fn shows_base(timeline: &Timeline, base: Option<&str>) -> bool {
+    timeline.latest_completed().map(|i| i.time.as_str()) == base
+        && timeline
+            .pending()
+            .iter()
+            .all(|i| i.action == crate::table::instant::Action::Commit)
 }
 
 /// A dead letter for a tombstone whose key cannot be used.

@@ -6,6 +6,7 @@
 
 pub mod commit;
 pub mod file_name;
+pub mod fs_view;
 pub mod instant;
 pub mod partition_metadata;
 pub mod properties;
@@ -18,10 +19,14 @@ pub use commit::{
     WriteStat,
 };
 pub use file_name::{BaseFileName, FileNameError, Marker, MarkerType, WriteToken};
+pub use fs_view::{
+    latest_file_slices, FileSlice, FileSystemView, ListReason, Refresh, ReplacedGroups,
+    SliceVisibility,
+};
 pub use instant::{Action, Instant, InstantError, InstantTime, State};
 pub use partition_metadata::{PartitionMetadata, PartitionMetadataError};
 pub use properties::{PropertiesError, TableConfigKey, TableProperties};
-pub use timeline::{latest_file_slices, FileSlice, Timeline, TimelineError};
+pub use timeline::{Timeline, TimelineError};
 
 /// Any failure of the table metadata layer.
 #[derive(Debug, Error)]

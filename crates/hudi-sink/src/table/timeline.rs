@@ -1,4 +1,4 @@
-//! The active timeline (layout 1) and the file slices it makes visible.
+//! The active timeline (layout 1).
 //!
 //! Invariants:
 //! - [`Timeline::load`] reads only the direct children of `.hoodie/` (the archive, markers, heartbeats, schema
@@ -6,34 +6,27 @@
 //!   the file with the highest state — Hudi's layout-1 rule, so `<t>.commit.requested`, `<t>.inflight` and
 //!   `<t>.commit` are one completed instant. Instants are sorted as Java sorts them.
 //! - A `.hoodie/timeline/` directory means a Hudi 1.x (layout 2) table, which is refused, never half-read.
-//! - A file slice (base file) is visible as of `t` iff its instant is ≤ `t` and ≤ the latest completed
-//!   commit-like instant, and is either a completed commit-like instant or older than the first one (archived),
-//!   and its file group was not replaced by a completed replacecommit ≤ `t`; per file group the visible slice
-//!   with the greatest instant wins (Java `HoodieFileGroup.isFileSliceCommitted`, hudi-rs
-//!   `get_file_slice_as_of`; hudi-format.md §3.5, §7.3).
+//! - Which file slices the timeline makes visible is [`super::fs_view`]'s: a file slice (base file) is visible
+//!   as of `t` iff its instant is ≤ `t` and ≤ the latest completed commit-like instant, and is either a completed
+//!   commit-like instant or older than the first one (archived), and its file group was not replaced by a
+//!   completed replacecommit ≤ `t`; per file group the visible slice with the greatest instant wins (Java
+//!   `HoodieFileGroup.isFileSliceCommitted`, hudi-rs `get_file_slice_as_of`; hudi-format.md §3.5, §7.3).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use thiserror::Error;
 
 use super::commit::{Checkpoint, CommitError, CommitMetadata, ReplaceCommitMetadata};
-use super::file_name::{BaseFileName, FileNameError};
+use super::file_name::FileNameError;
 use super::instant::{Action, Instant, InstantError, InstantTime, State};
-use super::partition_metadata::PARTITION_METAFILE;
 use super::properties::{HUDI_1X_HINT, V8_TIMELINE_DIR};
 use crate::storage::{Storage, StorageError};
 
+/// The file slices moved to [`super::fs_view`]; kept here so that `table::timeline::…` paths keep working.
+pub use super::fs_view::{is_non_data_path, latest_file_slices, FileSlice};
+
 /// The metadata directory every timeline file is under.
 pub const META_DIR: &str = ".hoodie/";
-/// Top-level directories that hold no data files: the timeline and the planned Delta Lake mirror.
-const NON_DATA_TOP_DIRS: [&str; 2] = [".hoodie/", "_delta_log/"];
-/// Whether `path` lies in a top-level directory that holds no data files (the timeline, a Delta Lake mirror).
-pub fn is_non_data_path(path: &str) -> bool {
-    NON_DATA_TOP_DIRS.iter().any(|d| path.starts_with(d))
-}
-
-/// The only base file extension this writer handles.
-const BASE_FILE_EXTENSION: &str = "parquet";
 
 /// Failures loading the timeline, commit metadata or file slices.
 #[derive(Debug, Error)]
@@ -90,6 +83,16 @@ pub enum TimelineError {
         first: String,
         /// The other.
         second: String,
+    },
+    /// A commit's write stat that cannot describe a base file.
+    #[error("write stat {path:?} of {instant}: {reason}")]
+    InvalidWriteStat {
+        /// The commit.
+        instant: String,
+        /// The stat's path.
+        path: String,
+        /// Why.
+        reason: String,
     },
     /// Storage failed.
     #[error(transparent)]
@@ -354,126 +357,6 @@ async fn read_commit_file(
     Ok(storage.get(&instant.path()).await?)
 }
 
-/// One base file: the visible slice of a file group.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct FileSlice {
-    /// Partition path (`""` when non-partitioned).
-    pub partition_path: String,
-    /// File group id.
-    pub file_id: String,
-    /// The instant that wrote the base file.
-    pub base_instant: InstantTime,
-    /// The base file's name.
-    pub file_name: String,
-    /// Its size in bytes.
-    pub size: u64,
-}
-
-impl FileSlice {
-    /// The base file's path relative to the table base path.
-    pub fn path(&self) -> String {
-        crate::storage::join_path(&[&self.partition_path, &self.file_name])
-    }
-}
-
-/// The latest visible slice of every file group as of `as_of` (default: the latest completed commit-like
-/// instant), sorted by partition and file id. See the module doc for the rule.
-pub async fn latest_file_slices(
-    storage: &dyn Storage,
-    timeline: &Timeline,
-    as_of: Option<&InstantTime>,
-) -> Result<Vec<FileSlice>, TimelineError> {
-    let Some(latest) = timeline.latest_completed() else {
-        // Nothing committed: nothing is visible.
-        return Ok(Vec::new());
-    };
-    let cutoff = match as_of {
-        Some(t) if *t < latest.time => t.clone(),
-        _ => latest.time.clone(),
-    };
-    let completed: BTreeSet<&InstantTime> = timeline
-        .completed_commits()
-        .into_iter()
-        .map(|i| &i.time)
-        .collect();
-    let first_completed = timeline.first_completed().map(|i| &i.time);
-    // Hudi's rule: times before the first completed commit of the active timeline were archived, so their
-    // files count as committed, except (our addition) times still on the timeline (pending) or retired by
-    // a rollback: a frozen writer's files, or ones it wrote after its rollback, older than the first commit
-    // of a young table would otherwise count as committed until the leftovers are swept.
-    let committed = |t: &InstantTime| {
-        completed.contains(t)
-            || (first_completed.is_some_and(|first| t < first)
-                && !timeline.contains(t)
-                && !timeline.is_retired(t))
-    };
-
-    let mut replaced: BTreeSet<(String, String)> = BTreeSet::new();
-    for instant in timeline.completed_commits() {
-        if instant.action == Action::ReplaceCommit && instant.time <= cutoff {
-            let meta = timeline.replace_commit_metadata(storage, instant).await?;
-            for (partition, file_id) in meta.replaced_file_groups() {
-                replaced.insert((partition.to_string(), file_id.to_string()));
-            }
-        }
-    }
-
-    let mut best: BTreeMap<(String, String), FileSlice> = BTreeMap::new();
-    for object in storage.list("").await? {
-        if NON_DATA_TOP_DIRS.iter().any(|d| object.path.starts_with(d)) {
-            continue;
-        }
-        let (partition_path, file_name) = match object.path.rsplit_once('/') {
-            Some((p, f)) => (p, f),
-            None => ("", object.path.as_str()),
-        };
-        if file_name.starts_with(PARTITION_METAFILE) {
-            continue;
-        }
-        let is_base_file = file_name
-            .rsplit_once('.')
-            .is_some_and(|(_, ext)| ext == BASE_FILE_EXTENSION);
-        if !is_base_file {
-            continue;
-        }
-        let base =
-            BaseFileName::parse(file_name).map_err(|source| TimelineError::InvalidBaseFile {
-                path: object.path.clone(),
-                source,
-            })?;
-        if base.instant_time > cutoff || !committed(&base.instant_time) {
-            continue;
-        }
-        let key = (partition_path.to_string(), base.file_id.clone());
-        if replaced.contains(&key) {
-            continue;
-        }
-        let slice = FileSlice {
-            partition_path: partition_path.to_string(),
-            file_id: base.file_id.clone(),
-            base_instant: base.instant_time.clone(),
-            file_name: file_name.to_string(),
-            size: object.size,
-        };
-        match best.get(&key) {
-            Some(existing) if existing.base_instant == slice.base_instant => {
-                return Err(TimelineError::DuplicateSlice {
-                    partition_path: slice.partition_path,
-                    file_id: slice.file_id,
-                    instant: slice.base_instant.to_string(),
-                    first: existing.file_name.clone(),
-                    second: slice.file_name,
-                });
-            }
-            Some(existing) if existing.base_instant > slice.base_instant => {}
-            _ => {
-                best.insert(key, slice);
-            }
-        }
-    }
-    Ok(best.into_values().collect())
-}
-
 /// Instants in `timeline` whose state is `state` and action `action`, oldest first.
 pub fn instants_with(timeline: &Timeline, action: Action, state: State) -> Vec<&Instant> {
     timeline
@@ -684,183 +567,5 @@ mod tests {
                 .expect("none"),
             None
         );
-    }
-
-    #[tokio::test]
-    async fn before_the_first_commit_only_archived_times_count_as_committed() {
-        // A young table: its first instant was rolled back (a frozen writer's), the second is still pending,
-        // the third is the first completed commit. Files of the first two are older than that commit, yet
-        // neither is committed data: one time is retired, the other on the timeline. A time that is neither
-        // (archived) still counts, as in Hudi.
-        let storage = MemoryStorage::new("mem://young");
-        put(&storage, &format!("{RETIRED_DIR}20240101000000001"), b"").await;
-        put(&storage, ".hoodie/20240101000000002.inflight", b"").await;
-        put(
-            &storage,
-            ".hoodie/20240101000000003.commit",
-            &commit_json(Some("s"), "INSERT", &[]),
-        )
-        .await;
-        for f in [
-            "p/00000001-a-0_0-1-0_20240101000000000.parquet",
-            "p/00000001-b-0_0-1-0_20240101000000001.parquet",
-            "p/00000001-c-0_0-1-0_20240101000000002.parquet",
-            "p/00000002-d-0_0-1-0_20240101000000003.parquet",
-        ] {
-            put(&storage, f, b"x").await;
-        }
-        let timeline = Timeline::load(&storage).await.expect("load");
-        let slices: Vec<String> = latest_file_slices(&storage, &timeline, None)
-            .await
-            .expect("latest")
-            .into_iter()
-            .map(|s| s.path())
-            .collect();
-        assert_eq!(
-            slices,
-            vec![
-                "p/00000001-a-0_0-1-0_20240101000000000.parquet",
-                "p/00000002-d-0_0-1-0_20240101000000003.parquet"
-            ]
-        );
-    }
-
-    #[tokio::test]
-    async fn slices_follow_the_committed_rule() {
-        let storage = MemoryStorage::new("mem://t");
-        // Archived instant 0 (before the first active commit), commits 1 and 3, failed 2, pending 4.
-        put(
-            &storage,
-            ".hoodie/20240101000000001.commit",
-            &commit_json(Some("s"), "INSERT", &[]),
-        )
-        .await;
-        put(&storage, ".hoodie/20240101000000002.inflight", b"").await;
-        put(
-            &storage,
-            ".hoodie/20240101000000003.commit",
-            &commit_json(Some("s"), "UPSERT", &[]),
-        )
-        .await;
-        put(&storage, ".hoodie/20240101000000004.commit.requested", b"").await;
-        let files = [
-            "p/a-0_0-1-0_20240101000000000.parquet",
-            "p/a-0_0-1-0_20240101000000001.parquet",
-            "p/a-0_0-1-0_20240101000000002.parquet",
-            "p/b-0_0-1-0_20240101000000003.parquet",
-            "p/b-0_0-1-0_20240101000000004.parquet",
-            "p/c-0_0-1-0_20240101000000002.parquet",
-            "p/.hoodie_partition_metadata",
-            "p/notes.txt",
-            "_delta_log/00000000000000000000.checkpoint.parquet",
-        ];
-        for f in files {
-            put(&storage, f, b"x").await;
-        }
-        let timeline = Timeline::load(&storage).await.expect("load");
-        let names =
-            |slices: Vec<FileSlice>| slices.into_iter().map(|s| s.path()).collect::<Vec<_>>();
-        assert_eq!(
-            names(
-                latest_file_slices(&storage, &timeline, None)
-                    .await
-                    .expect("latest")
-            ),
-            vec![
-                "p/a-0_0-1-0_20240101000000001.parquet",
-                "p/b-0_0-1-0_20240101000000003.parquet"
-            ]
-        );
-        assert_eq!(
-            names(
-                latest_file_slices(&storage, &timeline, Some(&t("20240101000000001")))
-                    .await
-                    .expect("as of 1")
-            ),
-            vec!["p/a-0_0-1-0_20240101000000001.parquet"]
-        );
-        assert_eq!(
-            names(
-                latest_file_slices(&storage, &timeline, Some(&t("20240101000000000")))
-                    .await
-                    .expect("as of 0")
-            ),
-            vec!["p/a-0_0-1-0_20240101000000000.parquet"]
-        );
-        // Beyond the latest completed commit: capped there.
-        assert_eq!(
-            names(
-                latest_file_slices(&storage, &timeline, Some(&t("20991231000000000")))
-                    .await
-                    .expect("future")
-            ),
-            names(
-                latest_file_slices(&storage, &timeline, None)
-                    .await
-                    .expect("latest")
-            )
-        );
-
-        // A replacecommit drops the file group from its time on.
-        let mut replace = ReplaceCommitMetadata::default();
-        replace.commit.operation_type = "INSERT_OVERWRITE".parse().expect("op");
-        replace
-            .partition_to_replace_file_ids
-            .insert("p".into(), vec!["a-0".into()]);
-        put(
-            &storage,
-            ".hoodie/20240101000000005.replacecommit",
-            &replace.to_json_pretty().expect("json"),
-        )
-        .await;
-        let timeline = Timeline::load(&storage).await.expect("load");
-        // b-0's slice of the still-pending instant 4 stays invisible.
-        assert_eq!(
-            names(
-                latest_file_slices(&storage, &timeline, None)
-                    .await
-                    .expect("latest")
-            ),
-            vec!["p/b-0_0-1-0_20240101000000003.parquet"]
-        );
-        assert_eq!(
-            names(
-                latest_file_slices(&storage, &timeline, Some(&t("20240101000000003")))
-                    .await
-                    .expect("as of 3")
-            ),
-            vec![
-                "p/a-0_0-1-0_20240101000000001.parquet",
-                "p/b-0_0-1-0_20240101000000003.parquet"
-            ]
-        );
-
-        // Hostile data files.
-        put(&storage, "p/a-0_9-9-9_20240101000000001.parquet", b"dup").await;
-        assert!(matches!(
-            latest_file_slices(&storage, &timeline, Some(&t("20240101000000003"))).await,
-            Err(TimelineError::DuplicateSlice { .. })
-        ));
-        storage
-            .delete("p/a-0_9-9-9_20240101000000001.parquet")
-            .await
-            .expect("delete");
-        put(&storage, "p/stray.parquet", b"?").await;
-        assert!(matches!(
-            latest_file_slices(&storage, &timeline, None).await,
-            Err(TimelineError::InvalidBaseFile { .. })
-        ));
-    }
-
-    #[tokio::test]
-    async fn no_completed_commit_means_no_slices() {
-        let storage = MemoryStorage::new("mem://t");
-        put(&storage, ".hoodie/20240101000000001.inflight", b"").await;
-        put(&storage, "a-0_0-1-0_20240101000000001.parquet", b"x").await;
-        let timeline = Timeline::load(&storage).await.expect("load");
-        assert!(latest_file_slices(&storage, &timeline, None)
-            .await
-            .expect("slices")
-            .is_empty());
     }
 }

@@ -28,10 +28,11 @@ use crate::schema::meta::{self, META_COLUMNS};
 use crate::storage::{join_path, PutOutcome, Storage};
 use crate::table::commit::{CommitMetadata, OperationType, WriteStat};
 use crate::table::file_name::{marker_path, BaseFileName, MarkerType, WriteToken};
+use crate::table::fs_view::{FileSlice, FileSystemView};
 use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::partition_metadata::{metafile_path, PartitionMetadata};
 use crate::table::properties::TableProperties;
-use crate::table::timeline::{latest_file_slices, FileSlice, Timeline};
+use crate::table::timeline::Timeline;
 
 /// The data column Hudi treats as a delete marker.
 pub const IS_DELETED_FIELD: &str = "_hoodie_is_deleted";
@@ -167,6 +168,9 @@ pub struct TableWriter {
     ordering: Option<(usize, OrderingComparator)>,
     is_deleted: Option<usize>,
     bucket: Option<BucketIndexConfig>,
+    /// The latest slice of every file group, kept across batches (a warm Lambda lists no partition) and synced
+    /// from the timeline by every bucketed write.
+    view: tokio::sync::Mutex<FileSystemView>,
 }
 
 /// The `hoodie.properties` of a new table written from `config`.
@@ -413,6 +417,7 @@ impl TableWriter {
             ordering,
             is_deleted,
             bucket,
+            view: tokio::sync::Mutex::new(FileSystemView::new()),
         })
     }
 
@@ -683,6 +688,53 @@ impl TableWriter {
         instant: &InstantTime,
         prepared: &PreparedWrite,
     ) -> Result<(Vec<WriteStat>, WriteCounts), WriteError> {
+        self.write_files_on(instant, prepared, None).await
+    }
+
+    /// As [`TableWriter::write_files`], with the active timeline the caller loaded instead of loading it again.
+    /// `timeline`'s latest completed commit must be the instant's base (the one its begin reported) and no
+    /// replacecommit or compaction may be pending on it, so that it shows what a fresh load would.
+    pub async fn write_files_with_timeline(
+        &self,
+        instant: &InstantTime,
+        prepared: &PreparedWrite,
+        timeline: &Timeline,
+    ) -> Result<(Vec<WriteStat>, WriteCounts), WriteError> {
+        self.write_files_on(instant, prepared, Some(timeline)).await
+    }
+
+    /// The latest file slices as the writer's cached view last synced them (`None` while cold): what a bucketed
+    /// write merges into, for checks against [`crate::table::fs_view::latest_file_slices`].
+    pub async fn cached_file_slices(&self) -> Option<Vec<FileSlice>> {
+        let view = self.view.lock().await;
+        view.is_warm().then(|| view.slices().cloned().collect())
+    }
+
+    async fn write_files_on(
+        &self,
+        instant: &InstantTime,
+        prepared: &PreparedWrite,
+        timeline: Option<&Timeline>,
+    ) -> Result<(Vec<WriteStat>, WriteCounts), WriteError> {
+        let mut view = self.view.lock().await;
+        let result = self
+            .write_files_viewed(instant, prepared, timeline, &mut view)
+            .await;
+        if result.is_err() {
+            // Whatever failed may have been the view being behind the table (a file it named is gone): the next
+            // batch lists the table again.
+            view.invalidate();
+        }
+        result
+    }
+
+    async fn write_files_viewed(
+        &self,
+        instant: &InstantTime,
+        prepared: &PreparedWrite,
+        timeline: Option<&Timeline>,
+        view: &mut FileSystemView,
+    ) -> Result<(Vec<WriteStat>, WriteCounts), WriteError> {
         let storage = self.storage.as_ref();
         let mut counts = prepared.counts;
         let mut stats = Vec::new();
@@ -718,10 +770,19 @@ impl TableWriter {
             }
             return Ok((stats, counts));
         };
-        let timeline = Timeline::load(storage).await?;
-        let slices = latest_file_slices(storage, &timeline, None).await?;
+        let loaded;
+        let timeline = match timeline {
+            Some(timeline) => timeline,
+            None => {
+                loaded = Timeline::load(storage).await?;
+                &loaded
+            }
+        };
+        view.sync(storage, timeline).await?;
+        view.saw_pending(instant);
+        let view = &*view;
         let mut groups: BTreeMap<(String, u32), Option<&FileSlice>> = BTreeMap::new();
-        for slice in &slices {
+        for slice in view.slices() {
             if let Some(b) = bucket::bucket_id_from_file_id(&slice.file_id) {
                 let entry = groups
                     .entry((slice.partition_path.clone(), b))

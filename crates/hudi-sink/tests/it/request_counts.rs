@@ -158,10 +158,13 @@ async fn begin_and_commit_of_a_warm_writer_take_a_known_number_of_requests() {
     // Insert-only batches with one key each per Kafka partition (one partition path: one base file), so that the
     // commit carries one file as a small batch of a warm writer does.
     let msgs = stream("trips", 1, 40, 1_000);
+    let mut batch_calls = Vec::new();
     for chunk in msgs.chunks(20) {
         let batch = KafkaBatch::from_slice(&esm_payload(chunk)).expect("event");
+        let before = storage.call_paths().len();
         let report = sink.process(batch).await.expect("process");
         assert!(report.instant.is_some(), "{report:?}");
+        batch_calls.push(storage.call_paths()[before..].to_vec());
     }
     let log = client.log.lock().expect("log").clone();
     let ops: Vec<&str> = log.iter().map(|(op, _, _)| *op).collect();
@@ -206,6 +209,34 @@ async fn begin_and_commit_of_a_warm_writer_take_a_known_number_of_requests() {
         ),
         "DynamoDB requests"
     );
+    // The writer's own requests in the batch: everything that is not the coordinator's.
+    let writer: Vec<_> = {
+        let mut rest = batch_calls[1].clone();
+        for call in begin.iter().chain(commit.iter()) {
+            if let Some(i) = rest.iter().position(|c| c == call) {
+                rest.remove(i);
+            }
+        }
+        rest
+    };
+    // Its metadata requests (listings, and reads of `.hoodie/` files other than markers) do not depend on the
+    // data; the data files' requests do.
+    let writer_metadata: Vec<_> = writer
+        .iter()
+        .filter(|(op, p)| {
+            *op == Operation::List
+                || (p.starts_with(".hoodie/") && !p.starts_with(".hoodie/.temp/"))
+        })
+        .collect();
+    eprintln!(
+        "writer: {} S3, of which metadata {writer_metadata:?}",
+        writer.len()
+    );
+    assert_eq!(
+        writer_metadata.len(),
+        EXPECTED_WRITER_METADATA_S3,
+        "metadata requests of the writer: {writer:#?}"
+    );
     assert_eq!(
         begin.len(),
         EXPECTED_BEGIN_S3,
@@ -235,3 +266,7 @@ const EXPECTED_BEGIN_S3: usize = 4;
 const EXPECTED_COMMIT_S3_FIXED: u64 = 4;
 /// … and per base file its size check (HEAD).
 const EXPECTED_COMMIT_S3_PER_FILE: u64 = 1;
+/// The writer's side of a warm batch, metadata only: one `.hoodie/` listing (the timeline, for the checkpoint and,
+/// when the begin's base is still its latest commit, for the write), the checkpoint's commit file, and the commit
+/// completed since the last batch, which the file system view applies instead of listing the table.
+const EXPECTED_WRITER_METADATA_S3: usize = 3;

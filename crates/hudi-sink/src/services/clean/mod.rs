@@ -185,16 +185,6 @@ pub fn is_due(timeline: &Timeline, ctx: &ServiceContext<'_>) -> bool {
     since >= ctx.config.clean_max_commits as usize
 }
 
-/// Whether `t` is a committed slice instant under the view rule (see `table::fs_view`).
-fn is_committed(timeline: &Timeline, t: &InstantTime) -> bool {
-    timeline.is_completed_commit(t)
-        || (timeline
-            .first_completed()
-            .is_some_and(|first| *t < first.time)
-            && !timeline.contains(t)
-            && !timeline.is_retired(t))
-}
-
 /// Committed slices by partition, then file group, from a listing (files directly inside each partition).
 fn committed_slices(
     timeline: &Timeline,
@@ -202,6 +192,7 @@ fn committed_slices(
     partitions: Option<&BTreeSet<String>>,
 ) -> BTreeMap<String, BTreeMap<String, Vec<ListedSlice>>> {
     let mut out: BTreeMap<String, BTreeMap<String, Vec<ListedSlice>>> = BTreeMap::new();
+    let rule = crate::table::fs_view::SliceVisibility::new(timeline, None);
     for object in listed {
         if object.path.starts_with(crate::table::timeline::META_DIR)
             || crate::table::timeline::is_non_data_path(&object.path)
@@ -221,7 +212,7 @@ fn committed_slices(
         let Ok(base) = BaseFileName::parse(name) else {
             continue;
         };
-        if !is_committed(timeline, &base.instant_time) {
+        if !rule.is_committed(&base.instant_time) {
             continue;
         }
         out.entry(partition.to_string())

@@ -1,0 +1,450 @@
+//! File slices: which base file of each file group a reader sees, by listing ([`latest_file_slices`]) or from a
+//! view kept current from the active timeline ([`FileSystemView`]).
+//!
+//! Invariants:
+//! - Both apply the one rule of [`SliceVisibility`]; per file group the visible slice with the greatest instant
+//!   wins, and two base files of one (partition, file id, instant) are an error (readers abort on them).
+//! - Only `.parquet` files outside `.hoodie/` and `_delta_log/` are base files; `.hoodie_partition_metadata*` and
+//!   other files are ignored, a `.parquet` file whose name is not a base file name is an error.
+//! - [`FileSystemView`] holds one [`FileSlice`] per live file group, never the history: a warm batch costs one
+//!   GET per commit completed since the last one, whatever the number of instants or files the table ever had.
+
+mod visibility;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+pub use visibility::{ReplacedGroups, SliceVisibility};
+
+use super::commit::WriteStat;
+use super::file_name::BaseFileName;
+use super::instant::{Action, InstantTime};
+use super::partition_metadata::PARTITION_METAFILE;
+use super::timeline::{Timeline, TimelineError};
+use crate::storage::Storage;
+
+/// Top-level directories that hold no data files: the timeline and the planned Delta Lake mirror.
+const NON_DATA_TOP_DIRS: [&str; 2] = [".hoodie/", "_delta_log/"];
+
+/// Whether `path` lies in a top-level directory that holds no data files (the timeline, a Delta Lake mirror).
+pub fn is_non_data_path(path: &str) -> bool {
+    NON_DATA_TOP_DIRS.iter().any(|d| path.starts_with(d))
+}
+/// The only base file extension this writer handles.
+const BASE_FILE_EXTENSION: &str = "parquet";
+
+/// One base file: the visible slice of a file group.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileSlice {
+    /// Partition path (`""` when non-partitioned).
+    pub partition_path: String,
+    /// File group id.
+    pub file_id: String,
+    /// The instant that wrote the base file.
+    pub base_instant: InstantTime,
+    /// The base file's name.
+    pub file_name: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+impl FileSlice {
+    /// The base file's path relative to the table base path.
+    pub fn path(&self) -> String {
+        crate::storage::join_path(&[&self.partition_path, &self.file_name])
+    }
+
+    /// Parses a table-relative path: `None` when it is not a base file location (see the module doc), an error
+    /// when it is a `.parquet` file without a base file name.
+    fn from_path(path: &str, size: u64) -> Result<Option<Self>, TimelineError> {
+        if is_non_data_path(path) {
+            return Ok(None);
+        }
+        let (partition_path, file_name) = path.rsplit_once('/').unwrap_or(("", path));
+        let extension = file_name.rsplit_once('.').map(|(_, ext)| ext);
+        if file_name.starts_with(PARTITION_METAFILE) || extension != Some(BASE_FILE_EXTENSION) {
+            return Ok(None);
+        }
+        let base =
+            BaseFileName::parse(file_name).map_err(|source| TimelineError::InvalidBaseFile {
+                path: path.to_string(),
+                source,
+            })?;
+        Ok(Some(Self {
+            partition_path: partition_path.to_string(),
+            file_id: base.file_id,
+            base_instant: base.instant_time,
+            file_name: file_name.to_string(),
+            size,
+        }))
+    }
+}
+
+/// Per (partition, file id): the slice with the greatest instant.
+type LatestSlices = BTreeMap<(String, String), FileSlice>;
+
+/// Keeps `slice` if it is the greatest of its group; the same instant twice under another name is an error.
+fn offer(best: &mut LatestSlices, slice: FileSlice) -> Result<(), TimelineError> {
+    let key = (slice.partition_path.clone(), slice.file_id.clone());
+    match best.get(&key) {
+        Some(existing)
+            if existing.base_instant == slice.base_instant
+                && existing.file_name != slice.file_name =>
+        {
+            Err(TimelineError::DuplicateSlice {
+                partition_path: slice.partition_path,
+                file_id: slice.file_id,
+                instant: slice.base_instant.to_string(),
+                first: existing.file_name.clone(),
+                second: slice.file_name,
+            })
+        }
+        Some(existing) if existing.base_instant >= slice.base_instant => Ok(()),
+        _ => {
+            best.insert(key, slice);
+            Ok(())
+        }
+    }
+}
+
+/// One listing of the whole table, keeping the latest visible slice per group.
+async fn list_visible(
+    storage: &dyn Storage,
+    visibility: &SliceVisibility<'_>,
+) -> Result<LatestSlices, TimelineError> {
+    let mut best = LatestSlices::new();
+    for object in storage.list("").await? {
+        let Some(slice) = FileSlice::from_path(&object.path, object.size)? else {
+            continue;
+        };
+        if visibility.is_visible(&slice.partition_path, &slice.file_id, &slice.base_instant) {
+            offer(&mut best, slice)?;
+        }
+    }
+    Ok(best)
+}
+
+/// The latest visible slice of every file group as of `as_of` (default: the latest completed commit-like
+/// instant), sorted by partition and file id: one listing of the whole table (none before the first commit)
+/// plus one GET per replacecommit. See [`SliceVisibility`] for the rule.
+pub async fn latest_file_slices(
+    storage: &dyn Storage,
+    timeline: &Timeline,
+    as_of: Option<&InstantTime>,
+) -> Result<Vec<FileSlice>, TimelineError> {
+    let visibility = SliceVisibility::load(storage, timeline, as_of).await?;
+    if visibility.cutoff().is_none() {
+        // Nothing committed: nothing is visible.
+        return Ok(Vec::new());
+    }
+    Ok(list_visible(storage, &visibility)
+        .await?
+        .into_values()
+        .collect())
+}
+
+/// Why [`FileSystemView::sync`] listed the table instead of applying instants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListReason {
+    /// The view had no state (new, or dropped after a failure).
+    Cold,
+    /// The first completed commit is newer than everything the view saw: instants it never saw may have been
+    /// archived in between.
+    Unseen,
+    /// A commit-like instant the view saw pending left the timeline without being retired (completed and
+    /// archived, or rolled back by another engine).
+    PendingVanished,
+    /// An applied instant at or after the first completed commit is no longer a completed commit (a restore or
+    /// a rollback of a completed commit).
+    AppliedRemoved,
+}
+
+/// What one [`FileSystemView::sync`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    /// Rebuilt from one listing of the table.
+    Listed(ListReason),
+    /// Brought up to date from the commit metadata of this many newly completed instants (one GET each).
+    Applied(usize),
+}
+
+/// The latest committed slice of every file group, kept across batches while the process is warm and brought up
+/// to date from the active timeline instead of listings.
+///
+/// Invariants (between syncs):
+/// - `slices` equals [`latest_file_slices`] on the timeline of the last sync, provided committed instants'
+///   write stats name exactly their base files (as every Hudi writer's commit does) and no orphan base file lies
+///   below the first active instant (archival only cuts where none does).
+/// - `applied` holds the completed commit-like times reflected in `slices`, only those ≥ the first completed one
+///   (older ones left the timeline for good), so it is bounded by the active timeline, as are `pending` and
+///   `replaced`.
+/// - Cleaning never deletes a group's latest slice (and deletes replaced groups only after their replacecommit
+///   removed them here), so cleaning never invalidates the view.
+/// - A sync that fails leaves the view cold: the next one lists the table.
+#[derive(Default)]
+pub struct FileSystemView {
+    warm: Option<Warm>,
+}
+
+/// A completed instant read by a sync, before it is applied.
+struct NewInstant {
+    time: InstantTime,
+    stats: Vec<WriteStat>,
+    /// (partition, file id) of the groups a replacecommit replaced.
+    replaced: Vec<(String, String)>,
+}
+
+/// The state of a view that has synced.
+#[derive(Default)]
+struct Warm {
+    slices: LatestSlices,
+    replaced: ReplacedGroups,
+    applied: BTreeSet<InstantTime>,
+    /// Commit-like times pending at the last sync (they may complete later).
+    pending: BTreeSet<InstantTime>,
+    /// The greatest time on the timeline (rolled-back ones included) at the last sync.
+    horizon: Option<InstantTime>,
+}
+
+impl fmt::Debug for FileSystemView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.warm {
+            None => f.write_str("FileSystemView(cold)"),
+            Some(w) => f
+                .debug_struct("FileSystemView")
+                .field("file_groups", &w.slices.len())
+                .field("replaced", &w.replaced.len())
+                .field("applied", &w.applied.len())
+                .field("horizon", &w.horizon)
+                .finish(),
+        }
+    }
+}
+
+impl FileSystemView {
+    /// A cold view: its first sync lists the table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether the view has state (its next sync may avoid the listing).
+    pub fn is_warm(&self) -> bool {
+        self.warm.is_some()
+    }
+
+    /// Drops the state, so that the next sync lists the table (after anything that may have left the view
+    /// behind the table, e.g. a failed write).
+    pub fn invalidate(&mut self) {
+        self.warm = None;
+    }
+
+    /// Records that the commit-like instant `time` exists, pending: the one the caller is writing, when the
+    /// timeline it synced from was loaded before that instant began. Once it completes it is then known, not
+    /// unseen (which would make the next sync list the table).
+    pub fn saw_pending(&mut self, time: &InstantTime) {
+        if let Some(warm) = self.warm.as_mut() {
+            warm.pending.insert(time.clone());
+            if warm.horizon.as_ref().is_none_or(|h| h < time) {
+                warm.horizon = Some(time.clone());
+            }
+        }
+    }
+
+    /// The latest slice of every live file group as of the last sync, sorted by partition and file id (none
+    /// when cold).
+    pub fn slices(&self) -> impl Iterator<Item = &FileSlice> {
+        self.warm.iter().flat_map(|w| w.slices.values())
+    }
+
+    /// The number of live file groups.
+    pub fn len(&self) -> usize {
+        self.warm.as_ref().map_or(0, |w| w.slices.len())
+    }
+
+    /// Whether no file group is live (or the view is cold).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Brings the view to the latest committed state of `timeline` (the table's active timeline, loaded by the
+    /// caller): applies the write stats and replaced groups of completed commit-like instants it has not applied
+    /// yet (one GET each; pending instants and rolled-back times never complete, so they are never applied), or
+    /// lists the table when it is cold or cannot prove it saw every instant that may have left the timeline.
+    pub async fn sync(
+        &mut self,
+        storage: &dyn Storage,
+        timeline: &Timeline,
+    ) -> Result<Refresh, TimelineError> {
+        // Taken out for the duration: a sync that fails leaves the view cold.
+        let (warm, refresh) = match self.warm.take() {
+            None => (
+                Warm::list(storage, timeline).await?,
+                Refresh::Listed(ListReason::Cold),
+            ),
+            Some(warm) => match warm.stale_reason(timeline) {
+                Some(reason) => (
+                    Warm::list(storage, timeline).await?,
+                    Refresh::Listed(reason),
+                ),
+                None => {
+                    let mut warm = warm;
+                    let applied = warm.apply_new(storage, timeline).await?;
+                    (warm, Refresh::Applied(applied))
+                }
+            },
+        };
+        if let Refresh::Listed(reason) = refresh {
+            tracing::debug!(
+                ?reason,
+                groups = warm.slices.len(),
+                "file system view listed the table"
+            );
+        }
+        self.warm = Some(warm);
+        Ok(refresh)
+    }
+}
+
+impl Warm {
+    /// One listing of the table and the rule, as [`latest_file_slices`] does.
+    async fn list(storage: &dyn Storage, timeline: &Timeline) -> Result<Self, TimelineError> {
+        let visibility = SliceVisibility::load(storage, timeline, None).await?;
+        let slices = match visibility.cutoff() {
+            Some(_) => list_visible(storage, &visibility).await?,
+            None => LatestSlices::new(),
+        };
+        let mut warm = Warm {
+            slices,
+            replaced: visibility.replaced().clone(),
+            applied: completed_times(timeline).cloned().collect(),
+            ..Warm::default()
+        };
+        warm.seen(timeline);
+        Ok(warm)
+    }
+
+    /// Applies the completed commit-like instants not applied yet; returns how many.
+    async fn apply_new(
+        &mut self,
+        storage: &dyn Storage,
+        timeline: &Timeline,
+    ) -> Result<usize, TimelineError> {
+        // Read everything first, then apply in time order.
+        let mut new: Vec<NewInstant> = Vec::new();
+        for instant in timeline.completed_commits() {
+            if self.applied.contains(&instant.time) {
+                continue;
+            }
+            if instant.action == Action::ReplaceCommit {
+                let meta = timeline.replace_commit_metadata(storage, instant).await?;
+                let replaced = meta
+                    .replaced_file_groups()
+                    .map(|(p, f)| (p.to_string(), f.to_string()))
+                    .collect();
+                let stats = meta.commit.write_stats().cloned().collect();
+                new.push(NewInstant {
+                    time: instant.time.clone(),
+                    stats,
+                    replaced,
+                });
+            } else {
+                let meta = timeline.commit_metadata(storage, instant).await?;
+                let stats = meta.write_stats().cloned().collect();
+                new.push(NewInstant {
+                    time: instant.time.clone(),
+                    stats,
+                    replaced: Vec::new(),
+                });
+            }
+        }
+        let count = new.len();
+        // Replaced groups first: a replaced group stays hidden whatever the time of its slices.
+        for NewInstant { time, replaced, .. } in &new {
+            for (partition, file_id) in replaced {
+                self.replaced.insert(partition, file_id, time);
+                self.slices.remove(&(partition.clone(), file_id.clone()));
+            }
+        }
+        let visibility = SliceVisibility::new(timeline, None).with_replaced(&self.replaced);
+        for NewInstant { time, stats, .. } in &new {
+            for stat in stats {
+                let size = u64::try_from(stat.file_size_in_bytes).map_err(|_| {
+                    TimelineError::InvalidWriteStat {
+                        instant: time.to_string(),
+                        path: stat.path.clone(),
+                        reason: format!("negative fileSizeInBytes {}", stat.file_size_in_bytes),
+                    }
+                })?;
+                let Some(slice) = FileSlice::from_path(&stat.path, size)? else {
+                    continue;
+                };
+                if visibility.is_visible(&slice.partition_path, &slice.file_id, &slice.base_instant)
+                {
+                    offer(&mut self.slices, slice)?;
+                }
+            }
+        }
+        self.applied.extend(new.into_iter().map(|n| n.time));
+        self.seen(timeline);
+        Ok(count)
+    }
+}
+
+/// The times of the completed commit-like instants, oldest first.
+fn completed_times(timeline: &Timeline) -> impl Iterator<Item = &InstantTime> {
+    timeline
+        .instants()
+        .iter()
+        .filter(|i| i.is_completed() && i.action.is_commit_like())
+        .map(|i| &i.time)
+}
+
+impl Warm {
+    /// Why the view cannot be brought up to date from `timeline` by applying instants, if it cannot.
+    fn stale_reason(&self, timeline: &Timeline) -> Option<ListReason> {
+        let first = completed_times(timeline).next();
+        // Archival removes a prefix of the timeline: if the first completed commit is one the view never saw,
+        // instants between its horizon and that commit may be gone unseen.
+        if let Some(first) = first {
+            let newer_than_seen = self.horizon.as_ref().is_none_or(|h| first > h);
+            if newer_than_seen && !self.applied.contains(first) {
+                return Some(ListReason::Unseen);
+            }
+        }
+        // Seen pending, now neither on the timeline nor retired: it may have completed and been archived.
+        if self
+            .pending
+            .iter()
+            .any(|t| !timeline.contains(t) && !timeline.is_retired(t))
+        {
+            return Some(ListReason::PendingVanished);
+        }
+        let completed: BTreeSet<&InstantTime> = completed_times(timeline).collect();
+        if self
+            .applied
+            .iter()
+            .any(|t| first.is_none_or(|first| t >= first) && !completed.contains(t))
+        {
+            return Some(ListReason::AppliedRemoved);
+        }
+        None
+    }
+
+    /// Records what the view has seen of `timeline`, pruning what left it.
+    fn seen(&mut self, timeline: &Timeline) {
+        if let Some(first) = completed_times(timeline).next() {
+            self.applied = self.applied.split_off(first);
+            self.replaced.prune_before(first);
+        }
+        self.pending = timeline
+            .pending()
+            .into_iter()
+            .filter(|i| i.action.comparable().is_commit_like())
+            .map(|i| i.time.clone())
+            .collect();
+        self.horizon = timeline.last_used_time().cloned();
+    }
+}
