@@ -77,6 +77,8 @@ pub struct Coordinator {
 struct Clustering {
     config: crate::config::write_config::WriteConfig,
     writer: tokio::sync::Mutex<Option<Arc<crate::write::TableWriter>>>,
+    /// The latest slices, kept from the timeline between inline runs (no listing of the table per run).
+    view: tokio::sync::Mutex<crate::table::fs_view::FileSystemView>,
     /// Commits this coordinator completed since its last inline clustering.
     commits: std::sync::atomic::AtomicU32,
 }
@@ -170,6 +172,7 @@ impl Coordinator {
             Arc::new(Clustering {
                 config,
                 writer: tokio::sync::Mutex::new(None),
+                view: tokio::sync::Mutex::new(crate::table::fs_view::FileSystemView::new()),
                 commits: std::sync::atomic::AtomicU32::new(0),
             })
         });
@@ -212,6 +215,7 @@ impl Coordinator {
             &self.config.services,
             &writer,
             self.config.heartbeat_tolerance,
+            Some(&clustering.view),
         )
         .await
     }
@@ -274,7 +278,8 @@ impl Coordinator {
             }
             if self.config.services.archive_automatic && !self.config.services.archive_async {
                 report.instants_archived +=
-                    crate::services::archive::run(&ctx, &timeline, listed).await?;
+                    crate::services::archive::run(&ctx, &timeline, listed, &self.clean_memo)
+                        .await?;
                 if report.instants_archived > 0 {
                     self.commits
                         .retain_active(&Timeline::load(ctx.storage).await?);
@@ -383,7 +388,8 @@ impl Coordinator {
                 let listed = storage.list(crate::table::timeline::META_DIR).await?;
                 let timeline = Timeline::from_listing(&listed)?;
                 report.instants_archived +=
-                    crate::services::archive::run(&ctx, &timeline, &listed).await?;
+                    crate::services::archive::run(&ctx, &timeline, &listed, &self.clean_memo)
+                        .await?;
                 self.commits.retain_active(&Timeline::load(storage).await?);
             }
             Ok(report)

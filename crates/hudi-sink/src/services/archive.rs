@@ -23,7 +23,7 @@
 
 use std::collections::BTreeSet;
 
-use super::clean::{clean_cursor, last_completed_clean};
+use super::clean::{clean_cursor, CleanMemo};
 use super::config::{CleanerPolicy, ServicesConfig};
 use super::ServiceContext;
 use crate::mutation::{is_disabled, Mutation};
@@ -164,9 +164,10 @@ pub fn plan_archive(
 pub async fn bounds(
     ctx: &ServiceContext<'_>,
     timeline: &Timeline,
+    memo: &CleanMemo,
 ) -> Result<ArchiveBounds, WriteError> {
     let config = ctx.config;
-    let last = last_completed_clean(ctx.storage, timeline).await?;
+    let last = memo.last_completed_clean(ctx.storage, timeline).await?;
     let cursor = clean_cursor(
         timeline,
         last.as_ref().map(|(_, m)| m),
@@ -203,8 +204,24 @@ pub async fn run(
     ctx: &ServiceContext<'_>,
     timeline: &Timeline,
     listed: &[ObjectMeta],
+    memo: &CleanMemo,
 ) -> Result<u64, WriteError> {
-    let bounds = bounds(ctx, timeline).await?;
+    // Nothing can be due below keep.max of every action: no read at all then.
+    let over = |f: &dyn Fn(&Instant) -> bool| {
+        timeline
+            .instants()
+            .iter()
+            .filter(|i| i.is_completed() && f(i))
+            .count()
+            > ctx.config.keep_max_commits as usize
+    };
+    if !over(&|i| i.action.is_commit_like())
+        && !over(&|i| i.action == Action::Clean)
+        && !over(&|i| i.action == Action::Rollback)
+    {
+        return Ok(0);
+    }
+    let bounds = bounds(ctx, timeline, memo).await?;
     let plan = plan_archive(timeline, ctx.config, &bounds);
     if plan.instants.is_empty() {
         return Ok(0);

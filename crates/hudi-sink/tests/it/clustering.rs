@@ -197,6 +197,7 @@ async fn run_clustering(
         &ServicesConfig::default(),
         writer,
         TOLERANCE,
+        None,
     )
     .await
 }

@@ -51,9 +51,39 @@ pub const POLICY_KEY: &str = "hudi.sink.clean.policy";
 #[derive(Debug, Clone, Default)]
 pub struct CleanMemo {
     inner: Arc<Mutex<Option<(CleanerPolicy, InstantTime)>>>,
+    /// The last completed clean read, by instant (clean files never change).
+    last: Arc<Mutex<Option<(Instant, CleanMetadata)>>>,
 }
 
 impl CleanMemo {
+    /// [`last_completed_clean`], read once per clean instant.
+    pub async fn last_completed_clean(
+        &self,
+        storage: &dyn Storage,
+        timeline: &Timeline,
+    ) -> Result<Option<(Instant, CleanMetadata)>, WriteError> {
+        let latest = timeline
+            .instants()
+            .iter()
+            .rev()
+            .find(|i| i.action == Action::Clean && i.is_completed());
+        let Some(latest) = latest else {
+            return Ok(None);
+        };
+        if let Some(found) = self
+            .last
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|(i, _)| i == latest)
+        {
+            return Ok(Some(found.clone()));
+        }
+        let found = last_completed_clean(storage, timeline).await?;
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = found.clone();
+        Ok(found)
+    }
+
     fn get(&self, policy: CleanerPolicy) -> Option<InstantTime> {
         match &*self.inner.lock().unwrap_or_else(|e| e.into_inner()) {
             Some((p, t)) if *p == policy => Some(t.clone()),
@@ -246,7 +276,7 @@ async fn plan_clean(
     let Some(boundary) = boundary else {
         return Ok(None);
     };
-    let last = last_completed_clean(storage, timeline).await?;
+    let last = memo.last_completed_clean(storage, timeline).await?;
     let durable = clean_cursor(timeline, last.as_ref().map(|(_, m)| m), policy);
     let cursor = match (durable, memo.get(policy)) {
         (Some(d), Some(m)) => Some(d.max(m)),

@@ -44,6 +44,7 @@ pub use schedule::{pending_clustering, schedule, PendingClustering};
 use crate::clock::Clock;
 use crate::lock::{Lock, LockGuard};
 use crate::storage::Storage;
+use crate::table::fs_view::FileSystemView;
 use crate::table::instant::InstantTime;
 use crate::table::timeline::{latest_file_slices, FileSlice, Timeline};
 use crate::write::{TableWriter, WriteError};
@@ -124,17 +125,30 @@ async fn unlock<T>(guard: LockGuard, result: Result<T, WriteError>) -> Result<T,
     result
 }
 
-/// The table-lock part of a run: [`rollback_expired`], then [`schedule`] over the latest committed slices.
+/// The table-lock part of a run: [`rollback_expired`], then [`schedule`] over the latest committed slices,
+/// taken from `view` (brought up to date from the timeline, so a warm view lists nothing) or, without one,
+/// from a listing of the table.
 async fn roll_back_and_schedule(
     ctx: &ServiceContext<'_>,
     heartbeat_tolerance: Duration,
+    view: Option<&tokio::sync::Mutex<FileSystemView>>,
 ) -> Result<(u64, Option<ClusteringPlanned>), WriteError> {
     let mut timeline = Timeline::load(ctx.storage).await?;
     let rolled_back = rollback_expired(ctx, &timeline, heartbeat_tolerance).await?;
     if rolled_back > 0 {
         timeline = Timeline::load(ctx.storage).await?;
     }
-    let slices = latest_file_slices(ctx.storage, &timeline, None).await?;
+    let slices: Vec<FileSlice> = match view {
+        Some(view) => {
+            let mut view = view.lock().await;
+            if let Err(e) = view.sync(ctx.storage, &timeline).await {
+                view.invalidate();
+                return Err(e.into());
+            }
+            view.slices().cloned().collect()
+        }
+        None => latest_file_slices(ctx.storage, &timeline, None).await?,
+    };
     Ok((rolled_back, schedule(ctx, &timeline, &slices).await?))
 }
 
@@ -150,6 +164,7 @@ pub async fn run(
     config: &ServicesConfig,
     writer: &TableWriter,
     heartbeat_tolerance: Duration,
+    view: Option<&tokio::sync::Mutex<FileSystemView>>,
 ) -> Result<ServiceReport, WriteError> {
     let guard = lock.acquire(lock_wait).await?;
     let ctx = ServiceContext {
@@ -158,7 +173,7 @@ pub async fn run(
         clock,
         config,
     };
-    let result = roll_back_and_schedule(&ctx, heartbeat_tolerance).await;
+    let result = roll_back_and_schedule(&ctx, heartbeat_tolerance, view).await;
     let (rolled_back, planned) = unlock(guard, result).await?;
     let mut report = ServiceReport {
         resumed: rolled_back,
