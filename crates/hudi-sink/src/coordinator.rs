@@ -97,6 +97,20 @@ pub async fn write_heartbeat(
     Ok(now)
 }
 
+/// The stored heartbeat of `instant` in epoch milliseconds; `None` when there is none or it does not parse.
+pub(crate) async fn read_heartbeat(
+    storage: &dyn Storage,
+    instant: &InstantTime,
+) -> Result<Option<i64>, WriteError> {
+    match storage.get(&heartbeat_path(instant)).await {
+        Ok(bytes) => Ok(std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Checks that every file of `stats` exists with exactly its stated size.
 pub(crate) async fn verify_files(
     storage: &dyn Storage,
@@ -479,13 +493,7 @@ impl Coordinator {
             }) {
                 continue;
             }
-            let last_beat = match storage.get(&heartbeat_path(&pending.time)).await {
-                Ok(bytes) => std::str::from_utf8(&bytes)
-                    .ok()
-                    .and_then(|s| s.trim().parse::<i64>().ok()),
-                Err(e) if e.is_not_found() => None,
-                Err(e) => return Err(e.into()),
-            };
+            let last_beat = read_heartbeat(storage, &pending.time).await?;
             // Without a readable heartbeat, the instant's own time is its last sign of life.
             let last = match last_beat {
                 Some(ms) => ms,

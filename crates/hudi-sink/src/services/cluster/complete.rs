@@ -232,13 +232,7 @@ pub async fn rollback_expired(
             }
             Requested::Record(_) | Requested::Absent => continue,
         };
-        let last_beat = match storage.get(&heartbeat_path(&pending.time)).await {
-            Ok(bytes) => std::str::from_utf8(&bytes)
-                .ok()
-                .and_then(|s| s.trim().parse::<i64>().ok()),
-            Err(e) if e.is_not_found() => None,
-            Err(e) => return Err(e.into()),
-        };
+        let last_beat = crate::coordinator::read_heartbeat(storage, &pending.time).await?;
         let last = last_beat.unwrap_or_else(|| pending.time.to_millis().unwrap_or(0));
         if now.saturating_sub(last) <= tolerance {
             continue;

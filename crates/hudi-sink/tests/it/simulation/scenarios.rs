@@ -165,13 +165,8 @@ fn trip_msgs(partition: i32, city: &str) -> Vec<Msg> {
         .collect()
 }
 
-/// See the module doc.
-async fn duplicated_commit_with_a_held_create() -> Result<(), Failure> {
-    let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
-    let recorder = Arc::new(Recorder::new(Arc::new(MemoryStorage::new(
-        "memory://scenario",
-    ))));
-    let store: Arc<dyn Storage> = recorder.clone();
+/// The table properties of a scenario (its paths are never touched: the table lives in memory).
+fn scenario_props() -> BTreeMap<String, String> {
     let dir = std::path::Path::new("/nonexistent-scenario");
     let mut props = local_props(
         &dir.join("trips"),
@@ -182,6 +177,17 @@ async fn duplicated_commit_with_a_held_create() -> Result<(), Failure> {
         "hoodie.parquet.compression.codec".into(),
         "uncompressed".into(),
     );
+    props
+}
+
+/// See the module doc.
+async fn duplicated_commit_with_a_held_create() -> Result<(), Failure> {
+    let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
+    let recorder = Arc::new(Recorder::new(Arc::new(MemoryStorage::new(
+        "memory://scenario",
+    ))));
+    let store: Arc<dyn Storage> = recorder.clone();
+    let mut props = scenario_props();
     props.insert(
         "hudi.sink.heartbeat.interval.ms".into(),
         BEAT_MS.to_string(),
@@ -322,16 +328,7 @@ async fn uncleaned_replacecommit_stays_on_the_timeline() -> Result<(), Failure> 
         "memory://replace-scenario",
     ))));
     let store: Arc<dyn Storage> = recorder.clone();
-    let dir = std::path::Path::new("/nonexistent-scenario");
-    let mut props = local_props(
-        &dir.join("trips"),
-        &dir.join("trips.avsc"),
-        &dir.join("dead"),
-    );
-    props.insert(
-        "hoodie.parquet.compression.codec".into(),
-        "uncompressed".into(),
-    );
+    let props = scenario_props();
     let config = WriteConfig::from_properties(props.clone()).map_err(|e| setup(&e))?;
     let sink_config = SinkConfig::from_properties(&props).map_err(|e| setup(&e))?;
     let schema = AvroSchema::parse(SCHEMA).map_err(|e| setup(&e))?;
