@@ -18,6 +18,8 @@ mod lock_file;
 mod model;
 mod request_counts;
 mod schema_golden;
+mod services_golden;
+mod services_read;
 mod simulation;
 mod source_decode;
 mod storage_contract;
