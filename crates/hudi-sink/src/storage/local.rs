@@ -3,6 +3,10 @@
 //! Writes go to a temporary file in the target directory first. `put` renames it over the target (atomic
 //! replace); `put_if_absent` hard-links it to the target, which fails if the target exists, so exactly one
 //! of several racing creators wins and nobody ever sees a partial file.
+//!
+//! Directories are objects' prefixes, as on S3: a delete removes the parent directories it leaves empty (up to
+//! the root), so that a table whose markers come and go (`.hoodie/.temp/<t>/…`) keeps no trail of empty
+//! directories for every listing to walk. A write whose directory vanished that way re-creates it.
 
 use std::io::ErrorKind;
 use std::ops::Range;
@@ -56,10 +60,19 @@ fn io_err(path: &str) -> impl FnOnce(std::io::Error) -> StorageError + '_ {
 fn write_temp(target: &Path, data: &[u8]) -> std::io::Result<tempfile::TempPath> {
     use std::io::Write;
     let dir = target.parent().unwrap_or_else(|| Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-hudi-sink-")
-        .tempfile_in(dir)?;
+    let mut attempts = 0;
+    let mut tmp = loop {
+        std::fs::create_dir_all(dir)?;
+        match tempfile::Builder::new()
+            .prefix(".tmp-hudi-sink-")
+            .tempfile_in(dir)
+        {
+            Ok(tmp) => break tmp,
+            // A concurrent delete removed the directory as it became empty: make it again.
+            Err(e) if e.kind() == ErrorKind::NotFound && attempts < 8 => attempts += 1,
+            Err(e) => return Err(e),
+        }
+    };
     tmp.write_all(data)?;
     tmp.as_file().sync_all()?;
     Ok(tmp.into_temp_path())
@@ -221,10 +234,23 @@ impl Storage for LocalStorage {
     async fn delete(&self, path: &str) -> StorageResult<()> {
         let full = self.resolve(path)?;
         match tokio::fs::remove_file(&full).await {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_err(path)(e)),
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(path)(e)),
         }
+        // Parents left empty go too (best effort: a directory that is not empty, or is being written to,
+        // simply stays).
+        let mut dir = full.parent();
+        while let Some(d) = dir {
+            if d == self.root
+                || !d.starts_with(&self.root)
+                || tokio::fs::remove_dir(d).await.is_err()
+            {
+                break;
+            }
+            dir = d.parent();
+        }
+        Ok(())
     }
 }
 
@@ -232,6 +258,44 @@ impl Storage for LocalStorage {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[tokio::test]
+    async fn a_delete_removes_the_directories_it_leaves_empty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = LocalStorage::new(dir.path());
+        for p in [
+            ".hoodie/.temp/1/p/a.marker",
+            ".hoodie/.temp/1/p/b.marker",
+            "p/f.parquet",
+        ] {
+            store.put(p, Bytes::from_static(b"x")).await.expect("put");
+        }
+        store
+            .delete(".hoodie/.temp/1/p/a.marker")
+            .await
+            .expect("delete");
+        assert!(
+            dir.path().join(".hoodie/.temp/1/p").is_dir(),
+            "still holds b"
+        );
+        store
+            .delete(".hoodie/.temp/1/p/b.marker")
+            .await
+            .expect("delete");
+        assert!(
+            !dir.path().join(".hoodie/.temp").exists(),
+            "empty parents removed"
+        );
+        assert!(dir.path().join("p/f.parquet").is_file());
+        store.delete("p/f.parquet").await.expect("delete");
+        assert!(dir.path().is_dir(), "the root stays");
+        // A write into a directory that a delete removed re-creates it.
+        store
+            .put(".hoodie/.temp/1/p/c.marker", Bytes::from_static(b"x"))
+            .await
+            .expect("put again");
+        assert_eq!(store.list(".hoodie/.temp/").await.expect("list").len(), 1);
+    }
 
     #[tokio::test]
     async fn put_if_absent_has_one_winner_under_concurrency() {
