@@ -80,8 +80,19 @@ pub fn plan_archive(
         .iter()
         .find(|i| i.action == Action::Savepoint)
         .map(|i| i.time.clone());
-    // Never past anything a pending instant, a zombie or a savepoint still needs.
-    let hard = min_opt(min_opt(oldest_pending, oldest_retired), first_savepoint);
+    // Never past anything a pending instant, a zombie or a savepoint still needs: the last completed commit
+    // before it stays, so that its time remains inside the active timeline (a file older than the first
+    // completed commit counts as committed for every reader).
+    let blocking = min_opt(min_opt(oldest_pending, oldest_retired), first_savepoint);
+    let hard = blocking.map(|b| {
+        commits
+            .iter()
+            .rev()
+            .find(|c| c.time < b)
+            .or(commits.first())
+            .map(|c| c.time.clone())
+            .unwrap_or(b)
+    });
 
     let mut cut = None;
     if commits.len() > config.keep_max_commits as usize {
@@ -321,13 +332,31 @@ mod tests {
     }
 
     #[test]
-    fn never_past_the_oldest_pending_instant() {
+    fn never_past_the_last_commit_before_the_oldest_pending_instant() {
         let mut spec = commits(1..=8);
-        spec.push((2, Action::Clean, State::Requested));
-        // 2 is a pending clean: nothing from 2 on goes (the clean at 2 shares no time with a commit here).
-        spec.retain(|(n, a, _)| !(*n == 2 && *a == Action::Commit));
+        spec.push((3, Action::Clean, State::Requested));
+        // 3 is a pending clean: commit 2, the last one before it, stays with everything after it.
+        spec.retain(|(n, a, _)| !(*n == 3 && *a == Action::Commit));
         let plan = plan_archive(&tl(&spec), &config(), &open());
         assert_eq!(times(&plan), vec![1]);
+        // A rolled-back time holds archival the same way until the sweep forgets it.
+        let mut timeline = tl(&commits(1..=8));
+        timeline = Timeline::from_listing(
+            &timeline
+                .instants()
+                .iter()
+                .map(|i| ObjectMeta {
+                    path: i.path(),
+                    size: 0,
+                })
+                .chain([ObjectMeta {
+                    path: format!("{}{}", crate::table::timeline::RETIRED_DIR, t(3)),
+                    size: 0,
+                }])
+                .collect::<Vec<_>>(),
+        )
+        .expect("timeline");
+        assert_eq!(times(&plan_archive(&timeline, &config(), &open())), vec![1]);
     }
 
     #[test]

@@ -43,18 +43,35 @@ impl Seen {
                 .strip_suffix(".commit")
                 .or_else(|| name.strip_suffix(".replacecommit"))
             {
-                let pending_older: Vec<String> = self
+                // Readers count a file older than the first completed commit as committed: once this
+                // commit goes, a completed commit must still precede every pending instant and every
+                // rolled-back time (whose late files may exist).
+                let remaining: Vec<&str> = self
+                    .timeline
+                    .iter()
+                    .filter_map(|n| {
+                        n.strip_suffix(".commit")
+                            .or_else(|| n.strip_suffix(".replacecommit"))
+                    })
+                    .filter(|t| *t != time)
+                    .collect();
+                let exposed: Vec<String> = self
                     .timeline
                     .iter()
                     .filter_map(|n| n.split('.').next())
-                    .filter(|t| *t < time && self.is_pending(t))
+                    .filter(|t| self.is_pending(t))
+                    .chain(self.retired.iter().map(String::as_str))
+                    .filter(|t| *t > time && !remaining.iter().any(|c| c < t))
                     .map(String::from)
                     .collect();
                 *self.services.entry("commits archived").or_default() += 1;
-                if let Some(p) = pending_older.first() {
+                if let Some(p) = exposed.first() {
                     self.violations.push((
                         "archival never passes a pending instant",
-                        format!("completed {name} removed while {p} is pending"),
+                        format!(
+                            "completed {name} removed: no completed commit is left before {p}, which is \
+                             pending or rolled back, so readers would take its files for committed ones"
+                        ),
                     ));
                 }
             }
