@@ -46,8 +46,9 @@ pub const SCANNED_THROUGH_KEY: &str = "hudi.sink.clean.scanned.through";
 /// `extraMetadata` key naming the cleaner policy of the clean (Hudi 0.14's clean metadata has no policy field).
 pub const POLICY_KEY: &str = "hudi.sink.clean.policy";
 
-/// What a warm coordinator remembers between cleans: the work already done, so that a clean that found
-/// nothing to delete (and wrote no instant) is not redone on the next commit.
+/// What a warm coordinator remembers between cleans: the work already done (a completed clean, or a scan
+/// that found nothing to record), so that a clean that found nothing to delete (and wrote no instant) is not
+/// redone on the next commit. A clean that failed before completing leaves it unchanged.
 #[derive(Debug, Clone, Default)]
 pub struct CleanMemo {
     inner: Arc<Mutex<Option<(CleanerPolicy, InstantTime)>>>,
@@ -337,7 +338,6 @@ async fn plan_clean(
             doomed_paths.push(slice.path);
         }
     }
-    memo.set(policy, boundary.clone());
     let commits_since_clean = timeline
         .completed_commits()
         .into_iter()
@@ -348,6 +348,9 @@ async fn plan_clean(
     let record_anyway =
         last.is_none() || commits_since_clean >= config.commits_retained.max(1) as usize;
     if doomed_paths.is_empty() && !record_anyway {
+        // Nothing to do up to the boundary. A clean that has work remembers it only once it completed: a
+        // warm coordinator whose plan failed to be written must plan it again.
+        memo.set(policy, boundary);
         return Ok(None);
     }
     let mut extra = BTreeMap::new();
@@ -509,7 +512,7 @@ pub async fn run(
     } else {
         timeline.clone()
     };
-    let Some((plan, _paths, _boundary)) = plan_clean(ctx, &timeline, cache, memo).await? else {
+    let Some((plan, _paths, boundary)) = plan_clean(ctx, &timeline, cache, memo).await? else {
         return Ok(outcome);
     };
     let time = ctx.new_instant_time(&timeline);
@@ -533,6 +536,7 @@ pub async fn run(
         .put(&clean_file(&time, State::Inflight), body)
         .await?;
     outcome.files_deleted += execute(ctx, &time, &plan, started).await?;
+    memo.set(ctx.config.cleaner_policy, boundary);
     outcome.instant = Some(time);
     Ok(outcome)
 }

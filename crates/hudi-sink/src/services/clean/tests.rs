@@ -255,6 +255,37 @@ async fn a_pending_clean_is_finished_from_its_plan() {
 }
 
 #[tokio::test]
+async fn a_warm_coordinator_cleans_again_after_its_plan_failed_to_be_written() {
+    let f = Fixture::new(retaining(1));
+    commit(&f.storage, 1, &[("p", "a", None)]).await;
+    commit(&f.storage, 2, &[("p", "a", Some(1))]).await;
+    // The first clean records its cursor; the next commit gives the next one work.
+    f.clean().await;
+    commit(&f.storage, 3, &[("p", "a", Some(2))]).await;
+    let faulty = crate::storage::FaultyStorage::new(f.storage.clone()).with_rule(
+        crate::storage::faulty::FaultRule::fail(crate::storage::faulty::Operation::PutIfAbsent)
+            .path_suffix(".clean.requested"),
+    );
+    let guard = f.lock.acquire(Duration::from_secs(1)).await.expect("lock");
+    let ctx = ServiceContext {
+        storage: &faulty,
+        guard: &guard,
+        clock: f.clock.as_ref(),
+        config: &f.config,
+    };
+    let timeline = Timeline::load(&faulty).await.expect("timeline");
+    assert!(run(&ctx, &timeline, &f.cache, &f.memo).await.is_err());
+    guard.release().await.expect("release");
+    assert!(f.exists(&file("p", "a", 1)).await);
+    // Same memo: the failed clean is planned again, not taken for done. ECR = 3: a@2 is the newest slice
+    // before it, a@1 goes.
+    let outcome = f.clean().await;
+    assert_eq!(outcome.files_deleted, 1, "{outcome:?}");
+    assert!(!f.exists(&file("p", "a", 1)).await);
+    assert!(f.exists(&file("p", "a", 2)).await);
+}
+
+#[tokio::test]
 async fn an_insert_only_table_is_cleaned_without_listing_it_again() {
     let f = Fixture::new(retaining(2));
     for n in 1..=6 {
