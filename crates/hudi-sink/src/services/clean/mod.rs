@@ -451,6 +451,15 @@ async fn execute(
     Ok(paths.len() as u64)
 }
 
+/// The object at `path`, `None` when there is none; any other storage failure is an error.
+async fn get_if_exists(storage: &dyn Storage, path: &str) -> Result<Option<Bytes>, WriteError> {
+    match storage.get(path).await {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Finishes cleans that an earlier run left pending, from their plans (Spark's `runPendingClean`): an empty
 /// pending file carries no plan and is removed, as Spark 0.14 does.
 pub async fn finish_pending(
@@ -465,11 +474,12 @@ pub async fn finish_pending(
         .filter(|i| i.action == Action::Clean)
     {
         let time = &pending.time;
-        let requested = storage.get(&clean_file(time, State::Requested)).await;
-        let inflight = storage.get(&clean_file(time, State::Inflight)).await;
+        // A failed read is an error, not a missing plan: the plan-less branch deletes the instant.
+        let requested = get_if_exists(storage, &clean_file(time, State::Requested)).await?;
+        let inflight = get_if_exists(storage, &clean_file(time, State::Inflight)).await?;
         let bytes = match (&inflight, &requested) {
-            (Ok(b), _) if !b.is_empty() => b.clone(),
-            (_, Ok(b)) if !b.is_empty() => b.clone(),
+            (Some(b), _) if !b.is_empty() => b.clone(),
+            (_, Some(b)) if !b.is_empty() => b.clone(),
             _ => {
                 ctx.fence().await?;
                 storage
@@ -484,7 +494,7 @@ pub async fn finish_pending(
         };
         let plan = CleanerPlan::from_avro_bytes(&bytes, storage.base_uri())
             .map_err(|e| service_err(time, format!("clean plan: {e}")))?;
-        if inflight.as_ref().map_or(true, |b| b.is_empty()) {
+        if inflight.as_ref().is_none_or(|b| b.is_empty()) {
             ctx.fence().await?;
             storage
                 .put(&clean_file(time, State::Inflight), bytes.clone())
