@@ -18,6 +18,7 @@ mod lock_file;
 mod model;
 mod request_counts;
 mod schema_golden;
+mod services_crash;
 mod simulation;
 mod source_decode;
 mod storage_contract;
