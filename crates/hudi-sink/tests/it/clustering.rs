@@ -23,10 +23,11 @@ use hudi_sink::table::file_name::BaseFileName;
 use hudi_sink::table::instant::{Action, State};
 use hudi_sink::table::timeline::{latest_file_slices, Timeline};
 use hudi_sink::write::TableWriter;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::common::canon::canon_rows;
+use crate::common::crash::{copy_dir, crash_after};
 use crate::common::python::{hudi_read_json, python, read_rows};
+use crate::common::rows::{keyed, rust_rows, Rows};
 use crate::model::{CITIES, SCHEMA};
 
 const START: i64 = 1_767_225_600_000; // 2026-01-01
@@ -108,48 +109,6 @@ async fn build_table(
         instants.push(result.instant.to_string());
     }
     instants
-}
-
-/// Rows keyed by (partition, record key), without `_hoodie_file_name` when `drop_file_name`; no duplicates.
-type Rows = BTreeMap<(String, String), Map<String, Value>>;
-
-fn keyed(rows: Vec<Map<String, Value>>, drop_file_name: bool, what: &str) -> Rows {
-    let mut out = Rows::new();
-    for mut row in rows {
-        let text = |c: &str| row[c].as_str().unwrap_or_default().to_string();
-        let key = (text("_hoodie_partition_path"), text("_hoodie_record_key"));
-        if drop_file_name {
-            row.remove("_hoodie_file_name");
-        }
-        assert!(
-            out.insert(key.clone(), row).is_none(),
-            "{what}: duplicate {key:?}"
-        );
-    }
-    out
-}
-
-/// The visible rows as this crate reads them (latest slices, then the files), checking on the way that
-/// every row's `_hoodie_file_name` names its file.
-async fn rust_rows(storage: &dyn Storage, what: &str) -> Rows {
-    let timeline = Timeline::load(storage).await.expect("timeline");
-    let mut rows = Vec::new();
-    for slice in latest_file_slices(storage, &timeline, None)
-        .await
-        .expect("slices")
-    {
-        let data = storage.get(&slice.path()).await.expect("get");
-        let (_, batches) = hudi_sink::base_file::reader::read_base_file(data).expect("read");
-        for row in canon_rows(&batches) {
-            assert_eq!(
-                row["_hoodie_file_name"].as_str(),
-                Some(slice.file_name.as_str()),
-                "{what}"
-            );
-            rows.push(row);
-        }
-    }
-    keyed(rows, true, what)
 }
 
 /// Live base files per partition, as hudi-rs lists them.
@@ -336,19 +295,6 @@ async fn clustered_insert_table_reads_back_row_exact_with_hudi_rs() {
     assert_eq!(again.cluster_instant, None);
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 /// Everything a finished table may hold: no pending instant, no base file of an uncommitted or retired
 /// instant, markers and heartbeats only of completed instants (left for the coordinator's sweep), one live
 /// file per partition, and the rows of before.
@@ -387,18 +333,6 @@ async fn assert_clean(storage: &dyn Storage, expected: &Rows, what: &str) {
     let last = timeline.latest_completed().expect("latest");
     assert_eq!(last.action, Action::ReplaceCommit, "{what}");
     assert_eq!(last.state, State::Completed);
-}
-
-/// A crash right after the `n`-th storage call took effect: its answer is lost and every later call fails.
-/// Over every `n` this leaves every state a crash can leave (a crash before call `n` leaves the state of
-/// one after call `n - 1`).
-fn crash_after(storage: &FaultyStorage, n: u64) {
-    storage.add_rule(FaultRule::any_operation(FaultAction::EffectThenFail).on_call(n));
-    storage.add_rule(
-        FaultRule::any_operation(FaultAction::Fail)
-            .on_call(n + 1)
-            .always(),
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -523,12 +457,7 @@ async fn a_crash_at_any_storage_call_of_a_rollback_leaves_a_readable_table() {
         copy_dir(&pending, &base);
         let inner: Arc<dyn Storage> = Arc::new(LocalStorage::new(&base));
         let faulty = FaultyStorage::new(inner.clone());
-        faulty.add_rule(FaultRule::any_operation(FaultAction::EffectThenFail).on_call(m));
-        faulty.add_rule(
-            FaultRule::any_operation(FaultAction::Fail)
-                .on_call(m + 1)
-                .always(),
-        );
+        crash_after(&faulty, m);
         let lock = memory_lock();
         let guard = lock.acquire(LOCK_WAIT).await.expect("lock");
         let ctx = ServiceContext {

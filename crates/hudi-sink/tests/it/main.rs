@@ -18,6 +18,7 @@ mod lock_file;
 mod model;
 mod request_counts;
 mod schema_golden;
+mod services_crash;
 mod services_golden;
 mod services_read;
 mod simulation;

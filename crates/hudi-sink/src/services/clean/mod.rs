@@ -46,8 +46,9 @@ pub const SCANNED_THROUGH_KEY: &str = "hudi.sink.clean.scanned.through";
 /// `extraMetadata` key naming the cleaner policy of the clean (Hudi 0.14's clean metadata has no policy field).
 pub const POLICY_KEY: &str = "hudi.sink.clean.policy";
 
-/// What a warm coordinator remembers between cleans: the work already done, so that a clean that found
-/// nothing to delete (and wrote no instant) is not redone on the next commit.
+/// What a warm coordinator remembers between cleans: the work already done (a completed clean, or a scan
+/// that found nothing to record), so that a clean that found nothing to delete (and wrote no instant) is not
+/// redone on the next commit. A clean that failed before completing leaves it unchanged.
 #[derive(Debug, Clone, Default)]
 pub struct CleanMemo {
     inner: Arc<Mutex<Option<(CleanerPolicy, InstantTime)>>>,
@@ -358,7 +359,6 @@ async fn plan_clean(
             doomed_paths.push(slice.path);
         }
     }
-    memo.set(policy, boundary.clone());
     let commits_since_clean = timeline
         .completed_commits()
         .into_iter()
@@ -369,6 +369,9 @@ async fn plan_clean(
     let record_anyway =
         last.is_none() || commits_since_clean >= config.commits_retained.max(1) as usize;
     if doomed_paths.is_empty() && !record_anyway {
+        // Nothing to do up to the boundary. A clean that has work remembers it only once it completed: a
+        // warm coordinator whose plan failed to be written must plan it again.
+        memo.set(policy, boundary);
         return Ok(None);
     }
     let mut extra = BTreeMap::new();
@@ -469,6 +472,15 @@ async fn execute(
     Ok(paths.len() as u64)
 }
 
+/// The object at `path`, `None` when there is none; any other storage failure is an error.
+async fn get_if_exists(storage: &dyn Storage, path: &str) -> Result<Option<Bytes>, WriteError> {
+    match storage.get(path).await {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Finishes cleans that an earlier run left pending, from their plans (Spark's `runPendingClean`): an empty
 /// pending file carries no plan and is removed, as Spark 0.14 does.
 pub async fn finish_pending(
@@ -483,11 +495,12 @@ pub async fn finish_pending(
         .filter(|i| i.action == Action::Clean)
     {
         let time = &pending.time;
-        let requested = storage.get(&clean_file(time, State::Requested)).await;
-        let inflight = storage.get(&clean_file(time, State::Inflight)).await;
+        // A failed read is an error, not a missing plan: the plan-less branch deletes the instant.
+        let requested = get_if_exists(storage, &clean_file(time, State::Requested)).await?;
+        let inflight = get_if_exists(storage, &clean_file(time, State::Inflight)).await?;
         let bytes = match (&inflight, &requested) {
-            (Ok(b), _) if !b.is_empty() => b.clone(),
-            (_, Ok(b)) if !b.is_empty() => b.clone(),
+            (Some(b), _) if !b.is_empty() => b.clone(),
+            (_, Some(b)) if !b.is_empty() => b.clone(),
             _ => {
                 ctx.fence().await?;
                 storage
@@ -502,7 +515,7 @@ pub async fn finish_pending(
         };
         let plan = CleanerPlan::from_avro_bytes(&bytes, storage.base_uri())
             .map_err(|e| service_err(time, format!("clean plan: {e}")))?;
-        if inflight.as_ref().map_or(true, |b| b.is_empty()) {
+        if inflight.as_ref().is_none_or(|b| b.is_empty()) {
             ctx.fence().await?;
             storage
                 .put(&clean_file(time, State::Inflight), bytes.clone())
@@ -530,7 +543,7 @@ pub async fn run(
     } else {
         timeline.clone()
     };
-    let Some((plan, _paths, _boundary)) = plan_clean(ctx, &timeline, cache, memo).await? else {
+    let Some((plan, _paths, boundary)) = plan_clean(ctx, &timeline, cache, memo).await? else {
         return Ok(outcome);
     };
     let time = ctx.new_instant_time(&timeline);
@@ -554,6 +567,7 @@ pub async fn run(
         .put(&clean_file(&time, State::Inflight), body)
         .await?;
     outcome.files_deleted += execute(ctx, &time, &plan, started).await?;
+    memo.set(ctx.config.cleaner_policy, boundary);
     outcome.instant = Some(time);
     Ok(outcome)
 }

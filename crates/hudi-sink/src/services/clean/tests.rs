@@ -255,6 +255,93 @@ async fn a_pending_clean_is_finished_from_its_plan() {
 }
 
 #[tokio::test]
+async fn a_warm_coordinator_cleans_again_after_its_plan_failed_to_be_written() {
+    let f = Fixture::new(retaining(1));
+    commit(&f.storage, 1, &[("p", "a", None)]).await;
+    commit(&f.storage, 2, &[("p", "a", Some(1))]).await;
+    // The first clean records its cursor; the next commit gives the next one work.
+    f.clean().await;
+    commit(&f.storage, 3, &[("p", "a", Some(2))]).await;
+    let faulty = crate::storage::FaultyStorage::new(f.storage.clone()).with_rule(
+        crate::storage::faulty::FaultRule::fail(crate::storage::faulty::Operation::PutIfAbsent)
+            .path_suffix(".clean.requested"),
+    );
+    let guard = f.lock.acquire(Duration::from_secs(1)).await.expect("lock");
+    let ctx = ServiceContext {
+        storage: &faulty,
+        guard: &guard,
+        clock: f.clock.as_ref(),
+        config: &f.config,
+    };
+    let timeline = Timeline::load(&faulty).await.expect("timeline");
+    assert!(run(&ctx, &timeline, &f.cache, &f.memo).await.is_err());
+    guard.release().await.expect("release");
+    assert!(f.exists(&file("p", "a", 1)).await);
+    // Same memo: the failed clean is planned again, not taken for done. ECR = 3: a@2 is the newest slice
+    // before it, a@1 goes.
+    let outcome = f.clean().await;
+    assert_eq!(outcome.files_deleted, 1, "{outcome:?}");
+    assert!(!f.exists(&file("p", "a", 1)).await);
+    assert!(f.exists(&file("p", "a", 2)).await);
+}
+
+#[tokio::test]
+async fn a_failed_read_of_a_pending_clean_is_an_error_not_a_missing_plan() {
+    let f = Fixture::new(retaining(1));
+    commit(&f.storage, 1, &[("p", "a", None)]).await;
+    commit(&f.storage, 2, &[("p", "a", Some(1))]).await;
+    commit(&f.storage, 3, &[("p", "a", Some(2))]).await;
+    // A clean that crashed after writing its plan twice.
+    let plan = CleanerPlan {
+        earliest_instant_to_retain: None,
+        last_completed_commit_timestamp: t(3).to_string(),
+        policy: "KEEP_LATEST_COMMITS".into(),
+        version: 2,
+        file_paths_to_be_deleted_per_partition: [(
+            "p".to_string(),
+            vec![CleanFileInfo {
+                file_path: format!("mem://table/{}", file("p", "a", 1)),
+                is_bootstrap_base_file: false,
+            }],
+        )]
+        .into(),
+        partitions_to_be_deleted: Vec::new(),
+        extra_metadata: Default::default(),
+    };
+    let body = Bytes::from(plan.to_avro_bytes().expect("plan"));
+    for state in [State::Requested, State::Inflight] {
+        f.storage
+            .put(&clean_file(&t(4), state), body.clone())
+            .await
+            .expect("put");
+    }
+    // Both reads of the plan fail (a throttled store): the pending clean must stay.
+    let faulty = crate::storage::FaultyStorage::new(f.storage.clone()).with_rule(
+        crate::storage::faulty::FaultRule::fail(crate::storage::faulty::Operation::Get)
+            .path_prefix(format!(".hoodie/{}.clean.", t(4)))
+            .times(2),
+    );
+    let guard = f.lock.acquire(Duration::from_secs(1)).await.expect("lock");
+    let ctx = ServiceContext {
+        storage: &faulty,
+        guard: &guard,
+        clock: f.clock.as_ref(),
+        config: &f.config,
+    };
+    let timeline = Timeline::load(&faulty).await.expect("timeline");
+    assert!(finish_pending(&ctx, &timeline).await.is_err());
+    guard.release().await.expect("release");
+    for state in [State::Requested, State::Inflight] {
+        assert!(f.exists(&clean_file(&t(4), state)).await, "{state:?}");
+    }
+    // Readable again: the next run finishes it from its plan.
+    let outcome = f.clean().await;
+    assert_eq!(outcome.resumed, 1, "{outcome:?}");
+    assert!(!f.exists(&file("p", "a", 1)).await);
+    assert!(f.exists(&clean_file(&t(4), State::Completed)).await);
+}
+
+#[tokio::test]
 async fn an_insert_only_table_is_cleaned_without_listing_it_again() {
     let f = Fixture::new(retaining(2));
     for n in 1..=6 {

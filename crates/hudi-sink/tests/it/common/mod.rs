@@ -5,9 +5,12 @@
 use std::path::{Path, PathBuf};
 
 pub mod canon;
+pub mod crash;
 pub mod gen;
 pub mod moto;
 pub mod python;
+pub mod rows;
+pub mod table;
 
 /// Every table-version-6 golden table shipped in `shared/testdata/hudi-rs-tables`.
 pub const V6_TABLES: &[&str] = &[

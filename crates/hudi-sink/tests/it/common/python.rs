@@ -56,3 +56,87 @@ pub fn read_rows(table: impl AsRef<OsStr>, engine: &str, args: &[&str]) -> Vec<M
         .map(|r| r.as_object().expect("row object").clone())
         .collect()
 }
+
+/// One hudi-rs process answering many reads (`hudi_read.py`'s reader and rendering), for tests that read
+/// hundreds of table states: a read costs milliseconds instead of an interpreter start.
+pub struct HudiReader {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+const READER_LOOP: &str = r#"
+import importlib.util, json, sys, traceback
+spec = importlib.util.spec_from_file_location('hudi_read', sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+for line in sys.stdin:
+    q = json.loads(line)
+    try:
+        out = {'rows': m.canon_table(m.read_hudi_rs(q['table'], q['mode'], q['args']))['rows']}
+    except Exception:
+        out = {'error': traceback.format_exc()}
+    sys.stdout.write(json.dumps(out) + '\n')
+    sys.stdout.flush()
+"#;
+
+impl HudiReader {
+    /// Starts the reader process.
+    pub fn start() -> Self {
+        let script = super::workspace_root().join("tests/python/hudi_read.py");
+        let mut cmd = Command::new(python());
+        if let Some(endpoint) = super::moto::endpoint_if_started() {
+            cmd.env("HUDI_S3_ENDPOINT", endpoint);
+        }
+        let mut child = cmd
+            .arg("-c")
+            .arg(READER_LOOP)
+            .arg(&script)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start python");
+        let stdin = child.stdin.take();
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        Self {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    /// Rows of `table` as hudi-rs reads them: `args` as for [`read_rows`] (`snapshot`, `as_of T`,
+    /// `incremental START END`). Panics with the reader's traceback on failure.
+    pub fn rows(&mut self, table: &std::path::Path, args: &[&str]) -> Vec<Map<String, Value>> {
+        use std::io::{BufRead, Write};
+        let query = serde_json::json!({
+            "table": table.display().to_string(),
+            "mode": args[0],
+            "args": &args[1..],
+        });
+        let stdin = self.stdin.as_mut().expect("reader running");
+        writeln!(stdin, "{query}").expect("write query");
+        stdin.flush().expect("flush query");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read answer");
+        let answer: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("hudi-rs reader answer to {query}: {e}: {line:?}"));
+        if let Some(error) = answer["error"].as_str() {
+            panic!("hudi-rs failed on {query}:\n{error}");
+        }
+        answer["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r.as_object().expect("row object").clone())
+            .collect()
+    }
+}
+
+impl Drop for HudiReader {
+    fn drop(&mut self) {
+        // End of input ends the loop.
+        self.stdin.take();
+        let _ = self.child.wait();
+    }
+}
