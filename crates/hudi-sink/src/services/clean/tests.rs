@@ -211,14 +211,11 @@ async fn files_of_pending_and_retired_instants_are_never_cleaned() {
     assert!(!f.exists(&file("p", "a", 1)).await);
 }
 
-#[tokio::test]
-async fn a_pending_clean_is_finished_from_its_plan() {
-    let f = Fixture::new(retaining(1));
-    commit(&f.storage, 1, &[("p", "a", None)]).await;
-    commit(&f.storage, 2, &[("p", "a", Some(1))]).await;
-    let plan = CleanerPlan {
+/// A plan that deletes `a@1`, made when commit `last` was the latest.
+fn plan_deleting_a1(last: u32) -> CleanerPlan {
+    CleanerPlan {
         earliest_instant_to_retain: None,
-        last_completed_commit_timestamp: t(2).to_string(),
+        last_completed_commit_timestamp: t(last).to_string(),
         policy: "KEEP_LATEST_COMMITS".into(),
         version: 2,
         file_paths_to_be_deleted_per_partition: [(
@@ -231,7 +228,15 @@ async fn a_pending_clean_is_finished_from_its_plan() {
         .into(),
         partitions_to_be_deleted: Vec::new(),
         extra_metadata: Default::default(),
-    };
+    }
+}
+
+#[tokio::test]
+async fn a_pending_clean_is_finished_from_its_plan() {
+    let f = Fixture::new(retaining(1));
+    commit(&f.storage, 1, &[("p", "a", None)]).await;
+    commit(&f.storage, 2, &[("p", "a", Some(1))]).await;
+    let plan = plan_deleting_a1(2);
     // Crashed after writing the requested file only.
     f.storage
         .put(
@@ -292,22 +297,7 @@ async fn a_failed_read_of_a_pending_clean_is_an_error_not_a_missing_plan() {
     commit(&f.storage, 2, &[("p", "a", Some(1))]).await;
     commit(&f.storage, 3, &[("p", "a", Some(2))]).await;
     // A clean that crashed after writing its plan twice.
-    let plan = CleanerPlan {
-        earliest_instant_to_retain: None,
-        last_completed_commit_timestamp: t(3).to_string(),
-        policy: "KEEP_LATEST_COMMITS".into(),
-        version: 2,
-        file_paths_to_be_deleted_per_partition: [(
-            "p".to_string(),
-            vec![CleanFileInfo {
-                file_path: format!("mem://table/{}", file("p", "a", 1)),
-                is_bootstrap_base_file: false,
-            }],
-        )]
-        .into(),
-        partitions_to_be_deleted: Vec::new(),
-        extra_metadata: Default::default(),
-    };
+    let plan = plan_deleting_a1(3);
     let body = Bytes::from(plan.to_avro_bytes().expect("plan"));
     for state in [State::Requested, State::Inflight] {
         f.storage
