@@ -204,8 +204,13 @@ impl Coordinator {
             match slot.as_ref() {
                 Some(w) => w.clone(),
                 None => {
-                    if TableProperties::load(self.storage.as_ref()).await.is_err() {
-                        return Ok(crate::services::ServiceReport::default());
+                    match TableProperties::load(self.storage.as_ref()).await {
+                        Ok(_) => {}
+                        // No table yet: nothing to cluster.
+                        Err(e) if e.is_not_found() => {
+                            return Ok(crate::services::ServiceReport::default())
+                        }
+                        Err(e) => return Err(e.into()),
                     }
                     let w = Arc::new(
                         crate::write::TableWriter::create_or_open(
@@ -272,37 +277,56 @@ impl Coordinator {
         }
     }
 
+    /// Clean (when `clean`), then archive (when `archive`) `timeline`, read from the `.hoodie/` listing
+    /// `listed`: the part of the table services that the scheduled run and the inline run after a commit
+    /// share. The timeline is listed again only when the clean wrote an instant.
+    async fn clean_and_archive(
+        &self,
+        ctx: &crate::services::ServiceContext<'_>,
+        timeline: &Timeline,
+        listed: &[ObjectMeta],
+        clean: bool,
+        archive: bool,
+    ) -> Result<crate::services::ServiceReport, WriteError> {
+        let mut report = crate::services::ServiceReport::default();
+        let mut relisted = None;
+        if clean {
+            let outcome =
+                crate::services::clean::run(ctx, timeline, &self.commits, &self.clean_memo).await?;
+            if outcome.instant.is_some() {
+                relisted = Some(ctx.storage.list(crate::table::timeline::META_DIR).await?);
+            }
+            report.files_cleaned += outcome.files_deleted;
+            report.resumed += outcome.resumed;
+            report.clean_instant = outcome.instant.map(|t| t.to_string());
+        }
+        if archive {
+            let (timeline, listed) = match &relisted {
+                Some(l) => (
+                    std::borrow::Cow::Owned(Timeline::from_listing(l)?),
+                    l.as_slice(),
+                ),
+                None => (std::borrow::Cow::Borrowed(timeline), listed),
+            };
+            let archived =
+                crate::services::archive::run(ctx, &timeline, listed, &self.clean_memo).await?;
+            self.commits.retain_active_except(&timeline, &archived);
+            report.instants_archived += archived.len() as u64;
+        }
+        Ok(report)
+    }
+
     /// Clean and archive after a commit, when due. Best effort: the commit is already durable, so a failure
     /// here is logged and retried by the next commit or the scheduled run, never reported to the writer.
     async fn inline_services(&self, guard: &LockGuard, timeline: &Timeline, listed: &[ObjectMeta]) {
         let ctx = self.service_context(guard);
-        let result: Result<crate::services::ServiceReport, WriteError> = async {
-            let mut report = crate::services::ServiceReport::default();
-            let mut timeline = std::borrow::Cow::Borrowed(timeline);
-            if crate::services::clean::is_due(&timeline, &ctx) {
-                let outcome =
-                    crate::services::clean::run(&ctx, &timeline, &self.commits, &self.clean_memo)
-                        .await?;
-                if outcome.instant.is_some() {
-                    timeline = std::borrow::Cow::Owned(Timeline::load(ctx.storage).await?);
-                }
-                report.files_cleaned += outcome.files_deleted;
-                report.resumed += outcome.resumed;
-                report.clean_instant = outcome.instant.map(|t| t.to_string());
-            }
-            if self.config.services.archive_automatic && !self.config.services.archive_async {
-                report.instants_archived +=
-                    crate::services::archive::run(&ctx, &timeline, listed, &self.clean_memo)
-                        .await?;
-                if report.instants_archived > 0 {
-                    self.commits
-                        .retain_active(&Timeline::load(ctx.storage).await?);
-                }
-            }
-            Ok(report)
-        }
-        .await;
-        match result {
+        let services = &self.config.services;
+        let clean = crate::services::clean::is_due(timeline, &ctx);
+        let archive = services.archive_automatic && !services.archive_async;
+        match self
+            .clean_and_archive(&ctx, timeline, listed, clean, archive)
+            .await
+        {
             Ok(report) if report != crate::services::ServiceReport::default() => {
                 tracing::info!(?report, "inline table services");
             }
@@ -388,25 +412,17 @@ impl Coordinator {
             self.clean_completed_leftovers(&guard, &timeline).await?;
             self.sweep_retired(&guard).await?;
             let ctx = self.service_context(&guard);
-            let mut report = crate::services::ServiceReport::default();
-            let timeline = Timeline::load(storage).await?;
-            if self.config.services.clean_automatic {
-                let outcome =
-                    crate::services::clean::run(&ctx, &timeline, &self.commits, &self.clean_memo)
-                        .await?;
-                report.files_cleaned += outcome.files_deleted;
-                report.resumed += outcome.resumed;
-                report.clean_instant = outcome.instant.map(|t| t.to_string());
-            }
-            if self.config.services.archive_automatic {
-                let listed = storage.list(crate::table::timeline::META_DIR).await?;
-                let timeline = Timeline::from_listing(&listed)?;
-                report.instants_archived +=
-                    crate::services::archive::run(&ctx, &timeline, &listed, &self.clean_memo)
-                        .await?;
-                self.commits.retain_active(&Timeline::load(storage).await?);
-            }
-            Ok(report)
+            let listed = storage.list(crate::table::timeline::META_DIR).await?;
+            let timeline = Timeline::from_listing(&listed)?;
+            let services = &self.config.services;
+            self.clean_and_archive(
+                &ctx,
+                &timeline,
+                &listed,
+                services.clean_automatic,
+                services.archive_automatic,
+            )
+            .await
         }
         .await;
         let mut report = self.unlock(guard, result).await?;

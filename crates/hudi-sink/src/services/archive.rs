@@ -210,13 +210,13 @@ fn state_files(instant: &Instant) -> (Vec<String>, String) {
 }
 
 /// Archives per [`plan_archive`]; `listed` is a listing of `.hoodie/` (for markers and heartbeats).
-/// Returns the number of instants removed.
+/// Returns the instants removed, oldest first.
 pub async fn run(
     ctx: &ServiceContext<'_>,
     timeline: &Timeline,
     listed: &[ObjectMeta],
     memo: &CleanMemo,
-) -> Result<u64, WriteError> {
+) -> Result<Vec<Instant>, WriteError> {
     // Nothing can be due below keep.max of every action: no read at all then.
     let over = |f: &dyn Fn(&Instant) -> bool| {
         timeline
@@ -230,12 +230,12 @@ pub async fn run(
         && !over(&|i| i.action == Action::Clean)
         && !over(&|i| i.action == Action::Rollback)
     {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     let bounds = bounds(ctx, timeline, memo).await?;
     let plan = plan_archive(timeline, ctx.config, &bounds);
     if plan.instants.is_empty() {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     let storage = ctx.storage;
     let times: BTreeSet<&InstantTime> = plan.instants.iter().map(|i| &i.time).collect();
@@ -274,7 +274,7 @@ pub async fn run(
         cut = plan.cut.as_ref().map(InstantTime::as_str).unwrap_or(""),
         "archived the oldest instants"
     );
-    Ok(plan.instants.len() as u64)
+    Ok(plan.instants)
 }
 
 #[cfg(test)]

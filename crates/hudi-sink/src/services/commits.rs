@@ -101,11 +101,19 @@ impl CommitCache {
 
     /// Drops entries of instants no longer on `timeline`.
     pub fn retain_active(&self, timeline: &Timeline) {
-        self.lock().retain(|(time, action), _| {
-            timeline
-                .instants()
+        self.retain_active_except(timeline, &[]);
+    }
+
+    /// Drops entries of instants not on `timeline` or among `removed` (an archival just removed them from
+    /// it), so that the cache follows the timeline without reading it again.
+    pub fn retain_active_except(&self, timeline: &Timeline, removed: &[Instant]) {
+        let on = |instants: &[Instant], time: &InstantTime, action: &str| {
+            instants
                 .iter()
-                .any(|i| i.time == *time && i.action.as_str() == *action)
+                .any(|i| i.time == *time && i.action.as_str() == action)
+        };
+        self.lock().retain(|(time, action), _| {
+            on(timeline.instants(), time, action) && !on(removed, time, action)
         });
     }
 

@@ -265,7 +265,7 @@ async fn plan_clean(
     timeline: &Timeline,
     cache: &CommitCache,
     memo: &CleanMemo,
-) -> Result<Option<(CleanerPlan, Vec<String>, InstantTime)>, WriteError> {
+) -> Result<Option<(CleanerPlan, InstantTime)>, WriteError> {
     let storage = ctx.storage;
     let config = ctx.config;
     let policy = config.cleaner_policy;
@@ -338,7 +338,6 @@ async fn plan_clean(
     };
     let slices = committed_slices(timeline, &listed, cursor.as_ref().map(|_| &partitions));
     let mut per_partition: BTreeMap<String, Vec<CleanFileInfo>> = BTreeMap::new();
-    let mut doomed_paths = Vec::new();
     let no_replaced = BTreeSet::new();
     for (partition, groups) in &slices {
         let doomed = slices_to_delete(
@@ -356,7 +355,6 @@ async fn plan_clean(
                 file_path: full_path(storage, &slice.path),
                 is_bootstrap_base_file: false,
             });
-            doomed_paths.push(slice.path);
         }
     }
     let commits_since_clean = timeline
@@ -368,7 +366,7 @@ async fn plan_clean(
     // the recorded one lags by a retention's worth of commits (a cold coordinator then rescans little).
     let record_anyway =
         last.is_none() || commits_since_clean >= config.commits_retained.max(1) as usize;
-    if doomed_paths.is_empty() && !record_anyway {
+    if per_partition.is_empty() && !record_anyway {
         // Nothing to do up to the boundary. A clean that has work remembers it only once it completed: a
         // warm coordinator whose plan failed to be written must plan it again.
         memo.set(policy, boundary);
@@ -395,7 +393,7 @@ async fn plan_clean(
         partitions_to_be_deleted: Vec::new(),
         extra_metadata: extra,
     };
-    Ok(Some((plan, doomed_paths, boundary)))
+    Ok(Some((plan, boundary)))
 }
 
 /// Timeline file of the clean at `time` in `state`.
@@ -543,7 +541,7 @@ pub async fn run(
     } else {
         timeline.clone()
     };
-    let Some((plan, _paths, boundary)) = plan_clean(ctx, &timeline, cache, memo).await? else {
+    let Some((plan, boundary)) = plan_clean(ctx, &timeline, cache, memo).await? else {
         return Ok(outcome);
     };
     let time = ctx.new_instant_time(&timeline);
