@@ -4,8 +4,10 @@
 //! concept, as in hudi-rs; storage, lock, clock and transport are traits handed in at construction so that
 //! tests and simulations can inject faults at any step.
 
+pub mod aws_clients;
 pub mod base_file;
 pub mod bootstrap;
+pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod coordinator;

@@ -193,8 +193,12 @@ const USED_KEYS: &[&str] = &[
 const IGNORED_PREFIXES: &[&str] = &[
     "hoodie.deltastreamer.source.",
     "hoodie.streamer.source.",
+    // Catalog-sync keys the Glue sync does not act on (`crate::catalog::config` reads the others).
     "hoodie.datasource.hive_sync.",
+    "hoodie.datasource.meta.sync.",
+    "hoodie.datasource.meta_sync.",
     "hoodie.meta.sync.",
+    "hoodie.meta_sync.",
     "hoodie.kafka.",
     "hoodie.cleaner.",
     "hoodie.clean.",
@@ -272,6 +276,7 @@ impl WriteConfig {
         for key in properties.keys() {
             if USED_KEYS.contains(&key.as_str())
                 || crate::services::config::SERVICES_KEYS.contains(&key.as_str())
+                || crate::catalog::config::CATALOG_KEYS.contains(&key.as_str())
                 || key.starts_with("hudi.sink.")
             {
                 continue;

@@ -485,20 +485,19 @@ impl DynamoDbLock {
     pub async fn from_props(props: &BTreeMap<String, String>) -> Result<Self, LockError> {
         let config = DynamoDbLockConfig::from_props(props)?;
         // Every lock request has a deadline: a hung acquire or heartbeat must fail, not outlive the lease.
-        let timeouts = crate::bootstrap::ClientTimeouts::from_properties(props).map_err(|e| {
+        let timeouts = crate::aws_clients::ClientTimeouts::from_properties(props).map_err(|e| {
             LockError::Config {
                 key: "hudi.sink.dynamodb.*.timeout.ms".into(),
                 value: String::new(),
                 reason: e.to_string(),
             }
         })?;
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .region(aws_config::Region::new(config.region.clone()))
-            .timeout_config(timeouts.dynamodb.timeout_config());
-        if let Some(url) = &config.endpoint_url {
-            loader = loader.endpoint_url(url.clone());
-        }
-        let sdk = loader.load().await;
+        let sdk = crate::aws_clients::sdk_config(
+            &timeouts.dynamodb,
+            Some(&config.region),
+            config.endpoint_url.as_deref(),
+        )
+        .await;
         Self::new(Client::new(&sdk), config)
     }
 

@@ -1,0 +1,359 @@
+//! The sync against an in-memory catalog and an in-memory table: what is created, which calls are made, and
+//! that an interrupted or failed sync converges on the next one.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+
+use super::definition::WATERMARK;
+use super::sync::memory::MemoryCatalog;
+use super::*;
+use crate::clock::ManualClock;
+use crate::config::write_config::WriteConfig;
+use crate::schema::avro::AvroSchema;
+use crate::storage::memory::MemoryStorage;
+use crate::write::TableWriter;
+
+const SCHEMA: &str = r#"{"type":"record","name":"trips","namespace":"t","fields":[
+ {"name":"uuid","type":"string"},{"name":"ts","type":"long"},{"name":"city","type":"string"}]}"#;
+
+struct Fixture {
+    storage: Arc<MemoryStorage>,
+    clock: Arc<ManualClock>,
+    writer: TableWriter,
+    catalog: Arc<MemoryCatalog>,
+    sync: CatalogSync,
+}
+
+fn catalog_config(extra: &[(&str, &str)]) -> CatalogConfig {
+    let mut props: BTreeMap<String, String> = [
+        ("hoodie.table.name", "trips"),
+        ("hoodie.datasource.meta.sync.enable", "true"),
+        ("hoodie.meta.sync.client.tool.class", config::GLUE_SYNC_TOOL),
+        ("hoodie.datasource.hive_sync.database", "lake"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    for (k, v) in extra {
+        props.insert(k.to_string(), v.to_string());
+    }
+    CatalogConfig::from_properties(&props).unwrap().unwrap()
+}
+
+async fn fixture(partitioned: bool, extra: &[(&str, &str)]) -> Fixture {
+    let storage = Arc::new(MemoryStorage::new("mem://catalog/trips"));
+    let clock = Arc::new(ManualClock::new(1_767_225_600_000));
+    let partition = if partitioned {
+        "hoodie.datasource.write.partitionpath.field=city\n"
+    } else {
+        ""
+    };
+    let config = WriteConfig::from_properties_text(&format!(
+        "hoodie.table.name=trips\nhoodie.base.path=mem://catalog/trips\n\
+         hoodie.datasource.write.recordkey.field=uuid\nhoodie.datasource.write.operation=insert\n{partition}"
+    ))
+    .unwrap();
+    let writer = TableWriter::create_or_open(
+        storage.clone(),
+        clock.clone(),
+        config,
+        Some(AvroSchema::parse(SCHEMA).unwrap()),
+    )
+    .await
+    .unwrap();
+    let catalog = Arc::new(MemoryCatalog::default());
+    let sync = CatalogSync::new(catalog.clone(), catalog_config(extra), "s3a://bucket/trips");
+    Fixture {
+        storage,
+        clock,
+        writer,
+        catalog,
+        sync,
+    }
+}
+
+impl Fixture {
+    async fn insert(&self, cities: &[&str]) -> InstantTime {
+        self.clock.advance(1000);
+        let n = cities.len();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from_iter_values(
+                (0..n).map(|i| format!("k{i}")),
+            )),
+            Arc::new(Int64Array::from_iter_values(0..n as i64)),
+            Arc::new(StringArray::from_iter_values(cities.iter().copied())),
+        ];
+        let batch = RecordBatch::try_new(self.writer.schema().data.clone(), columns).unwrap();
+        self.writer.write(&[batch]).await.unwrap().instant
+    }
+
+    async fn sync(&self) -> CatalogSyncReport {
+        self.catalog.calls.lock().unwrap().clear();
+        self.sync
+            .sync(self.storage.as_ref(), None, &[])
+            .await
+            .unwrap()
+    }
+
+    fn partitions(&self, table: &str) -> BTreeMap<Vec<String>, String> {
+        self.catalog
+            .partitions
+            .lock()
+            .unwrap()
+            .get(&("lake".to_string(), table.to_string()))
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.storage.location.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn watermark(&self, table: &str) -> Option<String> {
+        self.catalog
+            .tables
+            .lock()
+            .unwrap()
+            .get(&("lake".to_string(), table.to_string()))
+            .and_then(|t| t.parameters.get(WATERMARK).cloned())
+    }
+
+    fn calls(&self) -> Vec<String> {
+        self.catalog.calls.lock().unwrap().clone()
+    }
+}
+
+fn p(v: &str, loc: &str) -> (Vec<String>, String) {
+    (vec![v.to_string()], loc.to_string())
+}
+
+#[tokio::test]
+async fn first_sync_creates_database_table_and_every_partition() {
+    let f = fixture(true, &[]).await;
+    let t1 = f.insert(&["sf", "nyc"]).await;
+    let report = f.sync().await;
+    assert_eq!(
+        f.calls(),
+        [
+            "GetTable",
+            "GetDatabase",
+            "CreateDatabase",
+            "CreateTable",
+            "GetPartitions",
+            "BatchCreatePartition",
+            "UpdateTable"
+        ]
+    );
+    assert!(report.full_listing);
+    assert_eq!(report.tables_created, 1);
+    assert_eq!(report.partitions_created, 2);
+    assert_eq!(
+        f.partitions("trips"),
+        BTreeMap::from([
+            p("nyc", "s3://bucket/trips/nyc"),
+            p("sf", "s3://bucket/trips/sf")
+        ])
+    );
+    assert_eq!(f.watermark("trips"), Some(t1.to_string()));
+    let table =
+        f.catalog.tables.lock().unwrap()[&("lake".to_string(), "trips".to_string())].clone();
+    let keys: Vec<&str> = table
+        .partition_keys
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(keys, ["city"]);
+    assert!(table.storage.columns.iter().all(|c| c.name != "city"));
+}
+
+#[tokio::test]
+async fn a_commit_to_one_new_partition_makes_one_create_call() {
+    let f = fixture(true, &[]).await;
+    f.insert(&["sf", "nyc"]).await;
+    f.sync().await;
+    let t2 = f.insert(&["la", "sf"]).await;
+    let report = f.sync().await;
+    assert_eq!(
+        f.calls(),
+        [
+            "GetTable",
+            "BatchGetPartition",
+            "BatchCreatePartition",
+            "UpdateTable"
+        ]
+    );
+    assert!(!report.full_listing);
+    assert_eq!(report.partitions_created, 1);
+    assert_eq!(f.partitions("trips").len(), 3);
+    assert_eq!(f.watermark("trips"), Some(t2.to_string()));
+    // Nothing new: one read, no write at all.
+    let report = f.sync().await;
+    assert_eq!(f.calls(), ["GetTable"]);
+    assert_eq!(report.watermark, Some(t2.to_string()));
+    // A commit to known partitions only moves the watermark.
+    f.insert(&["la"]).await;
+    f.sync().await;
+    assert_eq!(f.calls(), ["GetTable", "BatchGetPartition", "UpdateTable"]);
+}
+
+#[tokio::test]
+async fn known_partitions_save_the_commit_read() {
+    let f = fixture(true, &[]).await;
+    f.insert(&["sf"]).await;
+    f.sync().await;
+    let t2 = f.insert(&["la"]).await;
+    // The caller's partitions are taken as given: the commit file is not read again.
+    let known = [(t2.clone(), BTreeSet::from(["given".to_string()]))];
+    let report = f.sync.sync(f.storage.as_ref(), None, &known).await.unwrap();
+    assert_eq!(report.partitions_created, 1);
+    let parts: Vec<Vec<String>> = f.partitions("trips").into_keys().collect();
+    assert_eq!(parts, [vec!["given".to_string()], vec!["sf".to_string()]]);
+}
+
+#[tokio::test]
+async fn a_failed_sync_is_caught_up_by_the_next() {
+    let f = fixture(true, &[]).await;
+    f.insert(&["sf"]).await;
+    f.sync().await;
+    f.insert(&["la"]).await;
+    f.insert(&["ny"]).await;
+    // Fails at BatchCreatePartition: the watermark must stay where it was.
+    *f.catalog.fail_after.lock().unwrap() = Some(2);
+    let before = f.watermark("trips");
+    let report = f.sync.after_commit(f.storage.as_ref(), None, &[]).await;
+    assert!(
+        report
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("injected"),
+        "{report:?}"
+    );
+    assert_eq!(f.watermark("trips"), before);
+    // Backing off: the next commit skips the sync without a call.
+    *f.catalog.fail_after.lock().unwrap() = None;
+    f.catalog.calls.lock().unwrap().clear();
+    let report = f.sync.after_commit(f.storage.as_ref(), None, &[]).await;
+    assert!(report.skipped);
+    assert!(f.calls().is_empty());
+    // The next real sync registers everything missed.
+    let report = f.sync().await;
+    assert_eq!(report.partitions_created, 2);
+    assert_eq!(f.partitions("trips").len(), 3);
+}
+
+#[tokio::test]
+async fn an_interrupted_create_converges() {
+    let f = fixture(true, &[]).await;
+    f.insert(&["sf", "la"]).await;
+    // Dies after the table is created, before the partitions.
+    *f.catalog.fail_after.lock().unwrap() = Some(4);
+    assert!(f.sync.sync(f.storage.as_ref(), None, &[]).await.is_err());
+    assert!(f.watermark("trips").is_none());
+    *f.catalog.fail_after.lock().unwrap() = None;
+    let report = f.sync().await;
+    assert_eq!(report.partitions_created, 2);
+    assert_eq!(report.tables_created, 0);
+}
+
+#[tokio::test]
+async fn a_full_sync_drops_partitions_gone_from_storage_and_fixes_locations() {
+    let f = fixture(true, &[]).await;
+    f.insert(&["sf"]).await;
+    {
+        let mut parts = f.catalog.partitions.lock().unwrap();
+        let map = parts.entry(("lake".into(), "trips".into())).or_default();
+        let stale = definition::PartitionDef {
+            values: vec!["gone".into()],
+            storage: definition::StorageDef {
+                columns: vec![],
+                location: "s3://bucket/trips/gone".into(),
+                input_format: String::new(),
+                output_format: String::new(),
+                serde_library: String::new(),
+                serde_parameters: BTreeMap::new(),
+            },
+        };
+        map.insert(vec!["gone".into()], stale.clone());
+        let mut moved = stale;
+        moved.values = vec!["sf".into()];
+        moved.storage.location = "s3://elsewhere/sf".into();
+        map.insert(vec!["sf".into()], moved);
+    }
+    let report = f.sync().await;
+    assert_eq!(
+        (report.partitions_deleted, report.partitions_updated),
+        (1, 1)
+    );
+    assert_eq!(
+        f.partitions("trips"),
+        BTreeMap::from([p("sf", "s3://bucket/trips/sf")])
+    );
+}
+
+#[tokio::test]
+async fn many_partitions_go_in_batches_of_a_hundred() {
+    let f = fixture(true, &[]).await;
+    let cities: Vec<String> = (0..250).map(|i| format!("c{i:03}")).collect();
+    let refs: Vec<&str> = cities.iter().map(String::as_str).collect();
+    f.insert(&refs).await;
+    let report = f.sync().await;
+    assert_eq!(report.calls_of("BatchCreatePartition"), 3);
+    assert_eq!(f.partitions("trips").len(), 250);
+}
+
+#[tokio::test]
+async fn unpartitioned_tables_register_no_partitions() {
+    let f = fixture(false, &[]).await;
+    let t1 = f.insert(&["sf"]).await;
+    f.sync().await;
+    assert_eq!(
+        f.calls(),
+        [
+            "GetTable",
+            "GetDatabase",
+            "CreateDatabase",
+            "CreateTable",
+            "UpdateTable"
+        ]
+    );
+    assert!(f.partitions("trips").is_empty());
+    assert_eq!(f.watermark("trips"), Some(t1.to_string()));
+}
+
+#[tokio::test]
+async fn condition_sync_leaves_the_watermark_when_nothing_changed() {
+    let f = fixture(
+        true,
+        &[("hoodie.datasource.meta_sync.condition.sync", "true")],
+    )
+    .await;
+    let t1 = f.insert(&["sf"]).await;
+    f.sync().await;
+    f.insert(&["sf"]).await;
+    f.sync().await;
+    assert_eq!(f.calls(), ["GetTable", "BatchGetPartition"]);
+    assert_eq!(f.watermark("trips"), Some(t1.to_string()));
+}
+
+#[tokio::test]
+async fn parameters_others_added_survive_and_ours_are_restored() {
+    let f = fixture(true, &[]).await;
+    f.insert(&["sf"]).await;
+    f.sync().await;
+    {
+        let mut tables = f.catalog.tables.lock().unwrap();
+        let t = tables
+            .get_mut(&("lake".to_string(), "trips".to_string()))
+            .unwrap();
+        t.parameters.insert("owner.note".into(), "kept".into());
+        t.parameters.insert("EXTERNAL".into(), "FALSE".into());
+    }
+    let report = f.sync().await;
+    assert_eq!(report.tables_updated, 1);
+    let t = f.catalog.tables.lock().unwrap()[&("lake".to_string(), "trips".to_string())].clone();
+    assert_eq!(t.parameters["owner.note"], "kept");
+    assert_eq!(t.parameters["EXTERNAL"], "TRUE");
+}
