@@ -16,6 +16,7 @@ pub mod error;
 pub mod generate;
 pub mod index;
 pub mod lock;
+pub mod log_file;
 pub mod metrics;
 pub mod mutation;
 pub mod protocol;

@@ -15,6 +15,7 @@ mod keygen_golden;
 mod lambda_watch;
 mod lock_dynamodb;
 mod lock_file;
+mod log_file_golden;
 mod model;
 mod request_counts;
 mod schema_golden;

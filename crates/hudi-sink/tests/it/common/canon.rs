@@ -35,6 +35,14 @@ pub fn canon_value(array: &ArrayRef, row: usize) -> Value {
             .to_string()
             .into(),
         DataType::Date32 => array.as_primitive::<Date32Type>().value(row).into(),
+        DataType::Time32(TimeUnit::Millisecond) => array
+            .as_primitive::<Time32MillisecondType>()
+            .value(row)
+            .into(),
+        DataType::Time64(TimeUnit::Microsecond) => array
+            .as_primitive::<Time64MicrosecondType>()
+            .value(row)
+            .into(),
         DataType::Timestamp(TimeUnit::Millisecond, _) => array
             .as_primitive::<TimestampMillisecondType>()
             .value(row)

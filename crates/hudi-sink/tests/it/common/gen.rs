@@ -125,6 +125,14 @@ pub fn gen_array(data_type: &DataType, nullable: bool, n: usize, seed: u64, salt
             (0..n).map(|r| (v(r) % 40_000) as i32 - 5_000).collect(),
             nb,
         )),
+        DataType::Time32(TimeUnit::Millisecond) => Arc::new(Time32MillisecondArray::new(
+            (0..n).map(|r| (v(r) % 86_400_000) as i32).collect(),
+            nb,
+        )),
+        DataType::Time64(TimeUnit::Microsecond) => Arc::new(Time64MicrosecondArray::new(
+            (0..n).map(|r| (v(r) % 86_400_000_000) as i64).collect(),
+            nb,
+        )),
         DataType::Timestamp(TimeUnit::Millisecond, tz) => Arc::new(
             TimestampMillisecondArray::new(
                 (0..n).map(|r| (v(r) % 4_000_000_000_000) as i64).collect(),

@@ -54,6 +54,17 @@ pub fn testdata_dir() -> PathBuf {
     dir
 }
 
+/// `shared/testdata/hudi-rs-tables-mor` (merge-on-read tables), beside [`testdata_dir`].
+pub fn mor_testdata_dir() -> PathBuf {
+    let dir = testdata_dir().join("../hudi-rs-tables-mor");
+    assert!(
+        dir.is_dir(),
+        "merge-on-read golden tables not found at {}",
+        dir.display()
+    );
+    dir
+}
+
 /// A golden table unpacked into a fresh temporary directory. Keep the `TempDir` alive while using the path.
 pub struct GoldenTable {
     _dir: tempfile::TempDir,
@@ -65,7 +76,12 @@ pub struct GoldenTable {
 
 /// Unpacks `<name>.zip` (skipping macOS `__MACOSX` and `.DS_Store` noise) and returns its base path.
 pub fn golden_table(name: &str) -> GoldenTable {
-    let zip_path = testdata_dir().join(format!("{name}.zip"));
+    golden_table_in(&testdata_dir(), name)
+}
+
+/// Unpacks `<dir>/<name>.zip` as [`golden_table`] does.
+pub fn golden_table_in(dir: &Path, name: &str) -> GoldenTable {
+    let zip_path = dir.join(format!("{name}.zip"));
     let file = std::fs::File::open(&zip_path)
         .unwrap_or_else(|e| panic!("open {}: {e}", zip_path.display()));
     let mut archive = zip::ZipArchive::new(file).expect("valid zip");

@@ -1,0 +1,204 @@
+//! Writing one new log file: what a deltacommit appends to one file slice. Every write opens a new version
+//! (object stores cannot append), so a file holds the instant's blocks only: one AVRO_DATA block with the
+//! upserts and/or one DELETE block, both with header {INSTANT_TIME, SCHEMA}, as Spark's append handle writes
+//! them. The bytes are built whole in memory, to be stored with one conditional put.
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, RecordBatch};
+
+use super::avro_block::encode_avro_content;
+use super::block::{encode_block, BlockType, HeaderKey};
+use super::command_block::encode_rollback_block;
+use super::delete_block::{encode_delete_content, DeleteRecord};
+use super::error::{ContentError, LogFileError};
+use crate::schema::avro::AvroSchema;
+use crate::schema::meta::{with_meta_fields, COMMIT_TIME_COL, FILE_NAME_COL};
+use crate::table::instant::InstantTime;
+
+/// Builds the bytes of one log file written by one instant.
+#[derive(Debug)]
+pub struct LogFileWriter {
+    instant_time: InstantTime,
+    file_id: String,
+    /// The header SCHEMA: table schema with the meta fields.
+    schema: AvroSchema,
+    schema_json: String,
+    data: Option<Vec<u8>>,
+    deletes: Option<Vec<u8>>,
+}
+
+impl LogFileWriter {
+    /// A writer for file group `file_id` at `instant_time`; `table_schema` is the table's Avro schema (with or
+    /// without the meta fields; they are put first either way).
+    pub fn new(instant_time: InstantTime, file_id: &str, table_schema: &AvroSchema) -> Self {
+        let schema = with_meta_fields(table_schema);
+        let schema_json = schema.to_json_string();
+        Self {
+            instant_time,
+            file_id: file_id.to_string(),
+            schema,
+            schema_json,
+            data: None,
+            deletes: None,
+        }
+    }
+
+    /// The upserted rows: batches with the meta columns then the data columns (the base-file layout), whose
+    /// `_hoodie_commit_time` is this instant and `_hoodie_file_name` the file id (logs store the id, not a
+    /// file name). Replaces an earlier call's rows.
+    pub fn with_records(mut self, batches: &[RecordBatch]) -> Result<Self, LogFileError> {
+        let encode = |source| LogFileError::Encode {
+            block_type: BlockType::AvroData,
+            source,
+        };
+        for batch in batches {
+            check_meta(batch, COMMIT_TIME_COL, self.instant_time.as_str()).map_err(encode)?;
+            check_meta(batch, FILE_NAME_COL, &self.file_id).map_err(encode)?;
+        }
+        self.data = Some(encode_avro_content(&self.schema, batches).map_err(encode)?);
+        Ok(self)
+    }
+
+    /// The deleted keys. Replaces an earlier call's deletes.
+    pub fn with_deletes(mut self, records: &[DeleteRecord]) -> Result<Self, LogFileError> {
+        let content = encode_delete_content(records).map_err(|source| LogFileError::Encode {
+            block_type: BlockType::Delete,
+            source,
+        })?;
+        self.deletes = Some(content);
+        Ok(self)
+    }
+
+    /// The file: the data block, then the delete block.
+    pub fn finish(self) -> Result<Vec<u8>, LogFileError> {
+        if self.data.is_none() && self.deletes.is_none() {
+            return Err(LogFileError::Empty);
+        }
+        let header = [
+            (HeaderKey::InstantTime, self.instant_time.as_str()),
+            (HeaderKey::Schema, self.schema_json.as_str()),
+        ];
+        let mut out = Vec::new();
+        if let Some(content) = &self.data {
+            out.extend(encode_block(BlockType::AvroData, &header, content));
+        }
+        if let Some(content) = &self.deletes {
+            out.extend(encode_block(BlockType::Delete, &header, content));
+        }
+        Ok(out)
+    }
+}
+
+/// Every value of meta column `column` (when the batch has it) equals `expected`.
+fn check_meta(batch: &RecordBatch, column: &str, expected: &str) -> Result<(), ContentError> {
+    let Some(array) = batch.column_by_name(column) else {
+        return Ok(());
+    };
+    let mismatch = |reason: String| ContentError::Mismatch {
+        path: format!("$.{column}"),
+        reason,
+    };
+    let values = array
+        .as_string_opt::<i32>()
+        .ok_or_else(|| mismatch(format!("a {} column, expected Utf8", array.data_type())))?;
+    for row in 0..values.len() {
+        if values.is_null(row) || values.value(row) != expected {
+            let found = if values.is_null(row) {
+                "null"
+            } else {
+                values.value(row)
+            };
+            return Err(mismatch(format!(
+                "row {row} holds {found:?}, expected {expected:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A log file holding one rollback command block: `rollback_instant` neutralises the blocks that
+/// `target_instant` appended to the slice (name it with [`super::name::UNKNOWN_WRITE_TOKEN`], as Hudi does).
+pub fn rollback_log_file(rollback_instant: &InstantTime, target_instant: &InstantTime) -> Vec<u8> {
+    encode_rollback_block(rollback_instant, target_instant)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log_file::avro_block::tests::{all_types_batch, ALL_TYPES};
+    use crate::log_file::block::read_blocks;
+    use crate::log_file::reader::{read_log_file, DataBlockFormat, LogBlock};
+
+    fn instant(s: &str) -> InstantTime {
+        InstantTime::parse(s).expect("instant")
+    }
+
+    #[test]
+    fn data_and_delete_blocks_read_back() {
+        let table = AvroSchema::parse(ALL_TYPES).expect("schema");
+        let batch = all_types_batch();
+        let deletes = [DeleteRecord::new("9", ""), DeleteRecord::new("8", "")];
+        let bytes = LogFileWriter::new(instant("20250101000000000"), "f-0", &table)
+            .with_records(std::slice::from_ref(&batch))
+            .expect("records")
+            .with_deletes(&deletes)
+            .expect("deletes")
+            .finish()
+            .expect("finish");
+        let raw = read_blocks("f", &bytes).expect("frame");
+        for block in &raw {
+            let keys: Vec<HeaderKey> = block.header.keys().copied().collect();
+            assert_eq!(keys, [HeaderKey::InstantTime, HeaderKey::Schema]);
+            assert!(block.footer.is_empty());
+        }
+        let blocks = read_log_file("f", &bytes).expect("read");
+        assert_eq!(blocks.len(), 2);
+        match &blocks[0] {
+            LogBlock::Data {
+                instant_time,
+                format,
+                schema,
+                records,
+            } => {
+                assert_eq!(instant_time.as_str(), "20250101000000000");
+                assert_eq!(*format, DataBlockFormat::Avro);
+                assert_eq!(**schema, with_meta_fields(&table));
+                assert_eq!(records, &batch);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            blocks[1],
+            LogBlock::Delete {
+                instant_time: instant("20250101000000000"),
+                records: deletes.to_vec(),
+            }
+        );
+    }
+
+    #[test]
+    fn meta_columns_must_name_the_instant_and_the_file_id() {
+        let table = AvroSchema::parse(ALL_TYPES).expect("schema");
+        let batch = all_types_batch();
+        let wrong_id = LogFileWriter::new(instant("20250101000000000"), "g-0", &table)
+            .with_records(std::slice::from_ref(&batch));
+        assert!(matches!(wrong_id, Err(LogFileError::Encode { .. })));
+        let wrong_instant = LogFileWriter::new(instant("20250101000000001"), "f-0", &table)
+            .with_records(std::slice::from_ref(&batch));
+        assert!(matches!(wrong_instant, Err(LogFileError::Encode { .. })));
+        let empty = LogFileWriter::new(instant("20250101000000000"), "f-0", &table).finish();
+        assert!(matches!(empty, Err(LogFileError::Empty)));
+    }
+
+    #[test]
+    fn a_rollback_file_reads_back_as_its_command() {
+        let bytes = rollback_log_file(&instant("20250126040936578"), &instant("20250126040826878"));
+        assert_eq!(
+            read_log_file("f", &bytes).expect("read"),
+            [LogBlock::Rollback {
+                instant_time: instant("20250126040936578"),
+                target_instant_time: instant("20250126040826878"),
+            }]
+        );
+    }
+}
