@@ -4,6 +4,7 @@ mod generate;
 mod ingest;
 mod services;
 mod show;
+mod sync_catalog;
 
 use std::process::ExitCode;
 
@@ -17,7 +18,8 @@ use clap::{Parser, Subcommand};
     after_help = "Try it:  hudi-sink generate --out target/demo/events --records 5000 --model target/demo/expected.jsonl\n         \
                   hudi-sink ingest --config examples/local.properties target/demo/events\n         \
                   hudi-sink show --table target/ingest/trips\n         \
-                  hudi-sink services --config examples/local.properties"
+                  hudi-sink services --config examples/local.properties\n         \
+                  hudi-sink sync-catalog --config examples/glue.properties"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -37,6 +39,9 @@ enum Command {
     /// Run the table services once (roll back failed writes, clean, archive, cluster) as the coordinator's
     /// schedule does, and print what they did as JSON.
     Services(services::Args),
+    /// Sync the AWS Glue Data Catalog with the table once (as the coordinator does after every commit) and
+    /// print what changed as JSON.
+    SyncCatalog(sync_catalog::Args),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +62,7 @@ fn main() -> ExitCode {
             Command::Ingest(args) => ingest::run(args).await,
             Command::Show(args) => show::run(&args.table).await,
             Command::Services(args) => services::run(args).await,
+            Command::SyncCatalog(args) => sync_catalog::run(args).await,
         }
     });
     match result {

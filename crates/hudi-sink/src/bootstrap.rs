@@ -116,7 +116,40 @@ pub async fn build_coordinator(
         heartbeat_tolerance: sink.heartbeat_tolerance(),
         services: crate::services::ServicesConfig::from_properties(props, write.max_file_size)?,
     };
-    Ok(Coordinator::new(storage, lock, clock, config).with_clustering(write))
+    let coordinator = Coordinator::new(storage, lock, clock, config).with_clustering(write.clone());
+    Ok(match build_catalog(props, &write.base_path).await? {
+        Some(catalog) => coordinator.with_catalog(Arc::new(catalog)),
+        None => coordinator,
+    })
+}
+
+/// The Glue Data Catalog sync the properties ask for (`hoodie.datasource.meta.sync.enable` with
+/// `org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool`), if any; it needs the `glue` feature, which the
+/// coordinator Lambda and the `hudi-sink` command have.
+pub async fn build_catalog(
+    props: &BTreeMap<String, String>,
+    base_path: &str,
+) -> Result<Option<crate::catalog::CatalogSync>, WriteError> {
+    let Some(config) = crate::catalog::CatalogConfig::from_properties(props)? else {
+        return Ok(None);
+    };
+    #[cfg(feature = "glue")]
+    {
+        let timeouts = ClientTimeouts::from_properties(props)?;
+        let client = crate::catalog::glue::GlueCatalog::from_config(&config, &timeouts.glue).await;
+        Ok(Some(crate::catalog::CatalogSync::new(
+            Arc::new(client),
+            config,
+            base_path,
+        )))
+    }
+    #[cfg(not(feature = "glue"))]
+    {
+        let _ = (config, base_path);
+        Err(WriteError::Config {
+            reason: "the Glue catalog sync (hoodie.datasource.meta.sync.enable) needs the `glue` feature".into(),
+        })
+    }
 }
 
 /// The Avro schema named by `hoodie.streamer.schemaprovider.source.schema.file`, if any.

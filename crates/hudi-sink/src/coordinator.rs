@@ -70,6 +70,8 @@ pub struct Coordinator {
     /// The write configuration, when the table may be clustered (insert tables): the clustering writer is
     /// opened from it on first use and kept while warm.
     clustering: Option<Arc<Clustering>>,
+    /// The Glue Data Catalog sync after commits and services runs, when configured.
+    catalog: Option<Arc<crate::catalog::CatalogSync>>,
 }
 
 /// What clustering needs beyond the services' settings.
@@ -173,6 +175,29 @@ impl Coordinator {
             commits: crate::services::commits::CommitCache::new(),
             clean_memo: crate::services::clean::CleanMemo::default(),
             clustering: None,
+            catalog: None,
+        }
+    }
+
+    /// Syncs the Glue Data Catalog after every commit and services run (best effort, after the lock is
+    /// released: a catalog failure never fails or holds up a commit).
+    pub fn with_catalog(mut self, catalog: Arc<crate::catalog::CatalogSync>) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// The report of the catalog sync the last request ran, once (for its metrics).
+    pub fn take_catalog_report(&self) -> Option<crate::catalog::CatalogSyncReport> {
+        self.catalog.as_ref().and_then(|c| c.take_report())
+    }
+
+    /// The catalog sync after a commit of `known` partitions at `instant` (or a services run: `None`).
+    async fn sync_catalog(&self, known: Option<(InstantTime, std::collections::BTreeSet<String>)>) {
+        if let Some(catalog) = &self.catalog {
+            let known: Vec<_> = known.into_iter().collect();
+            catalog
+                .after_commit(self.storage.as_ref(), None, &known)
+                .await;
         }
     }
 
@@ -427,6 +452,7 @@ impl Coordinator {
         .await;
         let mut report = self.unlock(guard, result).await?;
         report.merge(self.cluster().await?);
+        self.sync_catalog(None).await;
         report.duration_ms = started.elapsed().as_millis() as u64;
         Ok(report)
     }
@@ -676,11 +702,18 @@ impl Coordinator {
     }
 
     async fn commit(&self, req: CommitRequest) -> Result<CoordinatorResponse, WriteError> {
+        let written: std::collections::BTreeSet<String> = req
+            .write_stats
+            .iter()
+            .map(|s| s.partition_path.clone())
+            .collect();
         let guard = self.lock().await?;
         let result = self.commit_locked(&guard, req).await;
         let response = self.unlock(guard, result).await?;
-        if matches!(response, CoordinatorResponse::Committed { .. }) {
+        if let CoordinatorResponse::Committed { instant } = &response {
             self.inline_clustering().await;
+            let known = InstantTime::parse(instant).ok().map(|t| (t, written));
+            self.sync_catalog(known).await;
         }
         Ok(response)
     }

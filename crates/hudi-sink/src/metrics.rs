@@ -87,6 +87,47 @@ pub fn service_emf(report: &ServiceReport, context: &EmfContext<'_>) -> Value {
     )
 }
 
+/// The metrics of one catalog sync: name, CloudWatch unit, value.
+pub fn catalog_metric_values(
+    report: &crate::catalog::CatalogSyncReport,
+) -> Vec<(&'static str, &'static str, u64)> {
+    vec![
+        (
+            "CatalogSyncFailures",
+            "Count",
+            u64::from(report.error.is_some()),
+        ),
+        (
+            "CatalogPartitionsCreated",
+            "Count",
+            report.partitions_created,
+        ),
+        ("CatalogSyncTime", "Milliseconds", report.duration_ms),
+    ]
+}
+
+/// The EMF document of one catalog sync; the error and watermark are properties.
+pub fn catalog_emf(report: &crate::catalog::CatalogSyncReport, context: &EmfContext<'_>) -> Value {
+    document(
+        &catalog_metric_values(report),
+        context,
+        [
+            ("CatalogSyncError", json!(report.error)),
+            ("CatalogWatermark", json!(report.watermark)),
+        ],
+    )
+}
+
+/// Prints the EMF line of a catalog sync to stdout (see [`emit`]).
+pub fn emit_catalog(report: &crate::catalog::CatalogSyncReport, table: &str, request_id: &str) {
+    let context = EmfContext {
+        table,
+        request_id,
+        timestamp_ms: chrono::Utc::now().timestamp_millis(),
+    };
+    println!("{}", catalog_emf(report, &context));
+}
+
 /// An EMF document: the metadata directive naming every metric, the dimension, the request id, `properties`
 /// and one member per metric.
 fn document<const N: usize>(

@@ -77,7 +77,7 @@ const SINK_KEYS: &[&str] = &[
     "hudi.sink.heartbeat.interval.ms",
     "hudi.sink.heartbeat.tolerable.misses",
     "hudi.sink.retry.backoff.ms",
-    // Remote-call deadlines, read by `bootstrap::ClientTimeouts`.
+    // Remote-call deadlines, read by `aws_clients::ClientTimeouts`.
     "hudi.sink.aws.connect.timeout.ms",
     "hudi.sink.s3.attempt.timeout.ms",
     "hudi.sink.s3.operation.timeout.ms",
@@ -85,6 +85,8 @@ const SINK_KEYS: &[&str] = &[
     "hudi.sink.dynamodb.operation.timeout.ms",
     "hudi.sink.coordinator.attempt.timeout.ms",
     "hudi.sink.coordinator.operation.timeout.ms",
+    "hudi.sink.glue.attempt.timeout.ms",
+    "hudi.sink.glue.operation.timeout.ms",
     "hudi.sink.deadline.reserve.ms",
 ];
 
@@ -93,7 +95,9 @@ impl SinkConfig {
     pub fn from_properties(props: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
         let mut c = Self::default();
         for (key, value) in props.iter().filter(|(k, _)| k.starts_with("hudi.sink.")) {
-            if !SINK_KEYS.contains(&key.as_str()) {
+            if !SINK_KEYS.contains(&key.as_str())
+                && !crate::catalog::config::CATALOG_KEYS.contains(&key.as_str())
+            {
                 return Err(ConfigError::UnknownKey { key: key.clone() });
             }
             let num = |v: &str| -> Result<u64, ConfigError> {

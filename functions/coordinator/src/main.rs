@@ -4,7 +4,8 @@
 //! Every answer carries the time the request waited for the table lock (`lock_wait_ms`), which the writer
 //! reports in its metrics; every request is logged as one JSON line with its outcome. Every table-services run
 //! that succeeds prints one EMF metrics line on stdout (`hudi_sink::metrics::service_emf`: files cleaned,
-//! instants archived, file groups clustered, resumed services, run time).
+//! instants archived, file groups clustered, resumed services, run time), and every catalog sync one more
+//! (`hudi_sink::metrics::catalog_emf`: `CatalogSyncFailures`, partitions created, sync time).
 
 use std::sync::Arc;
 
@@ -110,6 +111,12 @@ async fn handle(
         Ok((response, services)) => {
             if let Some(report) = &services {
                 hudi_sink::metrics::emit_services(report, table, &request_id);
+            }
+            // The catalog sync after a commit or services run (best effort: its failure is a metric).
+            if let Some(report) = coordinator.take_catalog_report() {
+                if !report.skipped {
+                    hudi_sink::metrics::emit_catalog(&report, table, &request_id);
+                }
             }
             tracing::info!(
                 request_id,

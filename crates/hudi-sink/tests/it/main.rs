@@ -5,6 +5,7 @@ mod avro_golden;
 mod bad_input;
 mod bloom_golden;
 mod bucket_jvm;
+mod catalog_glue;
 mod clustering;
 mod common;
 mod exactly_once;
