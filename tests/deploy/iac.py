@@ -414,9 +414,9 @@ class TfEvaluator:
         while i < len(text):
             j = text.find("${", i)
             if j < 0:
-                out.append(text[i:])
+                out.append(_unescape(text[i:]))
                 break
-            out.append(text[i:j])
+            out.append(_unescape(text[i:j]))
             depth, k = 1, j + 2
             while depth:
                 if k >= len(text):
@@ -425,7 +425,7 @@ class TfEvaluator:
                 k += 1
             out.append(str(self.expr(text[j + 2 : k - 1])))
             i = k
-        return "".join(out).replace('\\"', '"')
+        return "".join(out)
 
     def expr(self, text: str):
         toks = _tokens(text)
@@ -491,6 +491,11 @@ class TfEvaluator:
         if len(rest) != 1:
             raise Unsupported(".".join(map(str, path)))
         return self.resource_attr(rtype, rname, index, rest[0])
+
+
+def _unescape(s: str) -> str:
+    """The HCL escapes \\n, \\t, \\" and \\\\ of a string literal's text (others are left as written)."""
+    return re.sub(r'\\(["\\nt])', lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
 
 
 def _balanced(s: str) -> bool:
@@ -651,6 +656,8 @@ class _Parser:
             return args[1].split(args[0])
         if fn == "length":
             return len(args[0])
+        if fn == "join":
+            return args[0].join(args[1])
         if fn == "jsonencode":
             return json.dumps(args[0], separators=(",", ":"))
         raise Unsupported(f"function {fn}()")

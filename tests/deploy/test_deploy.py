@@ -53,6 +53,8 @@ SCENARIOS = {
         "OnFailureDestinationArn": QUEUE,
         "MinimumPollers": "2",
         "MaximumPollers": "8",
+        "GlueDatabaseName": "lakehouse",
+        "GlueTableName": "orders_v1",
     },
     "self-managed-scram-vpc": {
         "AppName": "trips-sink",
@@ -65,6 +67,8 @@ SCENARIOS = {
         "SelfManagedSubnet2": "subnet-0e1f2a3b",
         "SelfManagedSecurityGroupId": "sg-0123abcd",
         "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
+        "GlueDatabaseName": "streaming-lake",
+        "GlueTableName": "trips",
     },
     "self-managed-public-no-auth": {
         "KafkaBootstrapServers": "kafka.example.com:9092",
@@ -99,6 +103,8 @@ OUTPUTS = {
     "CoordinatorRoleArn": "coordinator_role_arn",
     "WriterLogGroupName": "writer_log_group_name",
     "CoordinatorLogGroupName": "coordinator_log_group_name",
+    "GlueDatabaseName": "glue_database_name",
+    "GlueTableName": "glue_table_name",
 }
 TF_ONLY_OUTPUTS = {"deployment_properties"}
 
@@ -145,6 +151,8 @@ def placeholders(params: dict, template: dict) -> tuple[dict, dict]:
         "kafka_secret_arn": p["KafkaSecretArn"],
         "kafka_secret_kms_key_arn": p["KafkaSecretKmsKeyArn"],
         "on_failure_destination_arn": p["OnFailureDestinationArn"],
+        "glue_database": p["GlueDatabaseName"],
+        "glue_table": p["GlueTableName"],
     }
     is_msk = bool(cluster)
     flags = {
@@ -155,6 +163,7 @@ def placeholders(params: dict, template: dict) -> tuple[dict, dict]:
         "has_secret_key": bool(p["KafkaSecretArn"]) and bool(p["KafkaSecretKmsKeyArn"]),
         "has_on_failure_destination": bool(p["OnFailureDestinationArn"]),
         "has_schema": bool(p["SchemaUri"]),
+        "has_glue": bool(p["GlueDatabaseName"]),
     }
     return values, flags
 
@@ -233,6 +242,13 @@ class LeastPrivilege(unittest.TestCase):
             # a wrong derivation of the topic ARN
             ("main.tf", 'kafka_topic_arn    = "${local.kafka_arn_prefix}:topic/',
              'kafka_topic_arn    = "${local.kafka_arn_prefix}:topic/*/'),
+            # the Glue table ARN widened to every table of the database
+            ("main.tf", 'glue_table_arn     = "${local.glue_arn_prefix}:table/${var.glue_database_name}/${var.glue_table_name}"',
+             'glue_table_arn     = "${local.glue_arn_prefix}:table/${var.glue_database_name}/*"'),
+            # the catalog sync granted without a Glue database
+            ("iam.tf", 'for_each = local.has_glue ? [1] : []', 'for_each = [1]'),
+            # a Glue action too many
+            ("iam.tf", '"glue:UpdateTable",', '"glue:UpdateTable",\n        "glue:DeleteTable",'),
         ]
         for file, old, new in broken_tf:
             self.assertIn(old, tf_files[file])
@@ -244,6 +260,12 @@ class LeastPrivilege(unittest.TestCase):
              "Action: [dynamodb:GetItem, dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:DeleteItem, dynamodb:Query]\n"
              "                Resource: !GetAtt LockTable.Arn\n              - Sid: InvokeCoordinator"),
             ("                  Resource: !Ref KafkaSecretArn", '                  Resource: "*"'),
+            # the merge-on-read _rt table missing, and the _ro table widened to every table of the database
+            ("\n                    - !Sub arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}:table/${GlueDatabaseName}/${GlueTableName}_rt", ""),
+            ("table/${GlueDatabaseName}/${GlueTableName}_ro", "table/${GlueDatabaseName}/*"),
+            # the catalog sync granted without a Glue database
+            ("              - !If\n                - HasGlue\n                - Sid: CatalogSync",
+             "              - !If\n                - IsMsk\n                - Sid: CatalogSync"),
             ("- Prefix: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
              "                      NameUuid: !Select [1, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
              "                - Sid: KafkaGroup",
@@ -309,10 +331,37 @@ class Parity(unittest.TestCase):
         self.assertEqual(props["hoodie.write.lock.dynamodb.table"], "orders-lock")
         self.assertEqual(props["hudi.sink.coordinator.function"], "orders-coordinator")
         self.assertEqual(props["hudi.sink.dead.letter.path"], "s3://lake.example/dlq/orders")
+        # The catalog sync keys name the database and table the coordinator may write.
+        self.assertEqual(props["hoodie.datasource.meta.sync.enable"], "true")
+        self.assertEqual(props["hoodie.meta.sync.client.tool.class"], "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool")
+        self.assertEqual(props["hoodie.datasource.hive_sync.database"], sam.eval(self.template["Outputs"]["GlueDatabaseName"]["Value"]))
+        self.assertEqual(props["hoodie.datasource.hive_sync.table"], sam.eval(self.template["Outputs"]["GlueTableName"]["Value"]))
+        self.assertEqual(self.template["Outputs"]["GlueDatabaseName"].get("Condition"), "HasGlue")
+        self.assertEqual(self.template["Outputs"]["GlueTableName"].get("Condition"), "HasGlue")
+        # Without a Glue database: no sync key, and no blank line.
+        plain = iac.TfEvaluator(self.module, tf_variables(SCENARIOS["msk-iam-new-bucket"]), ACCOUNT, REGION)
+        plain_lines = plain.value(outputs["deployment_properties"]["value"]).splitlines()
+        self.assertTrue(all(line.strip() for line in plain_lines), plain_lines)
+        self.assertEqual([line.split("=", 1)[0] for line in plain_lines],
+                         ["hoodie.base.path", "hoodie.write.lock.dynamodb.table", "hoodie.write.lock.dynamodb.region",
+                          "hudi.sink.coordinator.function", "hudi.sink.dead.letter.path"])
         # Every key is one the library reads.
         sources = "".join(p.read_text() for p in (ROOT / "crates" / "hudi-sink" / "src").rglob("*.rs"))
         for key in props:
             self.assertIn(f'"{key}"', sources, f"{key} is not a configuration key of crates/hudi-sink")
+
+    def test_glue_table_is_required_with_the_database(self):
+        # SAM: the rule's assertions; Terraform: the coordinator's precondition. Both or neither.
+        base = SCENARIOS["msk-iam-new-bucket"]
+        rule = self.template["Rules"]["CatalogSyncGiven"]["Assertions"]
+        for db, table, ok in (("", "", True), ("lake", "trips", True), ("lake", "", False), ("", "trips", False)):
+            ev = iac.CfnEvaluator(self.template, dict(base, GlueDatabaseName=db, GlueTableName=table), ACCOUNT, REGION)
+            self.assertEqual(all(ev.eval(a["Assert"]) for a in rule), ok, (db, table))
+            tf = iac.TfEvaluator(self.module, dict(tf_variables(base), glue_database_name=db, glue_table_name=table),
+                                 ACCOUNT, REGION)
+            coordinator = iac.blocks(self.module, "resource")[("aws_lambda_function", "coordinator")]
+            conditions = [tf.value(pre["condition"]) for lc in coordinator["lifecycle"] for pre in lc["precondition"]]
+            self.assertEqual(conditions, [ok], (db, table))
 
     def test_functions_packages_and_environment(self):
         res = self.template["Resources"]

@@ -25,6 +25,10 @@ module "sink" {
   table_properties_uri = var.table_properties_uri
   schema_uri           = var.schema_uri
 
+  # Glue Data Catalog sync (empty = none); deployment_properties then lists the sync keys.
+  glue_database_name = var.glue_database_name
+  glue_table_name    = var.glue_table_name
+
   writer_memory_size = 2048
 
   tags = {

@@ -25,3 +25,15 @@ variable "schema_uri" {
   type        = string
   default     = ""
 }
+
+variable "glue_database_name" {
+  description = "Glue database the coordinator syncs the table into (hoodie.datasource.hive_sync.database), or empty for no catalog sync."
+  type        = string
+  default     = ""
+}
+
+variable "glue_table_name" {
+  description = "Glue table of the sync (hoodie.datasource.hive_sync.table, by default hoodie.table.name); required with glue_database_name."
+  type        = string
+  default     = ""
+}

@@ -236,6 +236,30 @@ data "aws_iam_policy_document" "coordinator" {
     actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
     resources = [aws_dynamodb_table.lock.arn]
   }
+
+  # Glue Data Catalog sync after every commit (Hudi's AwsGlueCatalogSyncTool calls): the database (created when
+  # missing and hoodie.datasource.hive_sync.auto_create_database is on), the table and its partitions. Glue
+  # authorises a table or partition call on the catalog, database and table ARNs, a database call on the
+  # catalog and database ARNs. Only the one table: <name>, <name>_ro and <name>_rt.
+  dynamic "statement" {
+    for_each = local.has_glue ? [1] : []
+    content {
+      sid = "CatalogSync"
+      actions = [
+        "glue:GetDatabase",
+        "glue:CreateDatabase",
+        "glue:GetTable",
+        "glue:CreateTable",
+        "glue:UpdateTable",
+        "glue:BatchGetPartition",
+        "glue:GetPartitions",
+        "glue:BatchCreatePartition",
+        "glue:BatchUpdatePartition",
+        "glue:BatchDeletePartition",
+      ]
+      resources = local.glue_resource_arns
+    }
+  }
 }
 
 resource "aws_iam_role_policy" "coordinator" {

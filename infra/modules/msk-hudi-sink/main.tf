@@ -21,6 +21,7 @@ locals {
   is_provisioned           = var.minimum_pollers > 0
   has_on_failure           = var.on_failure_destination_arn != ""
   has_schema               = var.schema_uri != ""
+  has_glue                 = var.glue_database_name != ""
 
   writer_name      = "${var.name}-writer"
   coordinator_name = "${var.name}-coordinator"
@@ -36,6 +37,22 @@ locals {
 
   properties_object_arn = "arn:${local.partition}:s3:::${split("s3://", var.table_properties_uri)[1]}"
   schema_object_arn     = local.has_schema ? "arn:${local.partition}:s3:::${split("s3://", var.schema_uri)[1]}" : ""
+
+  # Glue resource ARNs of the catalog sync: the account's catalog, the database, and the one table as
+  # copy-on-write (or merge-on-read with skip_ro_suffix) and merge-on-read (<table>_ro, <table>_rt) register it.
+  glue_arn_prefix    = "arn:${local.partition}:glue:${local.region}:${local.account}"
+  glue_table_arn     = "${local.glue_arn_prefix}:table/${var.glue_database_name}/${var.glue_table_name}"
+  glue_resource_arns = ["${local.glue_arn_prefix}:catalog", "${local.glue_arn_prefix}:database/${var.glue_database_name}", local.glue_table_arn, "${local.glue_table_arn}_ro", "${local.glue_table_arn}_rt"]
+
+  # The catalog sync lines of deployment_properties when a Glue database is given; the leading "" puts them on
+  # lines of their own after the line they are appended to.
+  glue_properties = local.has_glue ? join("\n", [
+    "",
+    "hoodie.datasource.meta.sync.enable=true",
+    "hoodie.meta.sync.client.tool.class=org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
+    "hoodie.datasource.hive_sync.database=${var.glue_database_name}",
+    "hoodie.datasource.hive_sync.table=${var.glue_table_name}",
+  ]) : ""
 
   # The request of events/coordinator-services.json.
   services_request = jsonencode({ op = "services" })
@@ -221,7 +238,7 @@ resource "aws_lambda_function" "writer" {
 
 resource "aws_lambda_function" "coordinator" {
   # checkov:skip=CKV_AWS_116: Writers invoke it synchronously and retry; a missed scheduled table-services run is repeated by the next one.
-  # checkov:skip=CKV_AWS_117: It talks only to S3 and DynamoDB; no VPC is needed.
+  # checkov:skip=CKV_AWS_117: It talks only to S3, DynamoDB and Glue; no VPC is needed.
   # checkov:skip=CKV_AWS_115: Its work is serialised by the DynamoDB lock; reserved concurrency could throttle writers' commits.
   # checkov:skip=CKV_AWS_173: The environment holds only a configuration URI and a log level, no secret.
   # checkov:skip=CKV_AWS_272: Code signing needs a signing profile the user owns; the package is built from source by cargo lambda.
@@ -243,6 +260,13 @@ resource "aws_lambda_function" "coordinator" {
 
   tags       = var.tags
   depends_on = [aws_cloudwatch_log_group.coordinator]
+
+  lifecycle {
+    precondition {
+      condition     = (var.glue_database_name == "") == (var.glue_table_name == "")
+      error_message = "Set both glue_database_name and glue_table_name (hoodie.datasource.hive_sync.table, by default hoodie.table.name), or neither."
+    }
+  }
 }
 
 resource "aws_scheduler_schedule" "table_services" {

@@ -75,6 +75,16 @@ output "deployment_properties" {
     hoodie.write.lock.dynamodb.table=${aws_dynamodb_table.lock.name}
     hoodie.write.lock.dynamodb.region=${local.region}
     hudi.sink.coordinator.function=${aws_lambda_function.coordinator.function_name}
-    hudi.sink.dead.letter.path=s3://${local.bucket_name}/${var.dead_letter_prefix}
+    hudi.sink.dead.letter.path=s3://${local.bucket_name}/${var.dead_letter_prefix}${local.glue_properties}
   EOT
+}
+
+output "glue_database_name" {
+  description = "Glue database of the catalog sync (hoodie.datasource.hive_sync.database, with hoodie.datasource.meta.sync.enable=true and hoodie.meta.sync.client.tool.class=org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool); empty = no sync."
+  value       = var.glue_database_name
+}
+
+output "glue_table_name" {
+  description = "Glue table of the catalog sync (hoodie.datasource.hive_sync.table; merge-on-read adds _ro and _rt); empty = no sync."
+  value       = var.glue_table_name
 }

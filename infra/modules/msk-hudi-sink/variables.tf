@@ -236,6 +236,26 @@ variable "noncurrent_version_expiration_days" {
   }
 }
 
+variable "glue_database_name" {
+  description = "Glue Data Catalog database the coordinator syncs the table into after every commit (hoodie.datasource.hive_sync.database, with hoodie.datasource.meta.sync.enable=true and hoodie.meta.sync.client.tool.class=org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool), in the deployment's account and region. Empty = no catalog sync and no Glue permission."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.glue_database_name == "" || can(regex("^[a-z0-9_-]{1,255}$", var.glue_database_name))
+    error_message = "glue_database_name must be 1-255 characters of lower-case letters, digits, _ and -, or empty."
+  }
+}
+
+variable "glue_table_name" {
+  description = "Required with glue_database_name: Glue table of the sync (hoodie.datasource.hive_sync.table; Hudi's default is hoodie.table.name, lower case). The coordinator may write the tables <name>, <name>_ro and <name>_rt (a merge-on-read table registers the last two)."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.glue_table_name == "" || can(regex("^[a-z0-9_-]{1,255}$", var.glue_table_name))
+    error_message = "glue_table_name must be 1-255 characters of lower-case letters, digits, _ and -, or empty."
+  }
+}
+
 variable "writer_memory_size" {
   description = "Writer memory in MB (CPU scales with it; 1 vCPU at 1769 MB)."
   type        = number
