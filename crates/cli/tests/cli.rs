@@ -508,3 +508,145 @@ fn services_refuses_a_table_whose_lock_it_cannot_know() {
     let out = hudi_sink(&["services"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A moto server (Glue among its services) on 127.0.0.1 for one test; stopped when dropped.
+struct Moto {
+    child: std::process::Child,
+    endpoint: String,
+}
+
+impl Moto {
+    fn start() -> Self {
+        use std::io::BufRead as _;
+        let mut child = Command::new(python())
+            .arg(workspace_root().join("tests/python/moto_server.py"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start moto");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("moto port");
+        let port: u16 = line.trim().parse().expect("moto port number");
+        Self {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn ingest_with_the_glue_example_registers_the_table_and_sync_catalog_finds_nothing_new() {
+    let moto = Moto::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let events = dir.path().join("events");
+    let table = dir.path().join("trips");
+    let s = |p: &Path| p.display().to_string();
+    ok(&[
+        "generate",
+        "--out",
+        &s(&events),
+        "--records",
+        "600",
+        "--partitions",
+        "2",
+        "--keys",
+        "200",
+        "--records-per-file",
+        "300",
+        "--seed",
+        "3",
+    ]);
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hudi-sink"))
+            .current_dir(workspace_root())
+            .args(args)
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "testtesttest")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ENDPOINT_URL_GLUE", &moto.endpoint)
+            .env_remove("AWS_PROFILE")
+            .output()
+            .expect("run hudi-sink");
+        assert!(
+            out.status.success(),
+            "hudi-sink {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let base = format!("hoodie.base.path={}", s(&table));
+    let dead = format!("hudi.sink.dead.letter.path={}", s(&dir.path().join("dead")));
+    run(&[
+        "ingest",
+        "--config",
+        "examples/glue.properties",
+        "--set",
+        &base,
+        "--set",
+        &dead,
+        &s(&events),
+    ]);
+    let report: Value = serde_json::from_str(
+        run(&[
+            "sync-catalog",
+            "--config",
+            "examples/glue.properties",
+            "--set",
+            &base,
+        ])
+        .trim(),
+    )
+    .expect("report JSON");
+    // Every commit was synced by ingest already: nothing is created, the only call is the read.
+    assert_eq!(report["tables_created"], 0, "{report}");
+    assert_eq!(report["partitions_created"], 0, "{report}");
+    assert_eq!(
+        report["calls"],
+        serde_json::json!({"GetTable": 1}),
+        "{report}"
+    );
+    let dump = Command::new(python())
+        .arg(workspace_root().join("tests/python/glue_dump.py"))
+        .args([moto.endpoint.as_str(), "lake", "trips"])
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "testtesttest")
+        .output()
+        .expect("glue_dump");
+    let dump: Value = serde_json::from_slice(&dump.stdout).expect("dump JSON");
+    let mut got: Vec<String> = dump["partitions"]
+        .as_array()
+        .expect("partitions")
+        .iter()
+        .map(|p| p["Location"].as_str().expect("location").to_string())
+        .collect();
+    got.sort();
+    let mut want: Vec<String> = std::fs::read_dir(&table)
+        .expect("table dir")
+        .flatten()
+        .filter(|e| e.path().join(".hoodie_partition_metadata").exists())
+        .map(|e| e.path().display().to_string())
+        .collect();
+    want.sort();
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
+    // The sync is refused with the fix when the configuration does not turn it on.
+    let out = hudi_sink(&[
+        "sync-catalog",
+        "--config",
+        "examples/local.properties",
+        "--set",
+        &base,
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("AwsGlueCatalogSyncTool"));
+}
