@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::config::write_config::ConfigError;
-use crate::coordinator::{parse_checkpoint, write_heartbeat};
+use crate::commit::{parse_checkpoint, write_heartbeat};
 use crate::dead_letter::{DeadLetter, DeadLetterSink, DeadLetterStage};
 use crate::protocol::{
     checkpoint_covers, CommitRequest, CoordinatorRequest, CoordinatorResponse, OffsetRange,
@@ -645,7 +645,7 @@ mod deadline_tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::config::write_config::WriteConfig;
-    use crate::coordinator::{Coordinator, CoordinatorConfig};
+    use crate::commit::{Coordinator, CoordinatorConfig};
     use crate::dead_letter::StorageDeadLetterSink;
     use crate::lock::{LeaseOptions, MemoryLock};
     use crate::schema::avro::AvroSchema;
