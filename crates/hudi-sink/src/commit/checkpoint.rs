@@ -6,6 +6,7 @@
 //! into the new commit. Commit files never change, so the checkpoint of the latest commit is remembered
 //! while warm and read again only when another commit became the latest.
 
+use crate::protocol::TopicOffsets;
 use crate::table::commit::Checkpoint;
 use crate::table::instant::InstantTime;
 use crate::table::timeline::Timeline;
@@ -19,6 +20,15 @@ pub fn parse_checkpoint(json: &str) -> Result<Checkpoint, WriteError> {
         return Ok(Checkpoint::default());
     }
     Ok(Checkpoint::parse_sink_json(json)?)
+}
+
+/// `checkpoint` moved past `offsets`: the next offset to read of each consumed partition is its last + 1.
+pub(crate) fn advance(checkpoint: &mut Checkpoint, offsets: &[TopicOffsets]) {
+    for topic in offsets {
+        for r in &topic.ranges {
+            checkpoint.set(&topic.topic, r.partition, r.last + 1);
+        }
+    }
 }
 
 impl Coordinator {
@@ -67,6 +77,26 @@ impl Coordinator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::OffsetRange;
+
+    #[test]
+    fn advance_moves_each_consumed_partition_past_its_last_offset() {
+        let mut checkpoint = Checkpoint::new();
+        checkpoint.set("a", 0, 5);
+        checkpoint.set("a", 1, 9);
+        let offsets = [TopicOffsets {
+            topic: "a".into(),
+            ranges: vec![OffsetRange {
+                partition: 0,
+                first: 5,
+                last: 11,
+            }],
+        }];
+        advance(&mut checkpoint, &offsets);
+        assert_eq!(checkpoint.get("a", 0), Some(12));
+        // Partitions the commit did not consume keep their offsets.
+        assert_eq!(checkpoint.get("a", 1), Some(9));
+    }
 
     #[test]
     fn an_empty_answer_is_an_empty_checkpoint() {

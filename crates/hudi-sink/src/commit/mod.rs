@@ -6,9 +6,11 @@
 //!                                                    <t>.commit.requested, <t>.inflight, heartbeat
 //!   ◀── begun{t, base, checkpoint}
 //!   (markers, base files, heartbeat of t: no lock)
-//!   ── commit{t, base, stats, offsets} ▶ steps.rs     properties; retried?; roll back expired; retired?;
-//!                                                    conflicts; offsets already committed? whole files;
-//!                                                    fence; <t>.commit (create-if-absent); inline services
+//!   ── commit{t, base, stats, offsets} ▶ steps.rs     properties; retried?; roll back expired; retired?
+//!                                        conflict.rs  conflicts with commits after `base`
+//!                                        checkpoint.rs offsets already committed?
+//!                                        steps.rs     whole files; fence; <t>.commit (create-if-absent)
+//!                                        after.rs     inline clean and archive; after unlock, clustering
 //!   ◀── committed | conflict | already_committed | rolled_back
 //!   ── abort{t} ──────────────────────▶ rollback.rs  roll back t now
 //!   ── services ──────────────────────▶ services.rs  roll back, leftovers, sweep, clean, archive, cluster
@@ -21,14 +23,19 @@
 //!   create-if-absent, so a redelivered batch or a retried request can never commit twice.
 //! - **Optimistic concurrency.** Writers work without the lock; at commit the coordinator refuses
 //!   (`Conflict`) a write whose file groups or buckets were changed by a commit completed after the writer's
-//!   base instant.
+//!   base instant ([`conflict`]).
 //! - **Nothing of a failed write survives.** Pending instants whose heartbeat expired are rolled back (data
 //!   files, markers, instant files) before any new instant starts or commits; a rolled-back instant can never
 //!   be committed (`RolledBack`), and a writer whose lock lease was lost is fenced off before the commit file
 //!   is written.
+//!
+//! Work that follows a durable commit (inline services, and whatever else must run after a commit) has one
+//! place: `after.rs` ([`Coordinator`]'s `after_commit` under the lock, `after_release` after it).
 
+mod after;
 mod begin;
 pub mod checkpoint;
+pub mod conflict;
 pub mod heartbeat;
 mod rollback;
 mod services;
@@ -47,6 +54,7 @@ use crate::table::instant::InstantTime;
 use crate::write::WriteError;
 
 pub use checkpoint::parse_checkpoint;
+pub use conflict::Conflict;
 pub(crate) use heartbeat::read_heartbeat;
 pub use heartbeat::write_heartbeat;
 pub(crate) use steps::verify_files;
