@@ -2,15 +2,17 @@
 //!
 //! ```text
 //! source   KafkaBatch ─ drop offsets below the table's checkpoint
-//! prepare  decode and route (route.rs: bad → dead letters) ─ key, place, fold ─ offsets   (prepare.rs)
+//! prepare  decode and route (route.rs: bad → dead letters) ─ key, place, fold ─ offsets   (prepare.rs, once)
 //! attempt  Begin ─ heartbeat ─ base files ─ dead letters ─ Commit ─┬ Committed        → done (ESM commits offsets)
 //!  (attempt.rs, per try)                                           ├ Conflict         → Abort, retry, fresh instant
-//!                                                                  ├ AlreadyCommitted → Abort, re-filter, retry
+//!                                                                  ├ AlreadyCommitted → Abort, re-filter, prepare
+//!                                                                  │                    again, retry
 //!                                                                  └ RolledBack       → retry, fresh instant
 //! ```
 //!
-//! Every attempt prepares the batch and writes it with a fresh instant; an `AlreadyCommitted` answer first
-//! drops the records below the new checkpoint. Retries are bounded
+//! A batch is prepared once: a retry after a conflict or a rolled-back instant writes the same preparation
+//! with a fresh instant. Only an `AlreadyCommitted` answer changes the batch (the records below the new
+//! checkpoint are dropped), and then it is prepared again from the records left. Retries are bounded
 //! (`hudi.sink.commit.max.attempts`), spaced by a jittered backoff, and never started inside
 //! `hudi.sink.deadline.reserve.ms` of the invocation's deadline (docs/architecture.md, "The
 //! writer-coordinator protocol").
@@ -55,6 +57,9 @@ pub struct KafkaSink {
     writer_id: String,
     /// State of the backoff jitter generator; seedable so that a simulation replays the same sleeps.
     jitter: std::sync::atomic::AtomicU64,
+    /// Batches prepared so far (the tests check that a retry reuses its preparation).
+    #[cfg(test)]
+    preparations: std::sync::atomic::AtomicU32,
 }
 
 impl KafkaSink {
@@ -75,6 +80,8 @@ impl KafkaSink {
             config,
             writer_id: writer_id.into(),
             jitter: std::sync::atomic::AtomicU64::new(uuid::Uuid::new_v4().as_u128() as u64),
+            #[cfg(test)]
+            preparations: std::sync::atomic::AtomicU32::new(0),
         }
     }
 
@@ -153,7 +160,7 @@ impl KafkaSink {
         Ok(())
     }
 
-    /// The batch loop: source (drop what the table's checkpoint covers), then prepared attempts until
+    /// The batch loop: source (drop what the table's checkpoint covers), prepare once, then attempts until
     /// one commits, the attempts run out or the deadline comes near.
     async fn process_batch(
         &self,
@@ -174,6 +181,8 @@ impl KafkaSink {
         let mut attempt = 0;
         // How long the last attempt took: a new one is started only if as much time is left.
         let mut last_attempt = Duration::ZERO;
+        // The batch made ready to write; `None` until the first attempt, and again once records were dropped.
+        let mut prepared = None;
         loop {
             if batch.is_empty() {
                 return Ok(SinkReport {
@@ -185,8 +194,12 @@ impl KafkaSink {
             self.check_deadline(&options, "begin", last_attempt)?;
             attempt += 1;
             let started = std::time::Instant::now();
-            let prepared = self.prepare(&batch)?;
-            let outcome = self.attempt(&prepared, &options, &timeline).await?;
+            let ready = match prepared.take() {
+                Some(ready) => ready,
+                None => self.prepare(&batch)?,
+            };
+            let outcome = self.attempt(&ready, &options, &timeline).await?;
+            prepared = Some(ready);
             last_attempt = started.elapsed();
             match outcome {
                 Attempt::Done(mut report) => {
@@ -203,6 +216,10 @@ impl KafkaSink {
                 Attempt::AlreadyCommitted(checkpoint) => {
                     let dropped = batch.drop_committed(&checkpoint) as u64;
                     skipped += dropped;
+                    if dropped > 0 {
+                        // The preparation holds the dropped records: prepare the rest again.
+                        prepared = None;
+                    }
                     tracing::info!(attempt, dropped, "offsets already committed; re-filtered");
                 }
                 Attempt::RolledBack(instant) => {

@@ -1,4 +1,5 @@
-//! Prepare: a batch made ready to write (docs/architecture.md, "The writer-coordinator protocol").
+//! Prepare: a batch made ready to write, once per batch (docs/architecture.md, "The writer-coordinator
+//! protocol").
 //!
 //! ```text
 //! records ─ decode and route (route.rs) ─ key, partition path, fold per key (TableWriter::prepare_records)
@@ -6,7 +7,8 @@
 //! ```
 //!
 //! The result depends on the batch's records and the writer's schema and settings only, never on the
-//! instant.
+//! instant, so every attempt of the batch writes the same preparation. Only dropping records (the
+//! checkpoint moved past some of them) calls for preparing again.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +35,9 @@ pub(super) struct Prepared {
 impl KafkaSink {
     /// Decodes, routes, keys and folds the records of `batch`.
     pub(super) fn prepare(&self, batch: &KafkaBatch) -> Result<Prepared, WriteError> {
+        #[cfg(test)]
+        self.preparations
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let schema = self.writer.schema();
         let mut decoder = JsonDecoder::try_new(schema.data.clone(), &schema.avro)?;
         let bucketed = self.writer.config().index != crate::config::write_config::IndexConfig::None;
@@ -80,4 +85,12 @@ fn offsets_of(batch: &KafkaBatch) -> Vec<TopicOffsets> {
         .into_iter()
         .map(|(topic, ranges)| TopicOffsets { topic, ranges })
         .collect()
+}
+
+#[cfg(test)]
+impl KafkaSink {
+    /// How many times a batch was prepared.
+    pub(super) fn preparations(&self) -> u32 {
+        self.preparations.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }

@@ -26,13 +26,14 @@ const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[
     {"name":"id","type":"string"},{"name":"ts","type":"long"}]}"#;
 
 /// Passes requests to a real coordinator, after moving the clock on `Begin` (a slow write) and, if
-/// asked, answering the first commit with a conflict.
+/// asked, answering the first commit with a conflict or as already committed (with that checkpoint).
 #[derive(Debug)]
 struct Scripted {
     inner: InProcessClient,
     clock: Arc<ManualClock>,
     advance_on_begin_ms: i64,
     conflict_first_commit: bool,
+    already_committed_first_commit: Option<String>,
     seen: Mutex<Vec<&'static str>>,
 }
 
@@ -57,6 +58,13 @@ impl CoordinatorClient for Scripted {
                 reason: "scripted".into(),
             });
         }
+        if let Some(checkpoint) = self
+            .already_committed_first_commit
+            .clone()
+            .filter(|_| first_commit)
+        {
+            return Ok(CoordinatorResponse::AlreadyCommitted { checkpoint });
+        }
         let answer = self.inner.call(request).await;
         if op == "begin" {
             self.clock.advance(self.advance_on_begin_ms);
@@ -72,6 +80,15 @@ struct Setup {
 }
 
 async fn setup(advance_on_begin_ms: i64, conflict_first_commit: bool, backoff_ms: u64) -> Setup {
+    setup_with(advance_on_begin_ms, conflict_first_commit, None, backoff_ms).await
+}
+
+async fn setup_with(
+    advance_on_begin_ms: i64,
+    conflict_first_commit: bool,
+    already_committed_first_commit: Option<String>,
+    backoff_ms: u64,
+) -> Setup {
     let clock = Arc::new(ManualClock::new(NOW));
     let storage = Arc::new(MemoryStorage::new("mem://deadline/t"));
     let config = WriteConfig::from_properties_text(
@@ -96,6 +113,7 @@ async fn setup(advance_on_begin_ms: i64, conflict_first_commit: bool, backoff_ms
         clock: clock.clone(),
         advance_on_begin_ms,
         conflict_first_commit,
+        already_committed_first_commit,
         seen: Mutex::new(Vec::new()),
     });
     let config = SinkConfig {
@@ -233,9 +251,31 @@ async fn no_retry_that_cannot_finish() {
     let report = s.sink.process_with(batch(), until(600_000)).await;
     let report = report.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((report.conflicts, report.retries), (1, 1));
+    // The retry wrote the batch as prepared for the first attempt.
+    assert_eq!(s.sink.preparations(), 1);
     assert_eq!(
         seen(&s.client),
         ["begin", "commit", "abort", "begin", "commit"]
     );
+    assert_eq!(completed(&s.storage).await, 1);
+}
+
+#[tokio::test]
+async fn offsets_committed_meanwhile_are_dropped_and_the_rest_prepared_again() {
+    // The first commit is answered `already_committed` with a checkpoint past offset 7: the retry drops
+    // that record and writes offset 8 alone, from a preparation of the records left.
+    let mut checkpoint = crate::table::commit::Checkpoint::new();
+    checkpoint.set("t", 0, 8);
+    let s = setup_with(0, false, Some(checkpoint.to_sink_json()), 1).await;
+    let report = s.sink.process(batch()).await;
+    let report = report.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        seen(&s.client),
+        ["begin", "commit", "abort", "begin", "commit"]
+    );
+    assert_eq!((report.skipped, report.counts.inserted), (1, 1));
+    assert!(report.balanced(), "{report:?}");
+    assert_eq!((report.conflicts, report.retries), (0, 1));
+    assert_eq!(s.sink.preparations(), 2);
     assert_eq!(completed(&s.storage).await, 1);
 }
