@@ -36,7 +36,7 @@ pub struct SinkReport {
     pub max_lag_ms: Option<u64>,
 }
 
-/// Per-invocation limits of [`KafkaSink::process_with`].
+/// Per-invocation limits of [`KafkaSink::process_with`](super::KafkaSink::process_with).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProcessOptions {
     /// When the invocation will be stopped, epoch milliseconds on the sink's clock (the Lambda context's
