@@ -14,9 +14,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::clock::{Clock, SystemClock};
+use crate::commit::{Coordinator, CoordinatorConfig};
 use crate::config::java_properties;
 use crate::config::write_config::{ConfigError, WriteConfig};
-use crate::coordinator::{Coordinator, CoordinatorConfig};
 use crate::dead_letter::{dead_letter_location, StorageDeadLetterSink};
 use crate::lock::file::FileLock;
 use crate::lock::{LeaseOptions, Lock};

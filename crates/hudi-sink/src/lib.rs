@@ -9,8 +9,8 @@ pub mod base_file;
 pub mod bootstrap;
 pub mod catalog;
 pub mod clock;
+pub mod commit;
 pub mod config;
-pub mod coordinator;
 pub mod dead_letter;
 pub mod error;
 pub mod generate;
@@ -30,5 +30,9 @@ pub mod table;
 pub mod telemetry;
 pub mod transport;
 pub mod write;
+
+/// The coordinator under the path the functions, the command and the tests use:
+/// `coordinator::Coordinator` is [`commit::Coordinator`].
+pub use commit as coordinator;
 
 pub use error::{Error, Result};

@@ -4,7 +4,7 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 
-use crate::coordinator::Coordinator;
+use crate::commit::Coordinator;
 use crate::protocol::{CoordinatorRequest, CoordinatorResponse};
 use crate::write::WriteError;
 

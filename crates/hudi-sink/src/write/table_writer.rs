@@ -1266,7 +1266,7 @@ impl TableWriter {
         extra_metadata: BTreeMap<String, String>,
     ) -> Result<CommitMetadata, WriteError> {
         let storage = self.storage.as_ref();
-        crate::coordinator::verify_files(storage, instant, &stats).await?;
+        crate::commit::verify_files(storage, instant, &stats).await?;
         let op = match operation {
             WriteOperation::Insert => OperationType::Insert,
             WriteOperation::Upsert => OperationType::Upsert,

@@ -13,7 +13,7 @@ use super::ClusteringPlanned;
 use crate::base_file::reader::read_base_file_batches;
 use crate::base_file::writer::BaseFileWriter;
 use crate::clock::Clock;
-use crate::coordinator::write_heartbeat;
+use crate::commit::write_heartbeat;
 use crate::schema::meta::{FILE_NAME_COL, META_COLUMNS};
 use crate::storage::{join_path, Storage};
 use crate::table::commit::WriteStat;

@@ -143,7 +143,7 @@ pub async fn schedule(
             });
         }
     }
-    crate::coordinator::write_heartbeat(storage, ctx.clock, &planned.instant).await?;
+    crate::commit::write_heartbeat(storage, ctx.clock, &planned.instant).await?;
     tracing::info!(
         instant = %planned.instant,
         groups = planned.groups.len(),

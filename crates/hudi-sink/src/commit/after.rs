@@ -1,0 +1,68 @@
+//! After a commit: the work that follows a durable `<t>.commit`, in one place.
+//!
+//! ```text
+//! … create <t>.commit ─ clean up ─ after_commit (under the lock) ─ unlock ─ after_release ─ Committed
+//!                                                                       (clustering, catalog sync)
+//! ```
+//!
+//! Everything here is best effort. The commit is durable and its answer is `committed` whatever happens
+//! here: a failure is logged and left to the next commit or the scheduled run, never reported to the
+//! writer (which would otherwise retry a batch that is already in the table). Work that needs the table
+//! lock goes into [`Coordinator::after_commit`]; work that does not, and would only lengthen every writer's
+//! wait for the lock, into [`Coordinator::after_release`].
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use crate::catalog::{CatalogSync, CatalogSyncReport};
+use crate::lock::LockGuard;
+use crate::storage::ObjectMeta;
+use crate::table::instant::InstantTime;
+use crate::table::timeline::Timeline;
+
+use super::Coordinator;
+
+impl Coordinator {
+    /// Under the commit's lock, once `<t>.commit` exists and the instant's markers and heartbeat are
+    /// deleted: the inline clean and archival, when due. `committed` is the timeline with the new commit,
+    /// `listed` the `.hoodie/` listing it was read from.
+    pub(super) async fn after_commit(
+        &self,
+        guard: &LockGuard,
+        committed: &Timeline,
+        listed: &[ObjectMeta],
+    ) {
+        self.inline_services(guard, committed, listed).await;
+    }
+
+    /// After the commit's lock is released, for a request answered `committed` (a retried commit whose
+    /// answer was lost included): inline clustering, which takes the lock itself for planning and completion,
+    /// then the catalog sync with the partitions the commit wrote (`written`), which needs no lock.
+    pub(super) async fn after_release(&self, written: Option<(InstantTime, BTreeSet<String>)>) {
+        self.inline_clustering().await;
+        self.sync_catalog(written).await;
+    }
+
+    /// Syncs the Glue Data Catalog after every commit and services run (best effort, after the lock is
+    /// released: a catalog failure never fails or holds up a commit; see `docs/architecture.md`, Catalog sync).
+    pub fn with_catalog(mut self, catalog: Arc<CatalogSync>) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// The report of the catalog sync the last request ran, once (for its metrics).
+    pub fn take_catalog_report(&self) -> Option<CatalogSyncReport> {
+        self.catalog.as_ref().and_then(|c| c.take_report())
+    }
+
+    /// The catalog sync, when configured; `written` are the partitions of a commit just made, which are then
+    /// not read again.
+    pub(super) async fn sync_catalog(&self, written: Option<(InstantTime, BTreeSet<String>)>) {
+        if let Some(catalog) = &self.catalog {
+            let known: Vec<_> = written.into_iter().collect();
+            catalog
+                .after_commit(self.storage.as_ref(), None, &known)
+                .await;
+        }
+    }
+}

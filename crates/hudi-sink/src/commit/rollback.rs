@@ -1,0 +1,201 @@
+//! Failed writes and what they leave behind (docs/architecture.md, "Failures, rollback and retired
+//! instants").
+//!
+//! ```text
+//! expired heartbeat ─ fence ─ <t>.commit absent? ─ retire t ─ delete base files of t ─ markers
+//!   ─ <t>.inflight, <t>.commit.requested ─ heartbeat
+//! ```
+//!
+//! A pending commit whose heartbeat expired is rolled back before every begin and commit and in every
+//! services run; `abort` rolls one back at once. The time is retired before anything is deleted, so a
+//! rollback that stops half-way can never let the instant complete. Markers and heartbeats of completed
+//! instants are deleted as leftovers; those of instants no longer on the timeline reveal a zombie writer and
+//! trigger another rollback; the scheduled run sweeps base files of retired times that have nothing left to
+//! be found by.
+
+use crate::lock::LockGuard;
+use crate::protocol::CoordinatorResponse;
+use crate::storage::ObjectMeta;
+use crate::table::file_name::heartbeat_path;
+use crate::table::instant::{Action, Instant, InstantTime, State};
+use crate::table::timeline::Timeline;
+use crate::write::{rollback_failed, WriteError};
+
+use super::heartbeat::read_heartbeat;
+use super::Coordinator;
+
+impl Coordinator {
+    /// Rolls back `instant` unless it completed meanwhile: `timeline` may be stale if this coordinator was
+    /// paused, and the rollback of a completed instant would delete committed data.
+    pub(super) async fn rollback_fenced(
+        &self,
+        guard: &LockGuard,
+        instant: &InstantTime,
+    ) -> Result<bool, WriteError> {
+        self.fence(guard).await?;
+        let commit_file = format!(
+            ".hoodie/{}",
+            Instant::new(instant.clone(), Action::Commit, State::Completed).file_name()
+        );
+        if self.storage.head(&commit_file).await?.is_some() {
+            return Ok(false);
+        }
+        rollback_failed(self.storage.as_ref(), instant).await?;
+        Ok(true)
+    }
+
+    /// Rolls back every pending commit whose heartbeat is older than the tolerance. Pending instants of
+    /// other actions (another engine's clean or clustering) are left alone. `reported` is the committing
+    /// instant with the newest heartbeat its writer knows was stored: the stored one can only be newer, so
+    /// when the reported one is within the tolerance the instant is alive without reading it back (a read
+    /// saved per commit), and the decision is the one the read would give.
+    pub(super) async fn rollback_expired(
+        &self,
+        guard: &LockGuard,
+        timeline: &Timeline,
+        reported: Option<(&InstantTime, i64)>,
+    ) -> Result<Vec<InstantTime>, WriteError> {
+        let storage = self.storage.as_ref();
+        let now = self.clock.now_millis();
+        let tolerance = self.config.heartbeat_tolerance.as_millis() as i64;
+        let mut rolled_back = Vec::new();
+        for pending in timeline.pending() {
+            if pending.action != Action::Commit {
+                continue;
+            }
+            // A reported heartbeat that is fresh settles it: the stored one is at least as new. A stale
+            // one does not (the writer kept beating while its request waited, e.g. for the lock): read.
+            if reported.is_some_and(|(instant, ms)| {
+                *instant == pending.time && now.saturating_sub(ms) <= tolerance
+            }) {
+                continue;
+            }
+            let last_beat = read_heartbeat(storage, &pending.time).await?;
+            // Without a readable heartbeat, the instant's own time is its last sign of life.
+            let last = match last_beat {
+                Some(ms) => ms,
+                None => pending.time.to_millis().unwrap_or(0),
+            };
+            if now - last > tolerance {
+                tracing::info!(instant = %pending.time, last_heartbeat_ms = last, "rolling back failed write");
+                if self.rollback_fenced(guard, &pending.time).await? {
+                    rolled_back.push(pending.time.clone());
+                }
+            }
+        }
+        Ok(rolled_back)
+    }
+
+    pub(super) async fn abort_locked(
+        &self,
+        guard: &LockGuard,
+        instant: &InstantTime,
+    ) -> Result<CoordinatorResponse, WriteError> {
+        self.rollback_fenced(guard, instant).await?;
+        Ok(CoordinatorResponse::Done)
+    }
+    /// Deletes markers and heartbeats left by completed instants (a coordinator that failed right after
+    /// creating `<t>.commit` never got to its clean-up) and by instants that were rolled back.
+    pub(super) async fn clean_completed_leftovers(
+        &self,
+        guard: &LockGuard,
+        timeline: &Timeline,
+    ) -> Result<(), WriteError> {
+        let storage = self.storage.as_ref();
+        let mut listed = storage.list(".hoodie/.temp/").await?;
+        listed.extend(storage.list(".hoodie/.heartbeat/").await?);
+        self.clean_leftovers_listed(guard, timeline, &listed).await
+    }
+
+    /// [`Coordinator::clean_completed_leftovers`] over objects already listed (with the timeline, in the same
+    /// listing or after it).
+    pub(super) async fn clean_leftovers_listed(
+        &self,
+        guard: &LockGuard,
+        timeline: &Timeline,
+        listed: &[ObjectMeta],
+    ) -> Result<(), WriteError> {
+        let storage = self.storage.as_ref();
+        let mut zombies = std::collections::BTreeSet::new();
+        let mut done = Vec::new();
+        for prefix in [".hoodie/.temp/", ".hoodie/.heartbeat/"] {
+            for obj in listed.iter().filter(|o| o.path.starts_with(prefix)) {
+                let rest = &obj.path[prefix.len()..];
+                let instant = rest.split('/').next().unwrap_or_default();
+                let Ok(instant) = InstantTime::parse(instant) else {
+                    continue;
+                };
+                let archived = !timeline.is_retired(&instant)
+                    && timeline
+                        .instants()
+                        .first()
+                        .is_some_and(|first| instant < first.time);
+                if timeline.is_completed_commit(&instant) || archived {
+                    // Completed, or archived (older than the active timeline and not rolled back).
+                    done.push(obj.path.clone());
+                } else if !timeline.contains(&instant) {
+                    // Rolled back, yet written to since: a zombie writer (paused past its heartbeat, then
+                    // resumed) kept writing. Instants are created under the lock before their heartbeat and
+                    // markers, so a live write is never absent from the timeline.
+                    zombies.insert(instant);
+                }
+            }
+        }
+        if !done.is_empty() {
+            storage.delete_many(&done).await?;
+        }
+        for instant in zombies {
+            self.rollback_fenced(guard, &instant).await?;
+        }
+        Ok(())
+    }
+
+    /// Table service: deletes base files of rolled-back instants that a zombie writer (paused past its
+    /// heartbeat, then resumed) wrote after the rollback, when no marker or heartbeat is left to find them by.
+    /// Readers already ignore such files (their instant is not on the timeline); this keeps them from piling up
+    /// and from being taken for archived commits later. Once a retired time is older than the grace
+    /// (`hudi.sink.services.retired.grace.ms`), no zombie of it can upload any more: after this sweep its
+    /// record goes, and archival may pass it. One listing of the whole table, so it runs with the scheduled
+    /// services (and only while some time is retired), never with every commit.
+    pub(super) async fn sweep_retired(&self, guard: &LockGuard) -> Result<(), WriteError> {
+        let storage = self.storage.as_ref();
+        let retired: std::collections::BTreeSet<InstantTime> = storage
+            .list(crate::table::timeline::RETIRED_DIR)
+            .await?
+            .iter()
+            .filter_map(|o| {
+                o.path
+                    .strip_prefix(crate::table::timeline::RETIRED_DIR)
+                    .and_then(|t| InstantTime::parse(t).ok())
+            })
+            .collect();
+        if retired.is_empty() {
+            return Ok(());
+        }
+        self.fence(guard).await?;
+        crate::write::delete_base_files(storage, |t| retired.contains(t)).await?;
+        let now = self.clock.now_millis();
+        let grace = self.config.services.retired_grace.as_millis() as i64;
+        let mut done = Vec::new();
+        for time in &retired {
+            let expired = time
+                .to_millis()
+                .is_some_and(|ms| now.saturating_sub(ms) > grace);
+            if expired {
+                for marker in storage
+                    .list(&format!("{}/", crate::table::file_name::marker_dir(time)))
+                    .await?
+                {
+                    done.push(marker.path);
+                }
+                done.push(heartbeat_path(time));
+                done.push(format!("{}{time}", crate::table::timeline::RETIRED_DIR));
+            }
+        }
+        if !done.is_empty() {
+            self.fence(guard).await?;
+            storage.delete_many(&done).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,114 @@
+//! The writer's `hudi.sink.*` settings: coordinator, dead-letter location, retries, heartbeats, deadline
+//! (docs/architecture.md, "Configuration"). An unknown `hudi.sink.*` key is a start-up error naming it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::config::write_config::ConfigError;
+
+/// `hudi.sink.*` settings of the writer.
+#[derive(Debug, Clone)]
+pub struct SinkConfig {
+    /// `hudi.sink.coordinator.function`: the coordinator Lambda (absent = in-process coordinator).
+    pub coordinator_function: Option<String>,
+    /// `hudi.sink.dead.letter.path`: where dead letters go (`s3://…` or a directory); when absent,
+    /// [`crate::dead_letter::dead_letter_location`] picks the error table's path or the table default.
+    pub dead_letter_path: Option<String>,
+    /// `hudi.sink.commit.max.attempts`: begin/commit rounds before the invocation fails.
+    pub max_attempts: u32,
+    /// `hudi.sink.heartbeat.interval.ms`.
+    pub heartbeat_interval: Duration,
+    /// `hudi.sink.heartbeat.tolerable.misses`: a write is failed after this many missed heartbeats.
+    pub heartbeat_tolerable_misses: u32,
+    /// `hudi.sink.retry.backoff.ms`: base of the jittered backoff between attempts.
+    pub retry_backoff: Duration,
+    /// `hudi.sink.deadline.reserve.ms`: time kept free before the invocation deadline; no begin, commit or
+    /// retry starts inside it, so the function fails with a clear error instead of being killed mid-step.
+    pub deadline_reserve: Duration,
+}
+
+impl Default for SinkConfig {
+    fn default() -> Self {
+        Self {
+            coordinator_function: None,
+            dead_letter_path: None,
+            max_attempts: 5,
+            heartbeat_interval: Duration::from_secs(10),
+            heartbeat_tolerable_misses: 6,
+            retry_backoff: Duration::from_millis(100),
+            deadline_reserve: Duration::from_secs(10),
+        }
+    }
+}
+
+const SINK_KEYS: &[&str] = &[
+    "hudi.sink.coordinator.function",
+    "hudi.sink.dead.letter.path",
+    "hudi.sink.commit.max.attempts",
+    "hudi.sink.heartbeat.interval.ms",
+    "hudi.sink.heartbeat.tolerable.misses",
+    "hudi.sink.retry.backoff.ms",
+    // Remote-call deadlines, read by `aws_clients::ClientTimeouts`.
+    "hudi.sink.aws.connect.timeout.ms",
+    "hudi.sink.s3.attempt.timeout.ms",
+    "hudi.sink.s3.operation.timeout.ms",
+    "hudi.sink.dynamodb.attempt.timeout.ms",
+    "hudi.sink.dynamodb.operation.timeout.ms",
+    "hudi.sink.coordinator.attempt.timeout.ms",
+    "hudi.sink.coordinator.operation.timeout.ms",
+    "hudi.sink.glue.attempt.timeout.ms",
+    "hudi.sink.glue.operation.timeout.ms",
+    "hudi.sink.deadline.reserve.ms",
+];
+
+impl SinkConfig {
+    /// Reads the `hudi.sink.*` keys; an unknown one is an error naming it.
+    pub fn from_properties(props: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let mut c = Self::default();
+        for (key, value) in props.iter().filter(|(k, _)| k.starts_with("hudi.sink.")) {
+            if !SINK_KEYS.contains(&key.as_str())
+                && !crate::catalog::config::CATALOG_KEYS.contains(&key.as_str())
+            {
+                return Err(ConfigError::UnknownKey { key: key.clone() });
+            }
+            let num = |v: &str| -> Result<u64, ConfigError> {
+                v.trim().parse::<u64>().map_err(|e| ConfigError::Invalid {
+                    key: key.clone(),
+                    value: v.to_string(),
+                    reason: e.to_string(),
+                })
+            };
+            match key.as_str() {
+                "hudi.sink.coordinator.function" => {
+                    c.coordinator_function =
+                        Some(value.trim().to_string()).filter(|v| !v.is_empty())
+                }
+                "hudi.sink.dead.letter.path" => {
+                    c.dead_letter_path = Some(value.trim().to_string()).filter(|v| !v.is_empty())
+                }
+                "hudi.sink.commit.max.attempts" => {
+                    c.max_attempts = num(value)?.clamp(1, 100) as u32
+                }
+                "hudi.sink.heartbeat.interval.ms" => {
+                    c.heartbeat_interval = Duration::from_millis(num(value)?.max(1))
+                }
+                "hudi.sink.heartbeat.tolerable.misses" => {
+                    c.heartbeat_tolerable_misses = num(value)?.max(1) as u32
+                }
+                "hudi.sink.retry.backoff.ms" => {
+                    c.retry_backoff = Duration::from_millis(num(value)?)
+                }
+                "hudi.sink.deadline.reserve.ms" => {
+                    c.deadline_reserve = Duration::from_millis(num(value)?)
+                }
+                _ => {}
+            }
+        }
+        Ok(c)
+    }
+
+    /// How old a heartbeat may get before its write counts as failed.
+    pub fn heartbeat_tolerance(&self) -> Duration {
+        self.heartbeat_interval * self.heartbeat_tolerable_misses
+    }
+}

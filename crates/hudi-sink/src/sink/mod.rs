@@ -1,0 +1,245 @@
+//! The writer side of the exactly-once path: one Kafka batch in, one committed instant out.
+//!
+//! ```text
+//! source   KafkaBatch ─ drop offsets below the table's checkpoint
+//! prepare  decode and route (route.rs: bad → dead letters) ─ key, place, fold ─ offsets   (prepare.rs, once)
+//! attempt  Begin ─ heartbeat ─ base files ─ dead letters ─ Commit ─┬ Committed        → done (ESM commits offsets)
+//!  (attempt.rs, per try)                                           ├ Conflict         → Abort, retry, fresh instant
+//!                                                                  ├ AlreadyCommitted → Abort, re-filter, prepare
+//!                                                                  │                    again, retry
+//!                                                                  └ RolledBack       → retry, fresh instant
+//! ```
+//!
+//! A batch is prepared once: a retry after a conflict or a rolled-back instant writes the same preparation
+//! with a fresh instant. Only an `AlreadyCommitted` answer changes the batch (the records below the new
+//! checkpoint are dropped), and then it is prepared again from the records left. Retries are bounded
+//! (`hudi.sink.commit.max.attempts`), spaced by a jittered backoff, and never started inside
+//! `hudi.sink.deadline.reserve.ms` of the invocation's deadline (docs/architecture.md, "The
+//! writer-coordinator protocol").
+//!
+//! Every record of the batch ends in exactly one bucket of [`SinkReport`]: skipped (already committed),
+//! written, deduped, deleted, ignored (older than stored), delete miss, or dead-lettered. Dead-lettered
+//! records still advance the checkpoint: they are in the dead-letter output, not lost, and never retried
+//! forever. A batch whose records are all dead letters still commits (an instant without files) so that the
+//! checkpoint moves past them.
+
+mod attempt;
+mod config;
+mod heartbeat;
+mod prepare;
+mod report;
+mod route;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::dead_letter::DeadLetterSink;
+use crate::source::event::KafkaBatch;
+use crate::table::timeline::Timeline;
+use crate::transport::CoordinatorClient;
+use crate::write::{TableWriter, WriteError};
+
+use attempt::Attempt;
+pub use config::SinkConfig;
+pub use report::{ProcessOptions, SinkReport};
+
+/// Writes Kafka batches into one table through a coordinator.
+#[derive(Debug)]
+pub struct KafkaSink {
+    writer: TableWriter,
+    coordinator: Arc<dyn CoordinatorClient>,
+    dead_letters: Arc<dyn DeadLetterSink>,
+    clock: Arc<dyn Clock>,
+    config: SinkConfig,
+    writer_id: String,
+    /// State of the backoff jitter generator; seedable so that a simulation replays the same sleeps.
+    jitter: std::sync::atomic::AtomicU64,
+    /// Batches prepared so far (the tests check that a retry reuses its preparation).
+    #[cfg(test)]
+    preparations: std::sync::atomic::AtomicU32,
+}
+
+impl KafkaSink {
+    /// A sink writing through `writer` and committing through `coordinator`.
+    pub fn new(
+        writer: TableWriter,
+        coordinator: Arc<dyn CoordinatorClient>,
+        dead_letters: Arc<dyn DeadLetterSink>,
+        clock: Arc<dyn Clock>,
+        config: SinkConfig,
+        writer_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            writer,
+            coordinator,
+            dead_letters,
+            clock,
+            config,
+            writer_id: writer_id.into(),
+            jitter: std::sync::atomic::AtomicU64::new(uuid::Uuid::new_v4().as_u128() as u64),
+            #[cfg(test)]
+            preparations: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    /// Seeds the backoff jitter, so that a deterministic simulation replays the same retry timing.
+    pub fn with_jitter_seed(self, seed: u64) -> Self {
+        self.jitter
+            .store(seed, std::sync::atomic::Ordering::Relaxed);
+        self
+    }
+
+    /// The next jitter value (SplitMix64 over the seeded state).
+    fn next_jitter(&self) -> u64 {
+        let state = self
+            .jitter
+            .fetch_add(0x9E37_79B9_7F4A_7C15, std::sync::atomic::Ordering::Relaxed)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// The table writer.
+    pub fn writer(&self) -> &TableWriter {
+        &self.writer
+    }
+
+    /// Writes one batch exactly once. Returns only after the commit is durable (or when nothing was left to
+    /// write); any error means the batch must be redelivered, which is always safe.
+    pub async fn process(&self, batch: KafkaBatch) -> Result<SinkReport, WriteError> {
+        self.process_with(batch, ProcessOptions::default()).await
+    }
+
+    /// [`process`](Self::process) within the limits of `options`: with a deadline, a step that could not
+    /// finish in time is not started and the batch fails with [`WriteError::Deadline`] instead.
+    pub async fn process_with(
+        &self,
+        batch: KafkaBatch,
+        options: ProcessOptions,
+    ) -> Result<SinkReport, WriteError> {
+        let oldest = batch
+            .records
+            .iter()
+            .map(|r| r.timestamp_ms)
+            .filter(|t| *t > 0)
+            .min();
+        let (result, lock_wait_ms) =
+            crate::telemetry::with_lock_wait(self.process_batch(batch, options)).await;
+        let mut report = result?;
+        report.lock_wait_ms = lock_wait_ms;
+        report.max_lag_ms =
+            oldest.map(|t| u64::try_from(self.clock.now_millis().saturating_sub(t)).unwrap_or(0));
+        Ok(report)
+    }
+
+    /// Fails with [`WriteError::Deadline`] when fewer than `needed` (plus the reserve) milliseconds are left.
+    fn check_deadline(
+        &self,
+        options: &ProcessOptions,
+        step: &'static str,
+        needed: Duration,
+    ) -> Result<(), WriteError> {
+        let Some(deadline) = options.deadline_ms else {
+            return Ok(());
+        };
+        let remaining_ms = deadline.saturating_sub(self.clock.now_millis());
+        let needed_ms =
+            u64::try_from((needed + self.config.deadline_reserve).as_millis()).unwrap_or(u64::MAX);
+        if remaining_ms < 0 || (remaining_ms as u64) < needed_ms {
+            return Err(WriteError::Deadline {
+                step,
+                remaining_ms,
+                needed_ms,
+            });
+        }
+        Ok(())
+    }
+
+    /// The batch loop: source (drop what the table's checkpoint covers), prepare once, then attempts until
+    /// one commits, the attempts run out or the deadline comes near.
+    async fn process_batch(
+        &self,
+        mut batch: KafkaBatch,
+        options: ProcessOptions,
+    ) -> Result<SinkReport, WriteError> {
+        let storage = self.writer.storage().clone();
+        let records_in = batch.len() as u64;
+        let mut skipped = 0u64;
+        // The table's checkpoint as this writer sees it; the coordinator re-checks at commit.
+        let timeline = Timeline::load(storage.as_ref()).await?;
+        if let Some((_, checkpoint)) = timeline.latest_checkpoint(storage.as_ref()).await? {
+            if !crate::mutation::is_disabled(crate::mutation::Mutation::CheckpointFilter) {
+                skipped += batch.drop_committed(&checkpoint) as u64;
+            }
+        }
+        let mut conflicts = 0;
+        let mut attempt = 0;
+        // How long the last attempt took: a new one is started only if as much time is left.
+        let mut last_attempt = Duration::ZERO;
+        // The batch made ready to write; `None` until the first attempt, and again once records were dropped.
+        let mut prepared = None;
+        loop {
+            if batch.is_empty() {
+                return Ok(SinkReport {
+                    records_in,
+                    skipped,
+                    ..SinkReport::default()
+                });
+            }
+            self.check_deadline(&options, "begin", last_attempt)?;
+            attempt += 1;
+            let started = std::time::Instant::now();
+            let ready = match prepared.take() {
+                Some(ready) => ready,
+                None => self.prepare(&batch)?,
+            };
+            let outcome = self.attempt(&ready, &options, &timeline).await?;
+            prepared = Some(ready);
+            last_attempt = started.elapsed();
+            match outcome {
+                Attempt::Done(mut report) => {
+                    report.records_in = records_in;
+                    report.skipped = skipped;
+                    report.conflicts = conflicts;
+                    report.retries = attempt - 1;
+                    return Ok(report);
+                }
+                Attempt::Conflict(reason) => {
+                    conflicts += 1;
+                    tracing::info!(attempt, %reason, "commit conflict; retrying with a fresh instant");
+                }
+                Attempt::AlreadyCommitted(checkpoint) => {
+                    let dropped = batch.drop_committed(&checkpoint) as u64;
+                    skipped += dropped;
+                    if dropped > 0 {
+                        // The preparation holds the dropped records: prepare the rest again.
+                        prepared = None;
+                    }
+                    tracing::info!(attempt, dropped, "offsets already committed; re-filtered");
+                }
+                Attempt::RolledBack(instant) => {
+                    tracing::warn!(attempt, %instant, "instant was rolled back (heartbeat expired); retrying");
+                }
+            }
+            if attempt >= self.config.max_attempts {
+                return Err(WriteError::Table {
+                    base_path: storage.base_uri().to_string(),
+                    reason: format!(
+                        "gave up after {attempt} commit attempts ({conflicts} conflicts)"
+                    ),
+                });
+            }
+            // Jittered exponential backoff so that competing writers do not collide again in lockstep.
+            let base = self.config.retry_backoff.as_millis() as u64 * (1u64 << attempt.min(6));
+            let jitter = self.next_jitter() % (base + 1);
+            let backoff = Duration::from_millis(base / 2 + jitter / 2);
+            self.check_deadline(&options, "retry", backoff + last_attempt)?;
+            tokio::time::sleep(backoff).await;
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Prepare: a batch made ready to write, once per batch (docs/architecture.md, "The writer-coordinator
+//! protocol").
+//!
+//! ```text
+//! records ─ decode and route (route.rs) ─ key, partition path, fold per key (TableWriter::prepare_records)
+//!   ─ key errors → dead letters ─ offsets per topic-partition
+//! ```
+//!
+//! The result depends on the batch's records and the writer's schema and settings only, never on the
+//! instant, so every attempt of the batch writes the same preparation. Only dropping records (the
+//! checkpoint moved past some of them) calls for preparing again.
+
+use std::collections::BTreeMap;
+
+use crate::dead_letter::DeadLetter;
+use crate::protocol::{OffsetRange, TopicOffsets};
+use crate::record::decode::JsonDecoder;
+use crate::source::event::KafkaBatch;
+use crate::write::{PreparedWrite, WriteError};
+
+use super::route::route;
+use super::KafkaSink;
+
+/// A batch ready to write: the rows folded per key, its dead letters and the offsets it consumes.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    /// What the table writer writes.
+    pub write: PreparedWrite,
+    /// Records that cannot be written (stored before the commit).
+    pub letters: Vec<DeadLetter>,
+    /// First and last offset per topic-partition of the batch's records.
+    pub offsets: Vec<TopicOffsets>,
+}
+
+impl KafkaSink {
+    /// Decodes, routes, keys and folds the records of `batch`.
+    pub(super) fn prepare(&self, batch: &KafkaBatch) -> Result<Prepared, WriteError> {
+        #[cfg(test)]
+        self.preparations
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let schema = self.writer.schema();
+        let mut decoder = JsonDecoder::try_new(schema.data.clone(), &schema.avro)?;
+        let bucketed = self.writer.config().index != crate::config::write_config::IndexConfig::None;
+        let routed = route(batch, &mut decoder, bucketed);
+        let mut letters = routed.letters;
+        let data = decoder.finish()?;
+        let operation = self.writer.config().operation;
+        let write = self.writer.prepare_records(
+            operation,
+            data,
+            Some(&routed.positions),
+            &routed.tombstones,
+        )?;
+        for (row, e) in &write.rejected {
+            if let Some(record) = routed
+                .positions
+                .get(*row)
+                .and_then(|p| batch.records.get(*p as usize))
+            {
+                letters.push(DeadLetter::from_key_error(record, e));
+            }
+        }
+        Ok(Prepared {
+            write,
+            letters,
+            offsets: offsets_of(batch),
+        })
+    }
+}
+
+/// First and last offset per topic-partition of the records left in the batch, grouped by topic.
+fn offsets_of(batch: &KafkaBatch) -> Vec<TopicOffsets> {
+    let mut by_topic: BTreeMap<String, Vec<OffsetRange>> = BTreeMap::new();
+    for r in batch.offset_ranges() {
+        by_topic
+            .entry(r.topic_partition.topic)
+            .or_default()
+            .push(OffsetRange {
+                partition: r.topic_partition.partition.value(),
+                first: r.first.value(),
+                last: r.last.value(),
+            });
+    }
+    by_topic
+        .into_iter()
+        .map(|(topic, ranges)| TopicOffsets { topic, ranges })
+        .collect()
+}
+
+#[cfg(test)]
+impl KafkaSink {
+    /// How many times a batch was prepared.
+    pub(super) fn preparations(&self) -> u32 {
+        self.preparations.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,61 @@
+//! What one batch did, and the limits of one invocation.
+//!
+//! Every record of the batch ends in exactly one bucket of [`SinkReport`] (docs/architecture.md, "Dead
+//! letters"): skipped (already committed), written, deduped, deleted, ignored (older than stored), delete
+//! miss, or dead-lettered.
+
+use crate::write::WriteCounts;
+
+/// What one batch did. `records_in` = `skipped` + `dead_lettered` + the write counts' records.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SinkReport {
+    /// Records delivered in the batch.
+    pub records_in: u64,
+    /// Records below the checkpoint (already committed by an earlier delivery).
+    pub skipped: u64,
+    /// Records that went to the dead-letter output.
+    pub dead_lettered: u64,
+    /// Accounting of the records that were written.
+    pub counts: WriteCounts,
+    /// The committed instant, if anything was committed.
+    pub instant: Option<String>,
+    /// Base files written by the committed instant.
+    pub files: u64,
+    /// Bytes of those files.
+    pub bytes: u64,
+    /// Commit attempts that met a conflict.
+    pub conflicts: u32,
+    /// Attempts beyond the first.
+    pub retries: u32,
+    /// Round trip of the commit request that committed (lock wait included), milliseconds.
+    pub commit_latency_ms: u64,
+    /// Time the coordinator waited for the table lock over all requests of the batch, milliseconds.
+    pub lock_wait_ms: u64,
+    /// Now minus the oldest record timestamp of the delivered batch, milliseconds (how far behind the
+    /// stream this invocation is); `None` when no record carried a timestamp.
+    pub max_lag_ms: Option<u64>,
+}
+
+/// Per-invocation limits of [`KafkaSink::process_with`](super::KafkaSink::process_with).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessOptions {
+    /// When the invocation will be stopped, epoch milliseconds on the sink's clock (the Lambda context's
+    /// deadline). No begin, commit or retry starts within `hudi.sink.deadline.reserve.ms` of it.
+    pub deadline_ms: Option<i64>,
+}
+
+impl SinkReport {
+    /// Whether every record is accounted for exactly once.
+    pub fn balanced(&self) -> bool {
+        let c = &self.counts;
+        self.records_in
+            == self.skipped
+                + self.dead_lettered
+                + c.inserted
+                + c.updated
+                + c.deleted
+                + c.deduped
+                + c.ignored_older
+                + c.delete_misses
+    }
+}

@@ -1,0 +1,67 @@
+//! Decode and route: where each record of the batch goes.
+//!
+//! ```text
+//! record ─┬ value that decodes      → the decoder's rows (its batch position kept)
+//!         ├ value that does not     → dead letter (stage decode)
+//!         ├ undecodable base64      → dead letter (stage base64)
+//!         ├ tombstone with a key    → delete by key (bucket index), else dead letter (stage key)
+//!         └ tombstone without a key → dead letter
+//! ```
+//!
+//! Nothing is dropped here: every record lands in exactly one of the rows, the tombstones or the letters
+//! (docs/architecture.md, "Dead letters").
+
+use crate::dead_letter::{DeadLetter, DeadLetterStage};
+use crate::record::decode::JsonDecoder;
+use crate::source::event::{KafkaBatch, KafkaRecord, Payload};
+
+/// The records of a batch, routed.
+#[derive(Debug, Default)]
+pub(super) struct Routed {
+    /// Batch position of each decoded row, in row order.
+    pub positions: Vec<u64>,
+    /// Record key and batch position of each tombstone that deletes by key.
+    pub tombstones: Vec<(String, u64)>,
+    /// Records that cannot be written.
+    pub letters: Vec<DeadLetter>,
+}
+
+/// Routes every record of `batch`, appending the values to `decoder`. `bucketed`: the table has an index
+/// (`hoodie.index.type=BUCKET`), so a tombstone can find its record by key.
+pub(super) fn route(batch: &KafkaBatch, decoder: &mut JsonDecoder, bucketed: bool) -> Routed {
+    let mut routed = Routed::default();
+    for (pos, record) in batch.records.iter().enumerate() {
+        match record.payload() {
+            Payload::Undecodable(e) => routed.letters.push(DeadLetter::base64(record, e)),
+            Payload::Tombstone => match record.key.as_deref().map(std::str::from_utf8) {
+                Some(Ok(key)) if !key.is_empty() && bucketed => {
+                    routed.tombstones.push((key.to_string(), pos as u64))
+                }
+                Some(Ok(key)) if !key.is_empty() => routed.letters.push(tombstone_letter(
+                    record,
+                    "tombstone on a table without an index (hoodie.index.type=BUCKET) cannot find its record",
+                )),
+                Some(Ok(_)) | None => routed.letters.push(DeadLetter::keyless_tombstone(record)),
+                Some(Err(_)) => routed.letters.push(tombstone_letter(
+                    record,
+                    "tombstone key is not UTF-8, so it cannot name a record key",
+                )),
+            },
+            Payload::Value(bytes) => match decoder.append(bytes) {
+                Ok(()) => routed.positions.push(pos as u64),
+                Err(e) => routed
+                    .letters
+                    .push(DeadLetter::from_decode_error(record, &e)),
+            },
+        }
+    }
+    routed
+}
+
+/// A dead letter for a tombstone whose key cannot be used.
+fn tombstone_letter(record: &KafkaRecord, reason: &str) -> DeadLetter {
+    let mut letter = DeadLetter::keyless_tombstone(record);
+    letter.stage = DeadLetterStage::Key;
+    letter.reason = reason.to_string();
+    letter
+}

@@ -1,0 +1,281 @@
+//! The deadline: which step is refused when, on a manual clock, with a scripted coordinator in front of
+//! a real in-process one (memory storage and lock).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{KafkaSink, ProcessOptions, SinkConfig};
+use crate::clock::ManualClock;
+use crate::commit::{Coordinator, CoordinatorConfig};
+use crate::config::write_config::WriteConfig;
+use crate::dead_letter::StorageDeadLetterSink;
+use crate::lock::{LeaseOptions, MemoryLock};
+use crate::protocol::{CoordinatorRequest, CoordinatorResponse};
+use crate::schema::avro::AvroSchema;
+use crate::source::event::KafkaBatch;
+use crate::storage::memory::MemoryStorage;
+use crate::table::timeline::Timeline;
+use crate::transport::CoordinatorClient;
+use crate::transport::InProcessClient;
+use crate::write::{TableWriter, WriteError};
+
+const NOW: i64 = 1_764_412_800_000;
+const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[
+    {"name":"id","type":"string"},{"name":"ts","type":"long"}]}"#;
+
+/// Passes requests to a real coordinator, after moving the clock on `Begin` (a slow write) and, if
+/// asked, answering the first commit with a conflict or as already committed (with that checkpoint).
+#[derive(Debug)]
+struct Scripted {
+    inner: InProcessClient,
+    clock: Arc<ManualClock>,
+    advance_on_begin_ms: i64,
+    conflict_first_commit: bool,
+    already_committed_first_commit: Option<String>,
+    seen: Mutex<Vec<&'static str>>,
+}
+
+#[async_trait]
+impl CoordinatorClient for Scripted {
+    async fn call(&self, request: CoordinatorRequest) -> Result<CoordinatorResponse, WriteError> {
+        let op = match &request {
+            CoordinatorRequest::Begin { .. } => "begin",
+            CoordinatorRequest::Commit(_) => "commit",
+            CoordinatorRequest::Abort { .. } => "abort",
+            CoordinatorRequest::Services => "services",
+        };
+        let first_commit = {
+            let mut seen = self.seen.lock().map_err(|e| WriteError::Config {
+                reason: e.to_string(),
+            })?;
+            seen.push(op);
+            op == "commit" && seen.iter().filter(|o| **o == "commit").count() == 1
+        };
+        if first_commit && self.conflict_first_commit {
+            return Ok(CoordinatorResponse::Conflict {
+                reason: "scripted".into(),
+            });
+        }
+        if let Some(checkpoint) = self
+            .already_committed_first_commit
+            .clone()
+            .filter(|_| first_commit)
+        {
+            return Ok(CoordinatorResponse::AlreadyCommitted { checkpoint });
+        }
+        let answer = self.inner.call(request).await;
+        if op == "begin" {
+            self.clock.advance(self.advance_on_begin_ms);
+        }
+        answer
+    }
+}
+
+struct Setup {
+    sink: KafkaSink,
+    storage: Arc<MemoryStorage>,
+    client: Arc<Scripted>,
+}
+
+async fn setup(advance_on_begin_ms: i64, conflict_first_commit: bool, backoff_ms: u64) -> Setup {
+    setup_with(advance_on_begin_ms, conflict_first_commit, None, backoff_ms).await
+}
+
+async fn setup_with(
+    advance_on_begin_ms: i64,
+    conflict_first_commit: bool,
+    already_committed_first_commit: Option<String>,
+    backoff_ms: u64,
+) -> Setup {
+    let clock = Arc::new(ManualClock::new(NOW));
+    let storage = Arc::new(MemoryStorage::new("mem://deadline/t"));
+    let config = WriteConfig::from_properties_text(
+        "hoodie.table.name=t\nhoodie.base.path=mem://deadline/t\n\
+         hoodie.datasource.write.recordkey.field=id\n\
+         hoodie.datasource.write.precombine.field=ts\n\
+         hoodie.index.type=BUCKET\nhoodie.bucket.index.num.buckets=2\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let schema = AvroSchema::parse(SCHEMA).unwrap_or_else(|e| panic!("{e}"));
+    let writer = TableWriter::create_or_open(storage.clone(), clock.clone(), config, Some(schema))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let coordinator = Coordinator::new(
+        storage.clone(),
+        Arc::new(MemoryLock::new("t", LeaseOptions::default())),
+        clock.clone(),
+        CoordinatorConfig::default(),
+    );
+    let client = Arc::new(Scripted {
+        inner: InProcessClient::new(coordinator),
+        clock: clock.clone(),
+        advance_on_begin_ms,
+        conflict_first_commit,
+        already_committed_first_commit,
+        seen: Mutex::new(Vec::new()),
+    });
+    let config = SinkConfig {
+        deadline_reserve: Duration::from_secs(10),
+        retry_backoff: Duration::from_millis(backoff_ms),
+        ..SinkConfig::default()
+    };
+    let dead_letters = Arc::new(StorageDeadLetterSink::new(Arc::new(MemoryStorage::new(
+        "mem://deadline/dl",
+    ))));
+    let sink = KafkaSink::new(writer, client.clone(), dead_letters, clock, config, "w");
+    Setup {
+        sink,
+        storage,
+        client,
+    }
+}
+
+fn batch() -> KafkaBatch {
+    let event = serde_json::json!({
+        "eventSource": "SelfManagedKafka",
+        "bootstrapServers": "k:9092",
+        "records": {"t-0": [
+            {"topic": "t", "partition": 0, "offset": 7, "timestamp": NOW - 4_000,
+             "timestampType": "CREATE_TIME", "key": null, "headers": [],
+             "value": "eyJpZCI6ImEiLCJ0cyI6MX0="},
+            {"topic": "t", "partition": 0, "offset": 8, "timestamp": NOW - 2_500,
+             "timestampType": "CREATE_TIME", "key": null, "headers": [],
+             "value": "eyJpZCI6ImIiLCJ0cyI6Mn0="}
+        ]}
+    });
+    KafkaBatch::from_value(event).unwrap_or_else(|e| panic!("{e}"))
+}
+
+async fn completed(storage: &Arc<MemoryStorage>) -> usize {
+    Timeline::load(storage.as_ref())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .completed_commits()
+        .len()
+}
+
+fn seen(client: &Scripted) -> Vec<&'static str> {
+    client.seen.lock().map(|s| s.clone()).unwrap_or_default()
+}
+
+fn until(ms_from_now: i64) -> ProcessOptions {
+    ProcessOptions {
+        deadline_ms: Some(NOW + ms_from_now),
+    }
+}
+
+#[tokio::test]
+async fn with_time_enough_the_batch_commits_and_reports_its_lag() {
+    let s = setup(1_000, false, 1).await;
+    let report = s.sink.process_with(batch(), until(60_000)).await;
+    let report = report.unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.instant.is_some() && report.balanced(), "{report:?}");
+    assert_eq!(report.counts.inserted, 2);
+    // Oldest record 4 s before NOW, batch finished 1 s after NOW (the clock moved on Begin).
+    assert_eq!(report.max_lag_ms, Some(5_000));
+    assert_eq!(seen(&s.client), ["begin", "commit"]);
+    assert_eq!(completed(&s.storage).await, 1);
+    // Without a deadline nothing is checked: a write of 30 s (under the heartbeat tolerance) commits.
+    let s = setup(30_000, false, 1).await;
+    let report = s
+        .sink
+        .process(batch())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.instant.is_some());
+}
+
+#[tokio::test]
+async fn no_begin_inside_the_reserve() {
+    let s = setup(0, false, 1).await;
+    let err = s.sink.process_with(batch(), until(9_999)).await;
+    match err {
+        Err(WriteError::Deadline {
+            step: "begin",
+            remaining_ms: 9_999,
+            needed_ms: 10_000,
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(seen(&s.client).is_empty());
+    assert_eq!(completed(&s.storage).await, 0);
+    // A deadline already passed is refused the same way.
+    let err = s.sink.process_with(batch(), until(-5)).await;
+    assert!(
+        matches!(err, Err(WriteError::Deadline { step: "begin", .. })),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn no_commit_when_the_write_ate_the_time() {
+    // The write takes 55 s of a 60 s budget: 5 s left is inside the 10 s reserve.
+    let s = setup(55_000, false, 1).await;
+    let err = s.sink.process_with(batch(), until(60_000)).await;
+    match &err {
+        Err(
+            e @ WriteError::Deadline {
+                step: "commit",
+                remaining_ms: 5_000,
+                needed_ms: 10_000,
+            },
+        ) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("not starting the commit") && text.contains("redelivered"),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(seen(&s.client), ["begin"]);
+    assert_eq!(completed(&s.storage).await, 0);
+}
+
+#[tokio::test]
+async fn no_retry_that_cannot_finish() {
+    // The first commit conflicts 3 s into a 15 s budget: the retry would need its backoff (at least
+    // half of 2 x 4 s) + the last attempt's duration + the 10 s reserve, more than the 12 s left.
+    let s = setup(3_000, true, 4_000).await;
+    let err = s.sink.process_with(batch(), until(15_000)).await;
+    assert!(
+        matches!(err, Err(WriteError::Deadline { step: "retry", .. })),
+        "{err:?}"
+    );
+    assert_eq!(seen(&s.client), ["begin", "commit", "abort"]);
+    assert_eq!(completed(&s.storage).await, 0);
+    // With time enough the same conflict is retried and committed.
+    let s = setup(3_000, true, 1).await;
+    let report = s.sink.process_with(batch(), until(600_000)).await;
+    let report = report.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((report.conflicts, report.retries), (1, 1));
+    // The retry wrote the batch as prepared for the first attempt.
+    assert_eq!(s.sink.preparations(), 1);
+    assert_eq!(
+        seen(&s.client),
+        ["begin", "commit", "abort", "begin", "commit"]
+    );
+    assert_eq!(completed(&s.storage).await, 1);
+}
+
+#[tokio::test]
+async fn offsets_committed_meanwhile_are_dropped_and_the_rest_prepared_again() {
+    // The first commit is answered `already_committed` with a checkpoint past offset 7: the retry drops
+    // that record and writes offset 8 alone, from a preparation of the records left.
+    let mut checkpoint = crate::table::commit::Checkpoint::new();
+    checkpoint.set("t", 0, 8);
+    let s = setup_with(0, false, Some(checkpoint.to_sink_json()), 1).await;
+    let report = s.sink.process(batch()).await;
+    let report = report.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        seen(&s.client),
+        ["begin", "commit", "abort", "begin", "commit"]
+    );
+    assert_eq!((report.skipped, report.counts.inserted), (1, 1));
+    assert!(report.balanced(), "{report:?}");
+    assert_eq!((report.conflicts, report.retries), (0, 1));
+    assert_eq!(s.sink.preparations(), 2);
+    assert_eq!(completed(&s.storage).await, 1);
+}
