@@ -413,7 +413,7 @@ impl CatalogClient for GlueCatalog {
             .send()
             .await
             .map_err(|e| glue_err("BatchUpdatePartition", e))?;
-        for e in out.errors() {
+        if let Some(e) = out.errors().first() {
             let detail = e.error_detail();
             return Err(CatalogError::Glue {
                 operation: "BatchUpdatePartition".into(),

@@ -54,7 +54,7 @@ fn is_optional(field: &Type) -> bool {
 
 /// Parquet's list rule (shared by Hive and Spark): the repeated field itself is the element when it is
 /// primitive, has several fields, or is named `array` / `<list>_tuple`; otherwise its one field is.
-fn list_element<'a>(list: &'a Type) -> Result<(&'a Type, bool), CatalogError> {
+fn list_element(list: &Type) -> Result<(&Type, bool), CatalogError> {
     let fields = list.get_fields();
     let [repeated] = fields else {
         return Err(unsupported(list, "a list group must have one field"));

@@ -21,6 +21,7 @@ pub mod definition;
 #[cfg(feature = "glue")]
 pub mod glue;
 pub mod hive_types;
+pub mod memory;
 pub mod partitions;
 pub mod sync;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 
 use super::definition::WATERMARK;
-use super::sync::memory::MemoryCatalog;
+use super::memory::MemoryCatalog;
 use super::*;
 use crate::clock::ManualClock;
 use crate::config::write_config::WriteConfig;
