@@ -28,11 +28,14 @@ pub enum Mutation {
     ArchiveStopsAtPending,
     /// Archival never removes a replacecommit whose replaced file groups are not cleaned yet.
     ArchiveStopsAtUncleanedReplace,
+    /// The catalog sync moves the watermark (`last_commit_time_sync`) only after the partitions it covers are
+    /// registered.
+    CatalogWatermarkLast,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 8] = [
+    pub const ALL: [Mutation; 9] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -41,6 +44,7 @@ impl Mutation {
         Mutation::CleanKeepsNewestBeforeEcr,
         Mutation::ArchiveStopsAtPending,
         Mutation::ArchiveStopsAtUncleanedReplace,
+        Mutation::CatalogWatermarkLast,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -54,6 +58,7 @@ impl Mutation {
             Mutation::CleanKeepsNewestBeforeEcr => "clean-keeps-newest-before-ecr",
             Mutation::ArchiveStopsAtPending => "archive-stops-at-pending",
             Mutation::ArchiveStopsAtUncleanedReplace => "archive-stops-at-uncleaned-replace",
+            Mutation::CatalogWatermarkLast => "catalog-watermark-last",
         }
     }
 

@@ -346,6 +346,19 @@ async fn sync_one(
             }
         }
     }
+    if crate::mutation::is_disabled(crate::mutation::Mutation::CatalogWatermarkLast)
+        && watermark.as_ref().is_none_or(|w| *w < latest)
+    {
+        // The mutation: the watermark moves before the partitions it covers exist.
+        let mut early = target.clone();
+        early
+            .parameters
+            .insert(WATERMARK.to_string(), latest.to_string());
+        report.call("UpdateTable");
+        client
+            .update_table(db, &early, config.skip_table_archive)
+            .await?;
+    }
     for chunk in creates.chunks(MAX_CREATE_PARTITIONS) {
         report.call("BatchCreatePartition");
         client.create_partitions(db, name, chunk).await?;

@@ -28,7 +28,9 @@
 //! model (the stream applied batch by batch as the commits' checkpoints cut it, each cut checked against a
 //! delivered batch) row for row with no duplicate key; the checkpoint never moves backwards in timeline order
 //! and ends at the acknowledged offsets; every file of a completed commit exists with its recorded size; nothing of a failed
-//! instant is left after the final commit; the timeline is valid. A sample of seeds also runs on the local
+//! instant is left after the final commit; the timeline is valid. Every coordinator also syncs a Glue
+//! catalog ([`catalog`]) whose calls fail or lose their answers at random: no watermark it is given may cover
+//! a partition it lacks, and after the run it equals the table. A sample of seeds also runs on the local
 //! file system and is read back with hudi-rs.
 //!
 //! Environment: `SIM_SEEDS=n` (default 500), `SIM_SEED=s` (one seed), `SIM_MUTATION=<name>` (one mutation).
@@ -69,9 +71,11 @@ use hudi_sink::write::{TableWriter, WriteError};
 
 use crate::model::{esm_payload, local_props, stream_with_seed, Model, Msg, Trip, SCHEMA};
 
+mod catalog;
 mod invariants;
 mod scenarios;
 
+use catalog::{check_catalog, sim_catalog_config, SimCatalog};
 use invariants::{check_invariants, committed_batches, Recorder};
 
 const TOPIC: &str = "trips";
@@ -563,6 +567,17 @@ struct Ctx {
     schema: AvroSchema,
     invocations: AtomicU64,
     late: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The Glue catalog every coordinator of the run syncs.
+    catalog: Arc<SimCatalog>,
+}
+
+/// A coordinator's catalog sync, as the coordinator Lambda builds it.
+fn sim_catalog_sync(ctx: &Ctx) -> Arc<hudi_sink::catalog::CatalogSync> {
+    Arc::new(hudi_sink::catalog::CatalogSync::new(
+        ctx.catalog.clone(),
+        sim_catalog_config(),
+        "memory://sim",
+    ))
 }
 
 /// How an invocation ended.
@@ -605,7 +620,8 @@ async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome {
         Arc::new(lock),
         clock.clone(),
         sim_coordinator_config(&ctx.sink_config, &ctx.services),
-    );
+    )
+    .with_catalog(sim_catalog_sync(ctx));
     let jitter_seed = world.roll(u64::MAX);
     {
         let mut delivered = self::lock(&world.delivered);
@@ -921,6 +937,7 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         schema,
         invocations: AtomicU64::new(0),
         late: Mutex::new(Vec::new()),
+        catalog: Arc::new(SimCatalog::new(world.clone(), inner.clone())),
     });
     world.faults_on.store(true, Ordering::SeqCst);
     let mut pollers = Vec::new();
@@ -1021,7 +1038,8 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         Arc::new(ctx.lock.contender().with_clock(ctx.clocks[0].clone())),
         ctx.clocks[0].clone(),
         sim_coordinator_config(&ctx.sink_config, &ctx.services),
-    );
+    )
+    .with_catalog(sim_catalog_sync(&ctx));
     if let Err(e) = services.handle(CoordinatorRequest::Services).await {
         return Err(fail("table services", e.to_string()));
     }
@@ -1046,6 +1064,17 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
     }
     let commits =
         check_invariants(inner.as_ref(), &model, &acked_next, &ctx.services, true).await?;
+    // The services run ended with a catalog sync, faults off: the catalog must now equal the table.
+    if let Some(report) = services.take_catalog_report() {
+        if let Some(e) = report.error {
+            return Err(fail(
+                "catalog equals the table",
+                format!("final sync failed: {e}"),
+            ));
+        }
+    }
+    check_catalog(&ctx.catalog, inner.as_ref()).await?;
+    world.trace(format!("catalog updates: {}", ctx.catalog.updates()));
     let mut faults = lock(&world.counts).clone();
     let injected: u64 = faulty
         .calls()

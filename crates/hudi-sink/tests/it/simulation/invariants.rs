@@ -150,6 +150,21 @@ impl Recorder {
             .collect()
     }
 
+    /// The partitions written by every completed commit ever created at or before `time` (`""` excluded).
+    pub(super) fn partitions_written_up_to(&self, time: &str) -> Result<BTreeSet<String>, Failure> {
+        Ok(self
+            .commits()?
+            .into_iter()
+            .filter(|(t, _, _)| t.as_str() <= time)
+            .flat_map(|(_, _, meta)| {
+                let mut p: Vec<String> = meta.commit.partition_to_write_stats.into_keys().collect();
+                p.extend(meta.partition_to_replace_file_ids.into_keys());
+                p
+            })
+            .filter(|p| !p.is_empty())
+            .collect())
+    }
+
     /// What the services did, by kind.
     pub(super) fn services(&self) -> BTreeMap<&'static str, u64> {
         lock(&self.seen).services.clone()
