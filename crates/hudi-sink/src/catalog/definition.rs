@@ -62,6 +62,9 @@ pub struct TableDef {
     pub parameters: BTreeMap<String, String>,
     pub partition_keys: Vec<ColumnDef>,
     pub storage: StorageDef,
+    /// The catalog's version of a table read back (`VersionId`); an update given it applies only if nobody
+    /// updated the table since. `None` in a definition built here.
+    pub version: Option<String>,
 }
 
 /// A Glue partition (`PartitionInput`).
@@ -174,6 +177,7 @@ pub fn table_def(
             serde_library: SERDE.into(),
             serde_parameters,
         },
+        version: None,
     })
 }
 

@@ -255,6 +255,7 @@ impl CatalogClient for GlueCatalog {
             parameters: tree(t.parameters()),
             partition_keys: columns_of(t.partition_keys()),
             storage: storage_of(t.storage_descriptor()),
+            version: t.version_id().map(String::from),
         }))
     }
 
@@ -274,16 +275,26 @@ impl CatalogClient for GlueCatalog {
         database: &str,
         table: &TableDef,
         skip_archive: bool,
-    ) -> Result<(), CatalogError> {
-        self.client
+    ) -> Result<bool, CatalogError> {
+        match self
+            .client
             .update_table()
             .database_name(database)
             .table_input(table_input(table)?)
             .skip_archive(skip_archive)
+            .set_version_id(table.version.clone())
             .send()
             .await
-            .map(|_| ())
-            .map_err(|e| glue_err("UpdateTable", e))
+        {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_concurrent_modification_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(glue_err("UpdateTable", e)),
+        }
     }
 
     async fn get_partitions(

@@ -86,20 +86,45 @@ impl CatalogClient for MemoryCatalog {
                 message: "EntityNotFoundException: database".into(),
             });
         }
-        self.tables
-            .lock()
-            .unwrap()
-            .insert((db.into(), table.name.clone()), table.clone());
+        self.tables.lock().unwrap().insert(
+            (db.into(), table.name.clone()),
+            TableDef {
+                version: Some("1".into()),
+                ..table.clone()
+            },
+        );
         Ok(())
     }
-    async fn update_table(&self, db: &str, table: &TableDef, _: bool) -> Result<(), CatalogError> {
+    async fn update_table(
+        &self,
+        db: &str,
+        table: &TableDef,
+        _: bool,
+    ) -> Result<bool, CatalogError> {
         self.call("UpdateTable")?;
-        self.tables
-            .lock()
-            .unwrap()
-            .insert((db.into(), table.name.clone()), table.clone());
-        Ok(())
+        let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (db.to_string(), table.name.clone());
+        let Some(current) = tables.get(&key) else {
+            return Err(CatalogError::Glue {
+                operation: "UpdateTable".into(),
+                message: "EntityNotFoundException: table".into(),
+            });
+        };
+        if table.version.is_some() && table.version != current.version {
+            return Ok(false);
+        }
+        let next = current
+            .version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(1)
+            + 1;
+        let mut stored = table.clone();
+        stored.version = Some(next.to_string());
+        tables.insert(key, stored);
+        Ok(true)
     }
+
     async fn get_partitions(
         &self,
         db: &str,

@@ -41,13 +41,14 @@ pub trait CatalogClient: Send + Sync + std::fmt::Debug {
         -> Result<Option<TableDef>, CatalogError>;
     /// `CreateTable`.
     async fn create_table(&self, database: &str, table: &TableDef) -> Result<(), CatalogError>;
-    /// `UpdateTable` (with `SkipArchive` as given).
+    /// `UpdateTable` (with `SkipArchive` as given), conditional on `table.version` when it is set: `false`
+    /// when another sync updated the table since that version was read (its update stands).
     async fn update_table(
         &self,
         database: &str,
         table: &TableDef,
         skip_archive: bool,
-    ) -> Result<(), CatalogError>;
+    ) -> Result<bool, CatalogError>;
     /// `BatchGetPartition` of at most [`MAX_GET_PARTITIONS`] value lists: those that exist.
     async fn get_partitions(
         &self,
@@ -109,6 +110,8 @@ pub struct CatalogSyncReport {
     pub error: Option<String>,
     /// Whether the sync was skipped (backing off after a failure).
     pub skipped: bool,
+    /// Whether another sync updated the table between this one's read and its update (that one's stands).
+    pub raced: bool,
 }
 
 impl CatalogSyncReport {
@@ -250,7 +253,20 @@ async fn sync_one(
             report.call("CreateTable");
             client.create_table(db, desired).await?;
             report.tables_created += 1;
-            (desired.clone(), None, false)
+            // The created table's version, so that this sync's update is conditional like any other (a
+            // concurrent sync may update the new table first). Once per table's life.
+            report.call("GetTable");
+            let version = client
+                .get_table(db, name)
+                .await?
+                .ok_or_else(|| CatalogError::Glue {
+                    operation: "GetTable".into(),
+                    message: format!("table {db}.{name} missing right after its creation"),
+                })?
+                .version;
+            let mut created = desired.clone();
+            created.version = version;
+            (created, None, false)
         }
         Some(stored) => {
             let watermark = stored
@@ -262,6 +278,8 @@ async fn sync_one(
             let mut params = stored.parameters.clone();
             params.extend(desired.parameters.clone());
             merged.parameters = params;
+            // Updates are conditional on the version read, so a slower concurrent sync cannot undo a newer one.
+            merged.version = stored.version.clone();
             let changed = merged.partition_keys != stored.partition_keys
                 || merged.storage != stored.storage
                 || merged.parameters != stored.parameters
@@ -273,10 +291,14 @@ async fn sync_one(
         // A table with no commit yet has no partitions to register.
         if changed {
             report.call("UpdateTable");
-            client
+            if client
                 .update_table(db, &target, config.skip_table_archive)
-                .await?;
-            report.tables_updated += 1;
+                .await?
+            {
+                report.tables_updated += 1;
+            } else {
+                report.raced = true;
+            }
         }
         return Ok(());
     };
@@ -358,6 +380,7 @@ async fn sync_one(
         client
             .update_table(db, &early, config.skip_table_archive)
             .await?;
+        target.version = None;
     }
     for chunk in creates.chunks(MAX_CREATE_PARTITIONS) {
         report.call("BatchCreatePartition");
@@ -390,11 +413,18 @@ async fn sync_one(
     }
     if move_watermark || changed {
         report.call("UpdateTable");
-        client
+        if client
             .update_table(db, &target, config.skip_table_archive)
-            .await?;
-        if changed {
-            report.tables_updated += 1;
+            .await?
+        {
+            if changed {
+                report.tables_updated += 1;
+            }
+        } else {
+            // A concurrent sync updated the table after this one read it; its watermark stands (it is never
+            // older than the one this sync read, and this sync's partitions are registered already).
+            report.raced = true;
+            return Ok(());
         }
     }
     report.watermark = target.parameters.get(WATERMARK).cloned();

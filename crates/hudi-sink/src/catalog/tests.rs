@@ -141,6 +141,7 @@ async fn first_sync_creates_database_table_and_every_partition() {
             "GetDatabase",
             "CreateDatabase",
             "CreateTable",
+            "GetTable",
             "GetPartitions",
             "BatchCreatePartition",
             "UpdateTable"
@@ -316,6 +317,7 @@ async fn unpartitioned_tables_register_no_partitions() {
             "GetDatabase",
             "CreateDatabase",
             "CreateTable",
+            "GetTable",
             "UpdateTable"
         ]
     );
@@ -356,4 +358,28 @@ async fn parameters_others_added_survive_and_ours_are_restored() {
     let t = f.catalog.tables.lock().unwrap()[&("lake".to_string(), "trips".to_string())].clone();
     assert_eq!(t.parameters["owner.note"], "kept");
     assert_eq!(t.parameters["EXTERNAL"], "TRUE");
+}
+
+#[tokio::test]
+async fn a_sync_that_read_an_older_version_does_not_overwrite_a_newer_one() {
+    let f = fixture(true, &[]).await;
+    f.insert(&["sf"]).await;
+    f.sync().await;
+    let t2 = f.insert(&["la"]).await;
+    // A slow sync read the table at this version, then another sync moved the watermark on.
+    let stale = f
+        .catalog
+        .tables
+        .lock()
+        .unwrap()
+        .get(&("lake".to_string(), "trips".to_string()))
+        .cloned()
+        .unwrap();
+    f.sync().await;
+    assert_eq!(f.watermark("trips"), Some(t2.to_string()));
+    let mut old = stale;
+    old.parameters
+        .insert(WATERMARK.into(), "20200101000000000".into());
+    assert!(!f.catalog.update_table("lake", &old, true).await.unwrap());
+    assert_eq!(f.watermark("trips"), Some(t2.to_string()));
 }

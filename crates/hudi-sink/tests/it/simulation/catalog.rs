@@ -1,8 +1,9 @@
 //! The Glue catalog of a run: the in-memory catalog behind random failures (before or after the call takes
 //! effect, as a lost answer would), checked on every watermark move.
 //!
-//! Invariant, on every `UpdateTable`: the catalog holds every partition written by a commit at or before the
-//! watermark it is given (a reader trusting the watermark misses nothing). After the run, one clean sync
+//! Invariants, on every `UpdateTable`: the catalog holds every partition written by a commit at or before the
+//! watermark it is given (a reader trusting the watermark misses nothing), and the watermark never moves back
+//! (concurrent syncs update conditionally on the version they read). After the run, one clean sync
 //! leaves the catalog's partitions equal to those on storage, at their locations, with the watermark at the
 //! latest commit.
 
@@ -77,12 +78,16 @@ impl SimCatalog {
         Ok(())
     }
 
-    /// The watermark invariant, as the catalog stands after an `UpdateTable` to `table`.
-    async fn check_watermark(&self, table: &TableDef) {
+    /// The watermark invariants, as the catalog stands after an `UpdateTable` to `table` (the watermark was
+    /// `before`).
+    async fn check_watermark(&self, table: &TableDef, before: Option<String>) {
         self.updates.fetch_add(1, Ordering::SeqCst);
         let Some(w) = table.parameters.get(WATERMARK) else {
             return;
         };
+        if before.as_ref().is_some_and(|b| b > w) {
+            lock(&self.violations).push(format!("watermark moved back from {before:?} to {w}"));
+        }
         let written = match self.recorder.partitions_written_up_to(w) {
             Ok(p) => p,
             Err(f) => {
@@ -170,11 +175,14 @@ impl CatalogClient for SimCatalog {
         db: &str,
         table: &TableDef,
         skip: bool,
-    ) -> Result<(), CatalogError> {
+    ) -> Result<bool, CatalogError> {
         let lost = self.before("UpdateTable")?;
-        self.inner.update_table(db, table, skip).await?;
-        self.check_watermark(table).await;
-        self.after("UpdateTable", lost)
+        let before = self.watermark();
+        let updated = self.inner.update_table(db, table, skip).await?;
+        if updated {
+            self.check_watermark(table, before).await;
+        }
+        self.after("UpdateTable", lost).map(|()| updated)
     }
     async fn get_partitions(
         &self,
