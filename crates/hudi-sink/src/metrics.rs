@@ -307,6 +307,39 @@ mod tests {
     }
 
     #[test]
+    fn catalog_document_counts_a_failure_and_carries_the_error() {
+        let failed = crate::catalog::CatalogSyncReport {
+            error: Some("Glue GetTable failed: injected".into()),
+            duration_ms: 812,
+            ..Default::default()
+        };
+        let doc = catalog_emf(&failed, &CONTEXT);
+        let v = check_emf(&doc);
+        let actual: Vec<(&str, u64)> = v.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+        assert_eq!(
+            actual,
+            [
+                ("CatalogPartitionsCreated", 0),
+                ("CatalogSyncFailures", 1),
+                ("CatalogSyncTime", 812)
+            ]
+        );
+        assert_eq!(
+            doc["CatalogSyncError"],
+            json!("Glue GetTable failed: injected")
+        );
+        let ok = crate::catalog::CatalogSyncReport {
+            partitions_created: 3,
+            watermark: Some("20251129103000123".into()),
+            ..Default::default()
+        };
+        let doc = catalog_emf(&ok, &CONTEXT);
+        assert_eq!(check_emf(&doc)["CatalogSyncFailures"], 0);
+        assert_eq!(check_emf(&doc)["CatalogPartitionsCreated"], 3);
+        assert_eq!(doc["CatalogWatermark"], json!("20251129103000123"));
+    }
+
+    #[test]
     fn service_document_follows_emf_and_carries_every_measure() {
         let report = ServiceReport {
             clean_instant: Some("20251129103000123".into()),

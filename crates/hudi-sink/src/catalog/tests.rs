@@ -43,6 +43,10 @@ fn catalog_config(extra: &[(&str, &str)]) -> CatalogConfig {
 }
 
 async fn fixture(partitioned: bool, extra: &[(&str, &str)]) -> Fixture {
+    fixture_with(partitioned, "", extra).await
+}
+
+async fn fixture_with(partitioned: bool, write_extra: &str, extra: &[(&str, &str)]) -> Fixture {
     let storage = Arc::new(MemoryStorage::new("mem://catalog/trips"));
     let clock = Arc::new(ManualClock::new(1_767_225_600_000));
     let partition = if partitioned {
@@ -52,7 +56,7 @@ async fn fixture(partitioned: bool, extra: &[(&str, &str)]) -> Fixture {
     };
     let config = WriteConfig::from_properties_text(&format!(
         "hoodie.table.name=trips\nhoodie.base.path=mem://catalog/trips\n\
-         hoodie.datasource.write.recordkey.field=uuid\nhoodie.datasource.write.operation=insert\n{partition}"
+         hoodie.datasource.write.recordkey.field=uuid\nhoodie.datasource.write.operation=insert\n{partition}{write_extra}"
     ))
     .unwrap();
     let writer = TableWriter::create_or_open(
@@ -382,4 +386,74 @@ async fn a_sync_that_read_an_older_version_does_not_overwrite_a_newer_one() {
         .insert(WATERMARK.into(), "20200101000000000".into());
     assert!(!f.catalog.update_table("lake", &old, true).await.unwrap());
     assert_eq!(f.watermark("trips"), Some(t2.to_string()));
+}
+
+#[tokio::test]
+async fn url_encoded_and_hostile_values_get_their_stored_location() {
+    let f = fixture_with(
+        true,
+        "hoodie.datasource.write.partitionpath.urlencode=true\nhoodie.datasource.write.hive_style_partitioning=true\n",
+        &[],
+    )
+    .await;
+    // The writer's partition path escaping decides the directory; the catalog uses it as stored, and the
+    // value is the escaped text after `city=` (Hudi decodes only with hoodie.meta.sync.decode_partition).
+    let storage = f.storage.clone();
+    f.insert(&["s=f/x", "a b%"]).await;
+    let paths: Vec<String> = partitions::all_partitions(storage.as_ref())
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+    f.sync().await;
+    let held = f.partitions("trips");
+    assert_eq!(held.len(), 2, "{held:?}");
+    assert!(
+        paths
+            .iter()
+            .all(|p| p.starts_with("city=") && !p[5..].contains('/')),
+        "{paths:?}"
+    );
+    let decoded: BTreeSet<String> = held
+        .keys()
+        .map(|v| partitions::unescape_path_name(&v[0]))
+        .collect();
+    assert_eq!(
+        decoded,
+        BTreeSet::from(["s=f/x".to_string(), "a b%".to_string()])
+    );
+    for path in &paths {
+        let values =
+            partitions::partition_values(config::PartitionExtractor::MultiPartKeys, path, 1, false)
+                .unwrap()
+                .unwrap();
+        assert_eq!(
+            held.get(&values),
+            Some(&format!("s3://bucket/trips/{path}")),
+            "{path}: {held:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_schema_change_updates_the_columns() {
+    let f = fixture(true, &[]).await;
+    f.insert(&["sf"]).await;
+    f.sync().await;
+    {
+        // As if the table had been registered with an older schema.
+        let mut tables = f.catalog.tables.lock().unwrap();
+        let t = tables
+            .get_mut(&("lake".to_string(), "trips".to_string()))
+            .unwrap();
+        t.storage.columns.retain(|c| c.name != "ts");
+    }
+    let report = f.sync().await;
+    assert_eq!(report.tables_updated, 1);
+    let t = f.catalog.tables.lock().unwrap()[&("lake".to_string(), "trips".to_string())].clone();
+    assert!(t
+        .storage
+        .columns
+        .iter()
+        .any(|c| c.name == "ts" && c.type_name == "bigint"));
 }
