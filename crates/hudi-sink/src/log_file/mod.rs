@@ -21,6 +21,9 @@
 //! * PARQUET_DATA (5, [`parquet_block`]): a whole Parquet file; read only (Spark's default is Avro, and it is
 //!   the only data block every engine reads).
 //!
+//! Reading a file slice as a snapshot reader does: [`scan`] folds the slice's log files into one version
+//! per key (committed instants only, rollbacks applied), [`merge`] streams the base file and merges them in.
+//!
 //! Invariants:
 //! * What the writer produces is what Spark-Hudi 0.14 writes: header keys INSTANT_TIME and SCHEMA on data and
 //!   delete blocks, INSTANT_TIME, TARGET_INSTANT_TIME and COMMAND_BLOCK_TYPE on command blocks (a 0.14 reader
@@ -36,14 +39,21 @@ pub mod command_block;
 mod datum;
 pub mod delete_block;
 mod error;
+pub mod merge;
 pub mod name;
 pub mod parquet_block;
 pub mod reader;
+pub mod scan;
 pub mod writer;
 
 pub use block::{BlockType, HeaderKey};
 pub use delete_block::{DeleteRecord, OrderingValue};
 pub use error::{ContentError, LogFileError};
+pub use merge::{merge_file_slice, SliceMerger};
 pub use name::{LogFileName, LogFileNameError};
 pub use reader::{read_log_file, DataBlockFormat, LogBlock};
+pub use scan::{
+    scan_log_files, scan_stored_log_files, CommittedInstants, LogRecords, LogVersion, MergeError,
+    MergeMode, OrderingKey,
+};
 pub use writer::{rollback_log_file, LogFileWriter};

@@ -1,0 +1,352 @@
+//! The slice merger: a file slice's base file streamed row group by row group, with the folded log
+//! records ([`super::scan`]) merged in, as a snapshot reader (and later a compaction) produces it.
+//!
+//! ```text
+//!  base file ── row group 0 ──► batch ─┐      for each base row with key k:
+//!            ── row group 1 ──► batch ─┤        no log version of k      → the base row
+//!            ── …                      │        log upsert that wins     → the log row
+//!                                      │        log delete that wins     → dropped
+//!  LogRecords { k → version } ─────────┤        log version that loses   → the base row
+//!                                      ▼
+//!                          output batches (file schema: meta columns + data)
+//!                          then the log-only upserts (inserts), in log order
+//! ```
+//!
+//! A log version wins against the base row under the table's [`MergeMode`]: commit time always; event time
+//! when its ordering value is at least the base row's (ties go to the log, which is later), and always for a
+//! commit-time delete. Rows keep their own `_hoodie_commit_time` and `_hoodie_commit_seqno` (a log row
+//! keeps the `_hoodie_file_name` it was written with, the file id). Memory: one decoded base batch plus the
+//! log records.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{
+    make_array, new_null_array, Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArray,
+};
+use arrow_schema::{DataType, SchemaRef};
+use arrow_select::interleave::interleave;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
+use parquet::file::reader::ChunkReader;
+
+use super::scan::{newer_wins, LogRecords, LogVersion, MergeError, OrderingKey};
+use crate::base_file::BaseFileError;
+use crate::schema::meta::RECORD_KEY_COL;
+
+/// Rows per decoded base batch, and per batch of appended inserts.
+pub const MERGE_BATCH_ROWS: usize = 8192;
+
+fn records_error(reason: impl Into<String>) -> MergeError {
+    MergeError::Records {
+        reason: reason.into(),
+    }
+}
+
+fn parquet_error(context: &str, source: parquet::errors::ParquetError) -> MergeError {
+    MergeError::Base(BaseFileError::Parquet {
+        context: context.into(),
+        source,
+    })
+}
+
+fn arrow_error(context: &str, source: arrow_schema::ArrowError) -> MergeError {
+    MergeError::Base(BaseFileError::Arrow {
+        context: context.into(),
+        source,
+    })
+}
+
+/// The merged rows of one file slice, as an iterator of batches in the output schema.
+pub struct SliceMerger<R: ChunkReader + Clone + 'static> {
+    schema: SchemaRef,
+    base: Option<BaseStream<R>>,
+    log: LogRecords,
+    /// The log data batches in the output schema.
+    log_batches: Vec<RecordBatch>,
+    /// Which log versions a base row has consumed (by position in [`LogRecords::versions`]).
+    matched: Vec<bool>,
+    /// Next log version to consider for the inserts, once the base is done.
+    next_insert: usize,
+}
+
+/// The base file, opened once and decoded one row group at a time.
+struct BaseStream<R: ChunkReader + Clone + 'static> {
+    reader: R,
+    metadata: ArrowReaderMetadata,
+    next_row_group: usize,
+    current: Option<ParquetRecordBatchReader>,
+}
+
+impl<R: ChunkReader + Clone + 'static> BaseStream<R> {
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, MergeError>> {
+        loop {
+            if let Some(current) = &mut self.current {
+                match current.next() {
+                    Some(batch) => {
+                        return Some(batch.map_err(|e| arrow_error("decode base rows", e)))
+                    }
+                    None => self.current = None,
+                }
+            }
+            if self.next_row_group >= self.metadata.metadata().num_row_groups() {
+                return None;
+            }
+            let row_group = self.next_row_group;
+            self.next_row_group += 1;
+            let built = ParquetRecordBatchReaderBuilder::new_with_metadata(
+                self.reader.clone(),
+                self.metadata.clone(),
+            )
+            .with_row_groups(vec![row_group])
+            .with_batch_size(MERGE_BATCH_ROWS)
+            .build();
+            match built {
+                Ok(reader) => self.current = Some(reader),
+                Err(e) => return Some(Err(parquet_error("open a base row group", e))),
+            }
+        }
+    }
+}
+
+/// Merges `log` into the base file `base` (`None` for a slice of log files only). The output schema is the
+/// base file's, or for a log-only slice the schema of its last data block.
+pub fn merge_file_slice<R: ChunkReader + Clone + 'static>(
+    base: Option<R>,
+    log: LogRecords,
+) -> Result<SliceMerger<R>, MergeError> {
+    let (schema, base) = match base {
+        Some(reader) => {
+            let metadata = ArrowReaderMetadata::load(&reader, ArrowReaderOptions::default())
+                .map_err(|e| parquet_error("open base file", e))?;
+            let schema = metadata.schema().clone();
+            let stream = BaseStream {
+                reader,
+                metadata,
+                next_row_group: 0,
+                current: None,
+            };
+            (schema, Some(stream))
+        }
+        None => match log.batches().last() {
+            Some(batch) => (batch.schema(), None),
+            None => (Arc::new(arrow_schema::Schema::empty()), None),
+        },
+    };
+    let log_batches = log
+        .batches()
+        .iter()
+        .map(|b| conform(b, &schema))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(SliceMerger {
+        schema,
+        base,
+        matched: vec![false; log.versions().len()],
+        log,
+        log_batches,
+        next_insert: 0,
+    })
+}
+
+impl<R: ChunkReader + Clone + 'static> SliceMerger<R> {
+    /// The schema of every batch produced.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Rows of `batch` (base) with the log merged in.
+    fn merge_base_batch(&mut self, batch: &RecordBatch) -> Result<RecordBatch, MergeError> {
+        let keys = batch
+            .column_by_name(RECORD_KEY_COL)
+            .and_then(|c| c.as_string_opt::<i32>())
+            .ok_or_else(|| records_error(format!("a base file without {RECORD_KEY_COL}")))?;
+        let ordering_col = match self.log.mode() {
+            super::scan::MergeMode::EventTime { ordering_field } => {
+                Some(batch.column_by_name(ordering_field).ok_or_else(|| {
+                    records_error(format!(
+                        "a base file without the ordering column {ordering_field}"
+                    ))
+                })?)
+            }
+            super::scan::MergeMode::CommitTime => None,
+        };
+        // (source array, row): 0 is the base batch, 1 + i the log batch i.
+        let mut picks: Vec<(usize, usize)> = Vec::with_capacity(batch.num_rows());
+        for row in 0..batch.num_rows() {
+            let found = if keys.is_null(row) {
+                None
+            } else {
+                self.log.get(keys.value(row))
+            };
+            let Some((slot, version)) = found else {
+                picks.push((0, row));
+                continue;
+            };
+            self.matched[slot] = true;
+            let base_ordering = match ordering_col {
+                Some(col) => OrderingKey::of_row(col, row)?,
+                None => OrderingKey::Null,
+            };
+            if !newer_wins(self.log.mode(), Some(&base_ordering), version) {
+                picks.push((0, row));
+            } else if let LogVersion::Upsert { batch, row, .. } = version {
+                picks.push((1 + batch, *row));
+            }
+        }
+        self.assemble(Some(batch), &picks)
+    }
+
+    /// The next batch of log-only upserts.
+    fn next_inserts(&mut self) -> Option<Result<RecordBatch, MergeError>> {
+        let mut picks = Vec::new();
+        let versions = self.log.versions();
+        while self.next_insert < versions.len() && picks.len() < MERGE_BATCH_ROWS {
+            let slot = self.next_insert;
+            self.next_insert += 1;
+            if self.matched[slot] {
+                continue;
+            }
+            if let LogVersion::Upsert { batch, row, .. } = &versions[slot].1 {
+                picks.push((1 + batch, *row));
+            }
+        }
+        if picks.is_empty() {
+            return None;
+        }
+        Some(self.assemble(None, &picks))
+    }
+
+    fn assemble(
+        &self,
+        base: Option<&RecordBatch>,
+        picks: &[(usize, usize)],
+    ) -> Result<RecordBatch, MergeError> {
+        let mut columns = Vec::with_capacity(self.schema.fields().len());
+        for col in 0..self.schema.fields().len() {
+            let placeholder;
+            let base_col: &dyn Array = match base {
+                Some(b) => b.column(col).as_ref(),
+                None => {
+                    placeholder = new_null_array(self.schema.field(col).data_type(), 0);
+                    placeholder.as_ref()
+                }
+            };
+            let mut sources: Vec<&dyn Array> = Vec::with_capacity(1 + self.log_batches.len());
+            sources.push(base_col);
+            sources.extend(self.log_batches.iter().map(|b| b.column(col).as_ref()));
+            columns.push(interleave(&sources, picks).map_err(|e| arrow_error("merge rows", e))?);
+        }
+        RecordBatch::try_new(self.schema.clone(), columns)
+            .map_err(|e| arrow_error("assemble merged rows", e))
+    }
+}
+
+impl<R: ChunkReader + Clone + 'static> Iterator for SliceMerger<R> {
+    type Item = Result<RecordBatch, MergeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let Some(base) = &mut self.base else {
+                return self.next_inserts();
+            };
+            match base.next_batch() {
+                None => self.base = None,
+                Some(Err(e)) => return Some(Err(e)),
+                Some(Ok(batch)) => {
+                    let merged = self.merge_base_batch(&batch);
+                    match merged {
+                        Ok(b) if b.num_rows() == 0 => continue,
+                        other => return Some(other),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `batch` with the columns of `schema`, by name: a missing column is null, a column whose type differs
+/// only in what does not change the data (time zone names, nested field names or nullability, decimal
+/// precision) takes the schema's type.
+pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, MergeError> {
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| match batch.column_by_name(field.name()) {
+            None => Ok(new_null_array(field.data_type(), batch.num_rows())),
+            Some(col) => retype(col, field.data_type())
+                .map_err(|reason| records_error(format!("column {}: {reason}", field.name()))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    RecordBatch::try_new(schema.clone(), columns)
+        .map_err(|e| arrow_error("conform log records to the file schema", e))
+}
+
+fn retype(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> {
+    if array.data_type() == target {
+        return Ok(array.clone());
+    }
+    match (array.data_type(), target) {
+        (DataType::Struct(_), DataType::Struct(fields)) => {
+            let s = array.as_struct();
+            let children = fields
+                .iter()
+                .map(|f| match s.column_by_name(f.name()) {
+                    Some(c) => retype(c, f.data_type()),
+                    None => Ok(new_null_array(f.data_type(), s.len())),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            StructArray::try_new(fields.clone(), children, s.nulls().cloned())
+                .map(|a| Arc::new(a) as ArrayRef)
+                .map_err(|e| e.to_string())
+        }
+        (DataType::List(_), DataType::List(field)) => {
+            let l = array.as_list::<i32>();
+            let values = retype(l.values(), field.data_type())?;
+            ListArray::try_new(
+                field.clone(),
+                l.offsets().clone(),
+                values,
+                l.nulls().cloned(),
+            )
+            .map(|a| Arc::new(a) as ArrayRef)
+            .map_err(|e| e.to_string())
+        }
+        (DataType::Map(_, _), DataType::Map(field, sorted)) => {
+            let m = array.as_map();
+            let entries: ArrayRef = Arc::new(m.entries().clone());
+            let entries = retype(&entries, field.data_type())?;
+            let entries = entries.as_struct().clone();
+            MapArray::try_new(
+                field.clone(),
+                m.offsets().clone(),
+                entries,
+                m.nulls().cloned(),
+                *sorted,
+            )
+            .map(|a| Arc::new(a) as ArrayRef)
+            .map_err(|e| e.to_string())
+        }
+        (from, to) if same_layout(from, to) => {
+            let data = array
+                .to_data()
+                .into_builder()
+                .data_type(to.clone())
+                .build()
+                .map_err(|e| e.to_string())?;
+            Ok(make_array(data))
+        }
+        (from, to) => Err(format!("type {from} cannot be read as {to}")),
+    }
+}
+
+/// Primitive types whose values are stored the same way.
+fn same_layout(a: &DataType, b: &DataType) -> bool {
+    use DataType::*;
+    match (a, b) {
+        (Timestamp(u1, _), Timestamp(u2, _)) => u1 == u2,
+        (Decimal128(_, s1), Decimal128(_, s2)) => s1 == s2,
+        _ => false,
+    }
+}
