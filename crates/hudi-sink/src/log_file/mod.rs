@@ -40,6 +40,8 @@ mod datum;
 pub mod delete_block;
 mod error;
 pub mod merge;
+#[cfg(test)]
+mod merge_tests;
 pub mod name;
 pub mod parquet_block;
 pub mod reader;

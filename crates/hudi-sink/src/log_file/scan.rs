@@ -14,9 +14,9 @@
 //!  LogRecords { key → winning upsert (batch, row) | delete }   memory: the log records only
 //! ```
 //!
-//! Visibility (`docs/architecture.md`, merge-on-read): a block counts when its INSTANT_TIME is a completed
-//! instant of the commit timeline, or older than the first instant of the active timeline (archived, hence
-//! committed). Blocks of a failed, not rolled-back write are skipped.
+//! Visibility (`docs/architecture.md`, "Reading merge-on-read file slices"): a block counts when its
+//! INSTANT_TIME is a completed instant of the commit timeline, or older than the first instant of the active
+//! timeline (archived, hence committed). Blocks of a failed, not rolled-back write are skipped.
 //!
 //! Merge rules ([`MergeMode`]):
 //! * event time (`DefaultHoodieRecordPayload`, `EventTimeAvroPayload`, or an ordering field and nothing
