@@ -443,3 +443,49 @@ fn merge_modes_follow_the_table_properties() {
     assert!(mode(&[pre, (payload, "com.example.MyPayload")]).is_err());
     assert!(mode(&[("hoodie.table.precombine.field", "a,b")]).is_err());
 }
+
+#[test]
+fn log_rows_take_the_file_schema_types_by_name() {
+    use arrow_array::{Array, StructArray, TimestampMicrosecondArray};
+    use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
+    let ts = |tz: &str| DataType::Timestamp(TimeUnit::Microsecond, Some(tz.into()));
+    let inner = |nullable| Fields::from(vec![Field::new("x", DataType::Int64, nullable)]);
+    let s = StructArray::new(
+        inner(false),
+        vec![Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef],
+        None,
+    );
+    let log = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("s", DataType::Struct(inner(false)), true),
+            Field::new("a", ts("+00:00"), true),
+            Field::new("extra", DataType::Int64, true),
+        ])),
+        vec![
+            Arc::new(s),
+            Arc::new(TimestampMicrosecondArray::from(vec![5, 6]).with_timezone("+00:00")),
+            Arc::new(Int64Array::from(vec![7, 8])),
+        ],
+    )
+    .expect("log batch");
+    let file: SchemaRef = Arc::new(Schema::new(vec![
+        Field::new("a", ts("UTC"), true),
+        Field::new("s", DataType::Struct(inner(true)), true),
+        Field::new("missing", DataType::Utf8, true),
+    ]));
+    let out = super::merge::conform(&log, &file).expect("conform");
+    assert_eq!(out.schema(), file);
+    let a = out
+        .column(0)
+        .as_primitive::<arrow_array::types::TimestampMicrosecondType>();
+    assert_eq!(a.values().to_vec(), [5, 6]);
+    let x = out
+        .column(1)
+        .as_struct()
+        .column(0)
+        .as_primitive::<Int64Type>();
+    assert_eq!(x.values().to_vec(), [1, 2]);
+    assert_eq!(out.column(2).null_count(), 2);
+    let wrong: SchemaRef = Arc::new(Schema::new(vec![Field::new("extra", DataType::Utf8, true)]));
+    assert!(super::merge::conform(&log, &wrong).is_err());
+}

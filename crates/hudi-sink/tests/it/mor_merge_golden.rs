@@ -8,10 +8,16 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use hudi_sink::log_file::{
-    merge_file_slice, scan_log_files, CommittedInstants, LogFileName, LogRecords, MergeMode,
+    merge_file_slice, scan_log_files, CommittedInstants, DeleteRecord, LogFileName, LogFileWriter,
+    LogRecords, MergeMode, OrderingValue,
 };
-use hudi_sink::table::file_name::BaseFileName;
+use hudi_sink::record::decode::JsonDecoder;
+use hudi_sink::schema::arrow::avro_to_arrow;
+use hudi_sink::schema::avro::AvroSchema;
+use hudi_sink::schema::meta::with_meta_fields;
+use hudi_sink::table::file_name::{BaseFileName, WriteToken};
 use hudi_sink::table::instant::InstantTime;
+use serde_json::{json, Value};
 
 use crate::common::canon::canon_rows;
 use crate::common::python::read_rows;
@@ -226,4 +232,204 @@ fn sparks_rollback_block_removes_the_failed_write_even_if_its_instant_counted_as
     assert_eq!(lenient_rows, strict_rows);
     let theirs = keyed(read_rows(table, "hudi", &["snapshot"]), false, "hudi-rs");
     assert_eq!(lenient_rows, theirs);
+}
+
+/// The file groups of `v6_trips_8i1u` that get new logs, with their partitions.
+const SF: (&str, &str) = (
+    "city=san_francisco",
+    "d0304c53-6fd2-4b7a-a9d6-5ff632f79224-0",
+);
+const CHENNAI: (&str, &str) = ("city=chennai", "84e82649-b1ee-4a25-a316-17cc6872616b-0");
+const TRIPS_BASE: &str = "20250331030642808";
+
+/// Appends one log file (next version of the slice) holding `rows` and/or `deletes`, written by `t`.
+fn append_log(
+    table: &Path,
+    schema: &AvroSchema,
+    (partition, file_id): (&str, &str),
+    t: &str,
+    rows: &[(&str, i64, f64)],
+    deletes: &[DeleteRecord],
+) {
+    let block_schema = with_meta_fields(schema);
+    let arrow = std::sync::Arc::new(avro_to_arrow(&block_schema).expect("arrow"));
+    let mut writer = LogFileWriter::new(InstantTime::parse(t).expect("t"), file_id, schema);
+    if !rows.is_empty() {
+        let mut decoder = JsonDecoder::try_new(arrow, &block_schema).expect("decoder");
+        for (seq, (uuid, ts, fare)) in rows.iter().enumerate() {
+            let row = json!({
+                "_hoodie_commit_time": t, "_hoodie_commit_seqno": format!("{t}_0_{seq}"),
+                "_hoodie_record_key": uuid, "_hoodie_partition_path": partition,
+                "_hoodie_file_name": file_id, "ts": ts, "uuid": uuid, "rider": "r", "driver": "d",
+                "fare": fare, "city": partition.trim_start_matches("city="),
+            });
+            decoder.append(row.to_string().as_bytes()).expect("row");
+        }
+        let batch = decoder.finish().expect("batch");
+        writer = writer.with_records(&[batch]).expect("records");
+    }
+    if !deletes.is_empty() {
+        writer = writer.with_deletes(deletes).expect("deletes");
+    }
+    let dir = table.join(partition);
+    let existing: Vec<LogFileName> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .filter_map(|e| LogFileName::parse(e.expect("entry").file_name().to_str()?).ok())
+        .collect();
+    let base = InstantTime::parse(TRIPS_BASE).expect("base");
+    let name = LogFileName::next_in_slice(&existing, file_id, &base, WriteToken::new(0, 3, 9))
+        .expect("name");
+    std::fs::write(dir.join(name.file_name()), writer.finish().expect("finish")).expect("write");
+}
+
+/// A deltacommit `t`: requested, inflight, and (when `complete`) completed with the schema.
+fn deltacommit(table: &Path, t: &str, schema_text: &str, complete: bool) {
+    let hoodie = table.join(".hoodie");
+    std::fs::write(hoodie.join(format!("{t}.deltacommit.requested")), b"").expect("requested");
+    std::fs::write(hoodie.join(format!("{t}.deltacommit.inflight")), b"").expect("inflight");
+    if complete {
+        let commit = json!({
+            "partitionToWriteStats": {}, "compacted": false,
+            "extraMetadata": {"schema": schema_text}, "operationType": "UPSERT",
+        });
+        std::fs::write(
+            hoodie.join(format!("{t}.deltacommit")),
+            serde_json::to_vec(&commit).expect("json"),
+        )
+        .expect("commit");
+    }
+}
+
+#[test]
+fn event_time_merging_of_hand_written_logs_equals_hudi_rs() {
+    let golden = golden_table_in(&mor_testdata_dir(), "v6_trips_8i1u");
+    let table = &golden.path;
+    // The same table with DefaultHoodieRecordPayload: event-time merging on `ts`.
+    let props_path = table.join(".hoodie/hoodie.properties");
+    let props = std::fs::read_to_string(&props_path)
+        .expect("props")
+        .replace(
+            "payload.class=org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+            "payload.class=org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+        );
+    std::fs::write(&props_path, props).expect("props");
+    let mode = MergeMode::from_table_properties(&properties(table)).expect("mode");
+    assert_eq!(
+        mode,
+        MergeMode::EventTime {
+            ordering_field: "ts".into()
+        }
+    );
+    let last: Value = serde_json::from_slice(
+        &std::fs::read(table.join(".hoodie/20250331030645735.deltacommit")).expect("deltacommit"),
+    )
+    .expect("json");
+    let schema_text = last["extraMetadata"]["schema"].as_str().expect("schema");
+    let schema = AvroSchema::parse(schema_text).expect("schema");
+
+    let (t1, t2, t3) = (
+        "20250401000000001",
+        "20250401000000002",
+        "20250401000000003",
+    );
+    let long = |key: &str, partition: &str, ts: i64| DeleteRecord {
+        ordering_value: Some(OrderingValue::Long(ts)),
+        ..DeleteRecord::new(key, partition)
+    };
+    // t1: an older update of a base row, a tie with a base row, an older update of the previous log's row,
+    // an insert; a delete older than the stored row; in Chennai a delete that ties with the stored row.
+    append_log(
+        table,
+        &schema,
+        SF,
+        t1,
+        &[
+            ("1dced545-862b-4ceb-8b43-d2a568f6616b", 1695332066203, 1.0),
+            ("334e26e9-8355-45cc-97c6-c31daf0df330", 1695159649087, 2.0),
+            ("9909a8b1-2d15-4d3d-8ec9-efc48c536a00", 1695046462178, 3.0),
+            ("00000000-0000-4000-8000-000000000001", 1900000000000, 4.0),
+        ],
+        &[long(
+            "e96c4396-3fad-413a-a942-4cb36106d721",
+            SF.0,
+            1695091554787,
+        )],
+    );
+    append_log(
+        table,
+        &schema,
+        CHENNAI,
+        t1,
+        &[],
+        &[long(
+            "c8abbe79-8d89-47ea-b4ce-4d224bae5bfa",
+            CHENNAI.0,
+            1695115999911,
+        )],
+    );
+    deltacommit(table, t1, schema_text, true);
+    // t2: a commit-time delete of the insert, whose ordering value is far larger.
+    append_log(
+        table,
+        &schema,
+        SF,
+        t2,
+        &[],
+        &[DeleteRecord::new(
+            "00000000-0000-4000-8000-000000000001",
+            SF.0,
+        )],
+    );
+    deltacommit(table, t2, schema_text, true);
+    // t3: never completes; its newer versions must stay invisible.
+    append_log(
+        table,
+        &schema,
+        SF,
+        t3,
+        &[("1dced545-862b-4ceb-8b43-d2a568f6616b", 1999999999999, 5.0)],
+        &[],
+    );
+    deltacommit(table, t3, schema_text, false);
+
+    let committed = committed(table);
+    let mut ours = Rows::new();
+    for slice in latest_slices(table, &committed).values() {
+        let (rows, _) = merged_rows(slice, &committed, &mode);
+        ours.extend(rows);
+    }
+    let theirs = keyed(read_rows(table, "hudi", &["snapshot"]), false, "hudi-rs");
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>(),
+        "keys"
+    );
+    for (key, row) in &theirs {
+        assert_eq!(&ours[key], row, "{key:?}");
+    }
+    // The cases above happened as described.
+    let commit_of = |partition: &str, key: &str| {
+        ours[&(partition.to_string(), key.to_string())]["_hoodie_commit_time"]
+            .as_str()
+            .expect("commit time")
+            .to_string()
+    };
+    assert_eq!(ours.len(), 7);
+    assert_eq!(
+        commit_of(SF.0, "1dced545-862b-4ceb-8b43-d2a568f6616b"),
+        TRIPS_BASE
+    );
+    assert_eq!(commit_of(SF.0, "334e26e9-8355-45cc-97c6-c31daf0df330"), t1);
+    assert_eq!(
+        commit_of(SF.0, "9909a8b1-2d15-4d3d-8ec9-efc48c536a00"),
+        "20250331030645735"
+    );
+    assert_eq!(
+        commit_of(SF.0, "e96c4396-3fad-413a-a942-4cb36106d721"),
+        TRIPS_BASE
+    );
+    assert!(!ours.contains_key(&(
+        CHENNAI.0.into(),
+        "c8abbe79-8d89-47ea-b4ce-4d224bae5bfa".into()
+    )));
 }
