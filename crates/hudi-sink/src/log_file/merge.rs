@@ -32,7 +32,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::file::reader::ChunkReader;
 
-use super::scan::{newer_wins, LogRecords, LogVersion, MergeError, OrderingKey};
+use super::scan::{newer_wins, LogRecords, LogVersion, MergeError, MergeMode, OrderingKey};
 use crate::base_file::BaseFileError;
 use crate::schema::meta::RECORD_KEY_COL;
 
@@ -163,14 +163,14 @@ impl<R: ChunkReader + Clone + 'static> SliceMerger<R> {
             .and_then(|c| c.as_string_opt::<i32>())
             .ok_or_else(|| records_error(format!("a base file without {RECORD_KEY_COL}")))?;
         let ordering_col = match self.log.mode() {
-            super::scan::MergeMode::EventTime { ordering_field } => {
+            MergeMode::EventTime { ordering_field } => {
                 Some(batch.column_by_name(ordering_field).ok_or_else(|| {
                     records_error(format!(
                         "a base file without the ordering column {ordering_field}"
                     ))
                 })?)
             }
-            super::scan::MergeMode::CommitTime => None,
+            MergeMode::CommitTime => None,
         };
         // (source array, row): 0 is the base batch, 1 + i the log batch i.
         let mut picks: Vec<(usize, usize)> = Vec::with_capacity(batch.num_rows());

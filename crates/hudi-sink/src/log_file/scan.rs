@@ -488,7 +488,8 @@ impl LogRecords {
     }
 }
 
-/// Scans the log files of one file slice, given in reader order as `(name, bytes)`.
+/// Scans the log files of one file slice, given in reader order (the order of [`super::LogFileName`]) as
+/// `(name, bytes)`.
 pub fn scan_log_files<'a>(
     files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     committed: &CommittedInstants,
