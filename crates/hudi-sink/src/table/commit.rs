@@ -355,8 +355,8 @@ pub struct WriteStat {
     /// Timings (an object in completed commits; null in Spark's inflight workload files).
     #[serde(default)]
     pub runtime_stats: Option<RuntimeStats>,
-    /// MOR appends (`HoodieDeltaWriteStat`, merge-on-read.md §3): the version of the log file written; absent
-    /// from base file stats, so copy-on-write commits serialise exactly as before.
+    /// MOR appends (`HoodieDeltaWriteStat`; docs/architecture.md, "File-system view"): the version of the log
+    /// file written. Absent from base file stats, so copy-on-write commits serialise exactly as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_version: Option<i64>,
     /// MOR appends: byte offset the write started at in the log file (0 for a new file).
@@ -1109,7 +1109,7 @@ mod tests {
         assert_eq!(cp.to_deltastreamer().as_deref(), Some("t"));
     }
 
-    /// A Spark deltacommit append stat (merge-on-read.md §3): the delta fields are typed, and the stat writes
+    /// A Spark deltacommit append stat (`HoodieDeltaWriteStat`): the delta fields are typed, and the stat writes
     /// back every key, in Spark's order, with nothing left over in `other`.
     #[test]
     fn delta_write_stats_round_trip_losslessly() {

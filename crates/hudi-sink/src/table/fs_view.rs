@@ -222,20 +222,22 @@ async fn list_visible(
     let mut listed_logs = Vec::new();
     for object in storage.list("").await? {
         match FileSlice::from_path(&object.path, object.size)? {
-            None => {}
-            Some(DataFile::Base(slice)) => {
-                if visibility.is_visible(&slice.partition_path, &slice.file_id, &slice.base_instant)
-                {
-                    offer(&mut best, slice)?;
-                }
+            Some(DataFile::Base(slice))
+                if visibility.is_visible(
+                    &slice.partition_path,
+                    &slice.file_id,
+                    &slice.base_instant,
+                ) =>
+            {
+                offer(&mut best, slice)?;
             }
-            Some(DataFile::Log(partition, log)) => {
+            Some(DataFile::Log(partition, log))
                 if logs.written_by(&object.path).is_some()
-                    && !visibility.is_replaced(&partition, &log.name.file_id)
-                {
-                    listed_logs.push((partition, log));
-                }
+                    && !visibility.is_replaced(&partition, &log.name.file_id) =>
+            {
+                listed_logs.push((partition, log));
             }
+            _ => {}
         }
     }
     let mut detached = DetachedLogs::new();
@@ -297,8 +299,10 @@ pub enum Refresh {
 ///
 /// Invariants (between syncs):
 /// - `slices` equals [`latest_file_slices`] on the timeline of the last sync, provided committed instants'
-///   write stats name exactly their base files (as every Hudi writer's commit does) and no orphan base file lies
-///   below the first active instant (archival only cuts where none does).
+///   write stats name exactly their base and log files (as every Hudi writer's commit does) and no orphan base
+///   file lies below the first active instant (archival only cuts where none does). A deltacommit's log joins
+///   its group's slice when the log's base instant is the slice's; logs of a slice not visible yet (a pending
+///   compaction's) wait in `detached` until it appears, as the listing would then find them.
 /// - `applied` holds the completed commit-like times reflected in `slices`, only those ≥ the first completed one
 ///   (older ones left the timeline for good), so it is bounded by the active timeline, as are `pending` and
 ///   `replaced`.
@@ -508,30 +512,24 @@ impl Warm {
                     }
                 })?;
                 match FileSlice::from_path(&stat.path, size)? {
-                    None => {}
-                    Some(DataFile::Base(slice)) => {
+                    Some(DataFile::Base(slice))
                         if visibility.is_visible(
                             &slice.partition_path,
                             &slice.file_id,
                             &slice.base_instant,
-                        ) {
-                            let key = (slice.partition_path.clone(), slice.file_id.clone());
-                            offer(&mut self.slices, slice)?;
-                            reattach(&mut self.slices, &mut self.detached, &key);
-                        }
+                        ) =>
+                    {
+                        let key = (slice.partition_path.clone(), slice.file_id.clone());
+                        offer(&mut self.slices, slice)?;
+                        reattach(&mut self.slices, &mut self.detached, &key);
                     }
                     // A completed instant's stat naming a log: the instant wrote it (LogVisibility's rule).
-                    Some(DataFile::Log(partition, log)) => {
-                        if !visibility.is_replaced(&partition, &log.name.file_id) {
-                            attach_log(
-                                &mut self.slices,
-                                &mut self.detached,
-                                &logs,
-                                &partition,
-                                log,
-                            );
-                        }
+                    Some(DataFile::Log(partition, log))
+                        if !visibility.is_replaced(&partition, &log.name.file_id) =>
+                    {
+                        attach_log(&mut self.slices, &mut self.detached, &logs, &partition, log);
                     }
+                    _ => {}
                 }
             }
         }
