@@ -320,6 +320,8 @@ struct NewInstant {
     stats: Vec<WriteStat>,
     /// (partition, file id) of the groups a replacecommit replaced.
     replaced: Vec<(String, String)>,
+    /// A deltacommit: only its stats' log files count as written (as in [`LogVisibility::load`]).
+    delta: bool,
 }
 
 /// The state of a view that has synced.
@@ -480,6 +482,7 @@ impl Warm {
                     time: instant.time.clone(),
                     stats,
                     replaced,
+                    delta: false,
                 });
             } else {
                 let meta = timeline.commit_metadata(storage, instant).await?;
@@ -488,6 +491,7 @@ impl Warm {
                     time: instant.time.clone(),
                     stats,
                     replaced: Vec::new(),
+                    delta: instant.action == Action::DeltaCommit,
                 });
             }
         }
@@ -502,7 +506,10 @@ impl Warm {
         }
         let visibility = SliceVisibility::new(timeline, None).with_replaced(&self.replaced);
         let logs = LogVisibility::new(timeline, visibility.cutoff());
-        for NewInstant { time, stats, .. } in &new {
+        for NewInstant {
+            time, stats, delta, ..
+        } in &new
+        {
             for stat in stats {
                 let size = u64::try_from(stat.file_size_in_bytes).map_err(|_| {
                     TimelineError::InvalidWriteStat {
@@ -523,9 +530,9 @@ impl Warm {
                         offer(&mut self.slices, slice)?;
                         reattach(&mut self.slices, &mut self.detached, &key);
                     }
-                    // A completed instant's stat naming a log: the instant wrote it (LogVisibility's rule).
+                    // A completed deltacommit's stat naming a log: it wrote the log (LogVisibility's rule).
                     Some(DataFile::Log(partition, log))
-                        if !visibility.is_replaced(&partition, &log.name.file_id) =>
+                        if *delta && !visibility.is_replaced(&partition, &log.name.file_id) =>
                     {
                         attach_log(&mut self.slices, &mut self.detached, &logs, &partition, log);
                     }
