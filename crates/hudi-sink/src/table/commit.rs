@@ -355,7 +355,23 @@ pub struct WriteStat {
     /// Timings (an object in completed commits; null in Spark's inflight workload files).
     #[serde(default)]
     pub runtime_stats: Option<RuntimeStats>,
-    /// Keys this struct does not know (e.g. MOR's `logVersion`), kept for a lossless round trip.
+    /// MOR appends (`HoodieDeltaWriteStat`; docs/architecture.md, "File-system view"): the version of the log
+    /// file written. Absent from base file stats, so copy-on-write commits serialise exactly as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_version: Option<i64>,
+    /// MOR appends: byte offset the write started at in the log file (0 for a new file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_offset: Option<i64>,
+    /// MOR appends: the slice's base file name (`""` for a log-only slice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_file: Option<String>,
+    /// MOR appends: the slice's log file names after the write (Spark lists the existing ones and the new one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_files: Option<Vec<String>>,
+    /// MOR appends: column statistics wrapper (`{"val": null}` from Spark), kept verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records_stats: Option<Value>,
+    /// Keys this struct does not know, kept for a lossless round trip.
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
@@ -387,6 +403,11 @@ impl WriteStat {
             min_event_time: None,
             max_event_time: None,
             runtime_stats: Some(RuntimeStats::default()),
+            log_version: None,
+            log_offset: None,
+            base_file: None,
+            log_files: None,
+            records_stats: None,
             other: Map::new(),
         }
     }
@@ -1086,5 +1107,70 @@ mod tests {
         let cp = Checkpoint::parse_deltastreamer("t").expect("bare topic");
         assert_eq!(cp.topics().len(), 1);
         assert_eq!(cp.to_deltastreamer().as_deref(), Some("t"));
+    }
+
+    /// A Spark deltacommit append stat (`HoodieDeltaWriteStat`): the delta fields are typed, and the stat writes
+    /// back every key, in Spark's order, with nothing left over in `other`.
+    #[test]
+    fn delta_write_stats_round_trip_losslessly() {
+        let json = r#"{"partitionToWriteStats":{"":[{"fileId":"g-0","path":".g-0_20250126040823628.log.3_0-13-9",
+            "cdcStats":null,"prevCommit":"20250126040823628","numWrites":1,"numDeletes":0,"numUpdateWrites":1,
+            "numInserts":0,"totalWriteBytes":11835,"totalWriteErrors":0,"tempPath":null,"partitionPath":"",
+            "totalLogRecords":0,"totalLogFilesCompacted":0,"totalLogSizeCompacted":0,
+            "totalUpdatedRecordsCompacted":0,"totalLogBlocks":0,"totalCorruptLogBlock":0,"totalRollbackBlocks":0,
+            "fileSizeInBytes":11835,"minEventTime":null,"maxEventTime":null,
+            "runtimeStats":{"totalScanTime":0,"totalUpsertTime":462,"totalCreateTime":0},
+            "logVersion":3,"logOffset":0,"baseFile":"g-0_0-13-23_20250126040823628.parquet",
+            "logFiles":[".g-0_20250126040823628.log.2_1-0-1",".g-0_20250126040823628.log.3_0-13-9"],
+            "recordsStats":{"val":null}}]},"compacted":false,"extraMetadata":{"schema":"{}"},
+            "operationType":"UPSERT"}"#;
+        let meta = CommitMetadata::from_json(json.as_bytes()).expect("parse");
+        let stat = meta.write_stats().next().expect("stat");
+        assert_eq!(stat.log_version, Some(3));
+        assert_eq!(stat.log_offset, Some(0));
+        assert_eq!(
+            stat.base_file.as_deref(),
+            Some("g-0_0-13-23_20250126040823628.parquet")
+        );
+        assert_eq!(stat.log_files.as_ref().map(Vec::len), Some(2));
+        assert_eq!(stat.records_stats, Some(serde_json::json!({"val": null})));
+        assert!(stat.other.is_empty(), "{:?}", stat.other);
+        let back = meta.to_json_pretty().expect("json");
+        let original: Value = serde_json::from_str(json).expect("value");
+        let written: Value = serde_json::from_slice(&back).expect("value");
+        assert_eq!(written, original);
+        // Key order, too: the stat's keys as Spark writes them.
+        let keys = |v: &Value| -> Vec<String> {
+            v["partitionToWriteStats"][""][0]
+                .as_object()
+                .expect("stat")
+                .keys()
+                .cloned()
+                .collect()
+        };
+        let ordered: serde_json::Map<String, Value> =
+            serde_json::from_slice(&back).expect("ordered");
+        let original_ordered: serde_json::Map<String, Value> =
+            serde_json::from_str(json).expect("ordered");
+        assert_eq!(
+            keys(&Value::Object(ordered)),
+            keys(&Value::Object(original_ordered))
+        );
+        // A base file stat has none of the delta keys.
+        let plain = serde_json::to_value(WriteStat::new(
+            "g-0",
+            "",
+            "g-0_0-1-0_20250126040823628.parquet",
+        ))
+        .expect("value");
+        for key in [
+            "logVersion",
+            "logOffset",
+            "baseFile",
+            "logFiles",
+            "recordsStats",
+        ] {
+            assert!(plain.get(key).is_none(), "{key}");
+        }
     }
 }

@@ -8,8 +8,14 @@
 //!   other files are ignored, a `.parquet` file whose name is not a base file name is an error.
 //! - [`FileSystemView`] holds one [`FileSlice`] per live file group, never the history: a warm batch costs one
 //!   GET per commit completed since the last one, whatever the number of instants or files the table ever had.
+//! - Merge-on-read: a slice also holds its log files (`.<fileId>_<baseInstant>.log.<version>_<token>`) whose
+//!   base instant is the slice's and that [`LogVisibility`] counts as committed, in reader order.
 
+mod log_visibility;
 mod visibility;
+
+#[cfg(test)]
+mod mor_tests;
 
 #[cfg(test)]
 mod tests;
@@ -17,6 +23,7 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+pub use log_visibility::LogVisibility;
 pub use visibility::{ReplacedGroups, SliceVisibility};
 
 use super::commit::WriteStat;
@@ -24,6 +31,7 @@ use super::file_name::BaseFileName;
 use super::instant::{Action, InstantTime};
 use super::partition_metadata::PARTITION_METAFILE;
 use super::timeline::{Timeline, TimelineError};
+use crate::log_file::LogFileName;
 use crate::storage::Storage;
 
 /// Top-level directories that hold no data files: the timeline and the planned Delta Lake mirror.
@@ -36,7 +44,16 @@ pub fn is_non_data_path(path: &str) -> bool {
 /// The only base file extension this writer handles.
 const BASE_FILE_EXTENSION: &str = "parquet";
 
-/// One base file: the visible slice of a file group.
+/// One log file of a slice: merge-on-read appends, merged over the base file by readers.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SliceLogFile {
+    /// The parsed name (orders as readers order a slice's logs).
+    pub name: LogFileName,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// One base file and its committed log files: the visible slice of a file group.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FileSlice {
     /// Partition path (`""` when non-partitioned).
@@ -49,6 +66,16 @@ pub struct FileSlice {
     pub file_name: String,
     /// Its size in bytes.
     pub size: u64,
+    /// Merge-on-read: the committed log files appended to this slice, in reader order (empty on copy-on-write
+    /// tables). Slices without a base file (log-only groups, written by other engines) are not represented.
+    pub log_files: Vec<SliceLogFile>,
+}
+
+/// A data file found by a listing or named by a write stat.
+enum DataFile {
+    Base(FileSlice),
+    /// (partition path, log file).
+    Log(String, SliceLogFile),
 }
 
 impl FileSlice {
@@ -57,13 +84,34 @@ impl FileSlice {
         crate::storage::join_path(&[&self.partition_path, &self.file_name])
     }
 
-    /// Parses a table-relative path: `None` when it is not a base file location (see the module doc), an error
-    /// when it is a `.parquet` file without a base file name.
-    fn from_path(path: &str, size: u64) -> Result<Option<Self>, TimelineError> {
+    /// The log files' paths relative to the table base path, in reader order.
+    pub fn log_paths(&self) -> Vec<String> {
+        self.log_files
+            .iter()
+            .map(|l| crate::storage::join_path(&[&self.partition_path, &l.name.file_name()]))
+            .collect()
+    }
+
+    /// Appends a committed log of this slice, keeping reader order and each log once.
+    fn add_log(&mut self, log: SliceLogFile) {
+        if let Err(at) = self.log_files.binary_search(&log) {
+            self.log_files.insert(at, log);
+        }
+    }
+
+    /// Parses a table-relative path: `None` when it is neither a base file location (see the module doc) nor
+    /// a parsable log file name, an error when it is a `.parquet` file without a base file name.
+    fn from_path(path: &str, size: u64) -> Result<Option<DataFile>, TimelineError> {
         if is_non_data_path(path) {
             return Ok(None);
         }
         let (partition_path, file_name) = path.rsplit_once('/').unwrap_or(("", path));
+        if file_name.starts_with('.') && file_name.contains(".log.") {
+            // Hidden files of other tools and CDC logs are not slice logs.
+            return Ok(LogFileName::parse(file_name).ok().map(|name| {
+                DataFile::Log(partition_path.to_string(), SliceLogFile { name, size })
+            }));
+        }
         let extension = file_name.rsplit_once('.').map(|(_, ext)| ext);
         if file_name.starts_with(PARTITION_METAFILE) || extension != Some(BASE_FILE_EXTENSION) {
             return Ok(None);
@@ -73,13 +121,66 @@ impl FileSlice {
                 path: path.to_string(),
                 source,
             })?;
-        Ok(Some(Self {
+        Ok(Some(DataFile::Base(Self {
             partition_path: partition_path.to_string(),
             file_id: base.file_id,
             base_instant: base.instant_time,
             file_name: file_name.to_string(),
             size,
-        }))
+            log_files: Vec::new(),
+        })))
+    }
+}
+
+/// Per (partition, file id): committed logs whose slice is not (yet) the group's latest visible one, e.g. logs
+/// appended to a pending compaction's slice; attached when that slice appears, dropped when a newer one does.
+type DetachedLogs = BTreeMap<(String, String), Vec<SliceLogFile>>;
+
+/// Attaches `log` to its group's slice when the slice's base instant is the log's and its base is not a pending
+/// compaction, else keeps it detached.
+fn attach_log(
+    best: &mut LatestSlices,
+    detached: &mut DetachedLogs,
+    logs: &LogVisibility,
+    partition_path: &str,
+    log: SliceLogFile,
+) {
+    let key = (partition_path.to_string(), log.name.file_id.clone());
+    match best.get_mut(&key) {
+        Some(slice)
+            if slice.base_instant == log.name.base_instant
+                && !logs.is_pending_compaction_base(&log.name) =>
+        {
+            slice.add_log(log);
+        }
+        Some(slice) if slice.base_instant > log.name.base_instant => {}
+        _ => {
+            let waiting = detached.entry(key).or_default();
+            if !waiting.contains(&log) {
+                waiting.push(log);
+            }
+        }
+    }
+}
+
+/// Moves the detached logs of `key` onto its (new) latest slice, dropping those of older slices.
+fn reattach(best: &mut LatestSlices, detached: &mut DetachedLogs, key: &(String, String)) {
+    let Some(slice) = best.get_mut(key) else {
+        return;
+    };
+    if let Some(waiting) = detached.get_mut(key) {
+        let mut kept = Vec::new();
+        for log in waiting.drain(..) {
+            if log.name.base_instant == slice.base_instant {
+                slice.add_log(log);
+            } else if log.name.base_instant > slice.base_instant {
+                kept.push(log);
+            }
+        }
+        *waiting = kept;
+    }
+    if detached.get(key).is_some_and(Vec::is_empty) {
+        detached.remove(key);
     }
 }
 
@@ -110,26 +211,46 @@ fn offer(best: &mut LatestSlices, slice: FileSlice) -> Result<(), TimelineError>
     }
 }
 
-/// One listing of the whole table, keeping the latest visible slice per group.
+/// One listing of the whole table, keeping the latest visible slice per group with its committed logs, and
+/// the committed logs of slices not visible yet.
 async fn list_visible(
     storage: &dyn Storage,
     visibility: &SliceVisibility<'_>,
-) -> Result<LatestSlices, TimelineError> {
+    logs: &LogVisibility,
+) -> Result<(LatestSlices, DetachedLogs), TimelineError> {
     let mut best = LatestSlices::new();
+    let mut listed_logs = Vec::new();
     for object in storage.list("").await? {
-        let Some(slice) = FileSlice::from_path(&object.path, object.size)? else {
-            continue;
-        };
-        if visibility.is_visible(&slice.partition_path, &slice.file_id, &slice.base_instant) {
-            offer(&mut best, slice)?;
+        match FileSlice::from_path(&object.path, object.size)? {
+            Some(DataFile::Base(slice))
+                if visibility.is_visible(
+                    &slice.partition_path,
+                    &slice.file_id,
+                    &slice.base_instant,
+                ) =>
+            {
+                offer(&mut best, slice)?;
+            }
+            Some(DataFile::Log(partition, log))
+                if logs.written_by(&object.path).is_some()
+                    && !visibility.is_replaced(&partition, &log.name.file_id) =>
+            {
+                listed_logs.push((partition, log));
+            }
+            _ => {}
         }
     }
-    Ok(best)
+    let mut detached = DetachedLogs::new();
+    for (partition, log) in listed_logs {
+        attach_log(&mut best, &mut detached, logs, &partition, log);
+    }
+    Ok((best, detached))
 }
 
 /// The latest visible slice of every file group as of `as_of` (default: the latest completed commit-like
 /// instant), sorted by partition and file id: one listing of the whole table (none before the first commit)
-/// plus one GET per replacecommit. See [`SliceVisibility`] for the rule.
+/// plus one GET per replacecommit and per deltacommit ≤ the cutoff. See [`SliceVisibility`] and
+/// [`LogVisibility`] for the rule.
 pub async fn latest_file_slices(
     storage: &dyn Storage,
     timeline: &Timeline,
@@ -140,8 +261,10 @@ pub async fn latest_file_slices(
         // Nothing committed: nothing is visible.
         return Ok(Vec::new());
     }
-    Ok(list_visible(storage, &visibility)
+    let logs = LogVisibility::load(storage, timeline, visibility.cutoff()).await?;
+    Ok(list_visible(storage, &visibility, &logs)
         .await?
+        .0
         .into_values()
         .collect())
 }
@@ -176,8 +299,10 @@ pub enum Refresh {
 ///
 /// Invariants (between syncs):
 /// - `slices` equals [`latest_file_slices`] on the timeline of the last sync, provided committed instants'
-///   write stats name exactly their base files (as every Hudi writer's commit does) and no orphan base file lies
-///   below the first active instant (archival only cuts where none does).
+///   write stats name exactly their base and log files (as every Hudi writer's commit does) and no orphan base
+///   file lies below the first active instant (archival only cuts where none does). A deltacommit's log joins
+///   its group's slice when the log's base instant is the slice's; logs of a slice not visible yet (a pending
+///   compaction's) wait in `detached` until it appears, as the listing would then find them.
 /// - `applied` holds the completed commit-like times reflected in `slices`, only those ≥ the first completed one
 ///   (older ones left the timeline for good), so it is bounded by the active timeline, as are `pending` and
 ///   `replaced`.
@@ -195,12 +320,16 @@ struct NewInstant {
     stats: Vec<WriteStat>,
     /// (partition, file id) of the groups a replacecommit replaced.
     replaced: Vec<(String, String)>,
+    /// A deltacommit: only its stats' log files count as written (as in [`LogVisibility::load`]).
+    delta: bool,
 }
 
 /// The state of a view that has synced.
 #[derive(Default)]
 struct Warm {
     slices: LatestSlices,
+    /// Committed logs of slices not visible yet (bounded by the active timeline's deltacommits).
+    detached: DetachedLogs,
     replaced: ReplacedGroups,
     applied: BTreeSet<InstantTime>,
     /// Commit-like times pending at the last sync (they may complete later).
@@ -312,12 +441,16 @@ impl Warm {
     /// One listing of the table and the rule, as [`latest_file_slices`] does.
     async fn list(storage: &dyn Storage, timeline: &Timeline) -> Result<Self, TimelineError> {
         let visibility = SliceVisibility::load(storage, timeline, None).await?;
-        let slices = match visibility.cutoff() {
-            Some(_) => list_visible(storage, &visibility).await?,
-            None => LatestSlices::new(),
+        let (slices, detached) = match visibility.cutoff() {
+            Some(cutoff) => {
+                let logs = LogVisibility::load(storage, timeline, Some(cutoff)).await?;
+                list_visible(storage, &visibility, &logs).await?
+            }
+            None => (LatestSlices::new(), DetachedLogs::new()),
         };
         let mut warm = Warm {
             slices,
+            detached,
             replaced: visibility.replaced().clone(),
             applied: completed_times(timeline).cloned().collect(),
             ..Warm::default()
@@ -349,6 +482,7 @@ impl Warm {
                     time: instant.time.clone(),
                     stats,
                     replaced,
+                    delta: false,
                 });
             } else {
                 let meta = timeline.commit_metadata(storage, instant).await?;
@@ -357,6 +491,7 @@ impl Warm {
                     time: instant.time.clone(),
                     stats,
                     replaced: Vec::new(),
+                    delta: instant.action == Action::DeltaCommit,
                 });
             }
         }
@@ -366,10 +501,15 @@ impl Warm {
             for (partition, file_id) in replaced {
                 self.replaced.insert(partition, file_id, time);
                 self.slices.remove(&(partition.clone(), file_id.clone()));
+                self.detached.remove(&(partition.clone(), file_id.clone()));
             }
         }
         let visibility = SliceVisibility::new(timeline, None).with_replaced(&self.replaced);
-        for NewInstant { time, stats, .. } in &new {
+        let logs = LogVisibility::new(timeline, visibility.cutoff());
+        for NewInstant {
+            time, stats, delta, ..
+        } in &new
+        {
             for stat in stats {
                 let size = u64::try_from(stat.file_size_in_bytes).map_err(|_| {
                     TimelineError::InvalidWriteStat {
@@ -378,12 +518,25 @@ impl Warm {
                         reason: format!("negative fileSizeInBytes {}", stat.file_size_in_bytes),
                     }
                 })?;
-                let Some(slice) = FileSlice::from_path(&stat.path, size)? else {
-                    continue;
-                };
-                if visibility.is_visible(&slice.partition_path, &slice.file_id, &slice.base_instant)
-                {
-                    offer(&mut self.slices, slice)?;
+                match FileSlice::from_path(&stat.path, size)? {
+                    Some(DataFile::Base(slice))
+                        if visibility.is_visible(
+                            &slice.partition_path,
+                            &slice.file_id,
+                            &slice.base_instant,
+                        ) =>
+                    {
+                        let key = (slice.partition_path.clone(), slice.file_id.clone());
+                        offer(&mut self.slices, slice)?;
+                        reattach(&mut self.slices, &mut self.detached, &key);
+                    }
+                    // A completed deltacommit's stat naming a log: it wrote the log (LogVisibility's rule).
+                    Some(DataFile::Log(partition, log))
+                        if *delta && !visibility.is_replaced(&partition, &log.name.file_id) =>
+                    {
+                        attach_log(&mut self.slices, &mut self.detached, &logs, &partition, log);
+                    }
+                    _ => {}
                 }
             }
         }

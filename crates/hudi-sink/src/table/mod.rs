@@ -20,8 +20,8 @@ pub use commit::{
 };
 pub use file_name::{BaseFileName, FileNameError, Marker, MarkerType, WriteToken};
 pub use fs_view::{
-    latest_file_slices, FileSlice, FileSystemView, ListReason, Refresh, ReplacedGroups,
-    SliceVisibility,
+    latest_file_slices, FileSlice, FileSystemView, ListReason, LogVisibility, Refresh,
+    ReplacedGroups, SliceLogFile, SliceVisibility,
 };
 pub use instant::{Action, Instant, InstantError, InstantTime, State};
 pub use partition_metadata::{PartitionMetadata, PartitionMetadataError};

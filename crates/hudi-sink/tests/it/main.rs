@@ -19,6 +19,7 @@ mod lock_file;
 mod log_file_golden;
 mod model;
 mod mor_merge_golden;
+mod mor_slices;
 mod request_counts;
 mod schema_golden;
 mod services_crash;

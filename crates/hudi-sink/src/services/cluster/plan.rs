@@ -226,6 +226,7 @@ impl ClusteringPlanned {
                     base_instant: parsed.instant_time,
                     file_name,
                     size: 0,
+                    log_files: Vec::new(),
                 });
             }
             let Some(first) = slices.first() else {
@@ -263,6 +264,7 @@ mod tests {
             base_instant: InstantTime::parse("20240101000000001").expect("t"),
             file_name: format!("{id}_0-0-0_20240101000000001.parquet"),
             size,
+            log_files: Vec::new(),
         }
     }
 
