@@ -46,7 +46,7 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
     if storage.head(".hoodie/hoodie.properties").await?.is_none() {
         return Err(format!("{base} is not a Hudi table (no .hoodie/hoodie.properties)").into());
     }
-    let report = sync.sync(storage.as_ref(), None, &[]).await?;
+    let report = sync.sync(storage.as_ref(), &[]).await?;
     println!("{}", serde_json::to_string(&report)?);
     Ok(())
 }

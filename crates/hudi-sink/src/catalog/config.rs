@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::config::write_config::ConfigError;
+use crate::config::write_config::{parse_bool, ConfigError};
 
 /// The Glue sync tool class, as Hudi spells it since 0.11.
 pub const GLUE_SYNC_TOOL: &str = "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool";
@@ -148,18 +148,7 @@ impl CatalogConfig {
     pub fn from_properties(props: &BTreeMap<String, String>) -> Result<Option<Self>, ConfigError> {
         let get = |k: &str| props.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
         let flag = |k: &str, default: bool| -> Result<bool, ConfigError> {
-            match get(k) {
-                None => Ok(default),
-                Some(v) => match v.to_ascii_lowercase().as_str() {
-                    "true" => Ok(true),
-                    "false" => Ok(false),
-                    _ => Err(ConfigError::Invalid {
-                        key: k.into(),
-                        value: v.into(),
-                        reason: "expected true or false".into(),
-                    }),
-                },
-            }
+            get(k).map_or(Ok(default), |v| parse_bool(k, v))
         };
         let enabled = flag("hoodie.datasource.meta.sync.enable", false)?
             || flag("hoodie.meta.sync.enable", false)?

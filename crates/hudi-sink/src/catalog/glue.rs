@@ -145,6 +145,17 @@ fn storage_of(sd: Option<&StorageDescriptor>) -> StorageDef {
     }
 }
 
+fn stored_partition(p: &aws_sdk_glue::types::Partition) -> StoredPartition {
+    StoredPartition {
+        values: p.values().to_vec(),
+        location: p
+            .storage_descriptor()
+            .and_then(|s| s.location())
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
 fn value_list(values: &[String]) -> Result<PartitionValueList, CatalogError> {
     PartitionValueList::builder()
         .set_values(Some(values.to_vec()))
@@ -325,18 +336,7 @@ impl CatalogClient for GlueCatalog {
                 ),
             });
         }
-        Ok(out
-            .partitions()
-            .iter()
-            .map(|p| StoredPartition {
-                values: p.values().to_vec(),
-                location: p
-                    .storage_descriptor()
-                    .and_then(|s| s.location())
-                    .unwrap_or_default()
-                    .to_string(),
-            })
-            .collect())
+        Ok(out.partitions().iter().map(stored_partition).collect())
     }
 
     async fn all_partitions(
@@ -356,16 +356,7 @@ impl CatalogClient for GlueCatalog {
                 .send()
                 .await
                 .map_err(|e| glue_err("GetPartitions", e))?;
-            out.extend(page.partitions().iter().map(|p| {
-                StoredPartition {
-                    values: p.values().to_vec(),
-                    location: p
-                        .storage_descriptor()
-                        .and_then(|s| s.location())
-                        .unwrap_or_default()
-                        .to_string(),
-                }
-            }));
+            out.extend(page.partitions().iter().map(stored_partition));
             match page.next_token() {
                 Some(t) if !t.is_empty() => token = Some(t.to_string()),
                 _ => return Ok(out),

@@ -84,6 +84,26 @@ fn map_key_value(map: &Type) -> Result<(&Type, &Type), CatalogError> {
     }
 }
 
+/// `(precision, scale)` when the primitive is a decimal (logical or converted annotation).
+fn decimal_of(field: &Type, precision: i32, scale: i32) -> Option<(i32, i32)> {
+    (matches!(logical(field), Some(LogicalType::Decimal(_)))
+        || converted(field) == ConvertedType::DECIMAL)
+        .then_some((precision, scale))
+}
+
+fn is_date(field: &Type) -> bool {
+    matches!(logical(field), Some(LogicalType::Date)) || converted(field) == ConvertedType::DATE
+}
+
+/// Whether the byte array holds text (`STRING`/`ENUM`, and `JSON` when `json`).
+fn is_text(field: &Type, json: bool) -> bool {
+    matches!(
+        logical(field),
+        Some(LogicalType::String | LogicalType::Enum)
+    ) || (json && matches!(logical(field), Some(LogicalType::Json)))
+        || matches!(converted(field), ConvertedType::UTF8 | ConvertedType::ENUM)
+}
+
 fn convert(field: &Type, support_timestamp: bool) -> Result<String, CatalogError> {
     if field.is_primitive() {
         let Type::PrimitiveType {
@@ -95,17 +115,10 @@ fn convert(field: &Type, support_timestamp: bool) -> Result<String, CatalogError
         else {
             return Err(unsupported(field, "not a primitive"));
         };
-        let decimal = match logical(field) {
-            Some(LogicalType::Decimal(_)) => Some((*precision, *scale)),
-            _ if converted(field) == ConvertedType::DECIMAL => Some((*precision, *scale)),
-            _ => None,
-        };
-        if let Some((p, s)) = decimal {
+        if let Some((p, s)) = decimal_of(field, *precision, *scale) {
             return Ok(format!("DECIMAL({p},{s})"));
         }
-        if matches!(logical(field), Some(LogicalType::Date))
-            || converted(field) == ConvertedType::DATE
-        {
+        if is_date(field) {
             return Ok("DATE".into());
         }
         let timestamp = matches!(logical(field), Some(LogicalType::Timestamp { .. }))
@@ -116,10 +129,7 @@ fn convert(field: &Type, support_timestamp: bool) -> Result<String, CatalogError
         if support_timestamp && timestamp {
             return Ok("TIMESTAMP".into());
         }
-        let stringish = matches!(
-            logical(field),
-            Some(LogicalType::String | LogicalType::Enum)
-        ) || matches!(converted(field), ConvertedType::UTF8 | ConvertedType::ENUM);
+        let stringish = is_text(field, false);
         return Ok(match physical_type {
             Physical::BOOLEAN => "BOOLEAN",
             Physical::INT32 => "INT",
@@ -169,26 +179,16 @@ fn spark_type(field: &Type) -> Result<Value, CatalogError> {
         else {
             return Err(unsupported(field, "not a primitive"));
         };
-        let decimal = match logical(field) {
-            Some(LogicalType::Decimal(_)) => Some((*precision, *scale)),
-            _ if converted(field) == ConvertedType::DECIMAL => Some((*precision, *scale)),
-            _ => None,
-        };
-        if let Some((p, s)) = decimal {
+        if let Some((p, s)) = decimal_of(field, *precision, *scale) {
             return Ok(json!(format!("decimal({p},{s})")));
         }
-        if matches!(logical(field), Some(LogicalType::Date))
-            || converted(field) == ConvertedType::DATE
-        {
+        if is_date(field) {
             return Ok(json!("date"));
         }
         if matches!(logical(field), Some(LogicalType::Timestamp { .. })) {
             return Ok(json!("timestamp"));
         }
-        let stringish = matches!(
-            logical(field),
-            Some(LogicalType::String | LogicalType::Enum | LogicalType::Json)
-        ) || matches!(converted(field), ConvertedType::UTF8 | ConvertedType::ENUM);
+        let stringish = is_text(field, true);
         return Ok(json!(match physical_type {
             Physical::BOOLEAN => "boolean",
             Physical::INT32 => "integer",

@@ -35,7 +35,7 @@ pub use sync::{sync_table, CatalogClient, CatalogSyncReport};
 use crate::storage::{Storage, StorageError};
 use crate::table::instant::InstantTime;
 use crate::table::properties::PropertiesError;
-use crate::table::timeline::{Timeline, TimelineError};
+use crate::table::timeline::TimelineError;
 
 /// Why a catalog sync failed.
 #[derive(Debug, thiserror::Error)]
@@ -95,7 +95,6 @@ impl CatalogSync {
     pub async fn sync(
         &self,
         storage: &dyn Storage,
-        timeline: Option<&Timeline>,
         known: &[(InstantTime, BTreeSet<String>)],
     ) -> Result<CatalogSyncReport, CatalogError> {
         let ms = self.config.timeout.as_millis() as u64;
@@ -106,7 +105,6 @@ impl CatalogSync {
                 &self.config,
                 storage,
                 &self.base_path,
-                timeline,
                 known,
             ),
         )
@@ -122,7 +120,6 @@ impl CatalogSync {
     pub async fn after_commit(
         &self,
         storage: &dyn Storage,
-        timeline: Option<&Timeline>,
         known: &[(InstantTime, BTreeSet<String>)],
     ) -> CatalogSyncReport {
         let backing_off = self
@@ -138,7 +135,7 @@ impl CatalogSync {
             }
         } else {
             let started = WallClock::now();
-            match self.sync(storage, timeline, known).await {
+            match self.sync(storage, known).await {
                 Ok(report) => {
                     if let Ok(mut f) = self.failed_at.lock() {
                         *f = None;

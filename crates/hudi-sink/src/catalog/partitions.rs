@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use super::config::PartitionExtractor;
 use super::CatalogError;
+use crate::record::partition::unescape_path_name;
 use crate::storage::Storage;
 use crate::table::instant::{Action, InstantTime, State};
 use crate::table::partition_metadata::PARTITION_METAFILE;
@@ -73,27 +74,6 @@ pub fn partition_values(
     } else {
         values
     }))
-}
-
-/// Percent-decoding as Hudi's `unescapePathName` does it: `%XX` with two hex digits becomes that byte, anything
-/// else stays; bytes that do not form UTF-8 are replaced.
-pub fn unescape_path_name(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// What changed in the table's partitions after the watermark.

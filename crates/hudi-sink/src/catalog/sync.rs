@@ -167,27 +167,18 @@ async fn table_schema(
 }
 
 /// Syncs the catalog with the table at `storage` (whose base path as users configured it is `base_path`).
-/// `timeline` saves a listing when the caller has it; `known` are written partitions the caller has in
-/// hand, per instant (see [`changes_since`]).
+/// `known` are written partitions the caller has in hand, per instant (see [`changes_since`]).
 pub async fn sync_table(
     client: &dyn CatalogClient,
     config: &CatalogConfig,
     storage: &dyn Storage,
     base_path: &str,
-    timeline: Option<&Timeline>,
     known: &[(InstantTime, BTreeSet<String>)],
 ) -> Result<CatalogSyncReport, CatalogError> {
     let started = std::time::Instant::now();
     let mut report = CatalogSyncReport::default();
     let props = TableProperties::load(storage).await?;
-    let loaded;
-    let timeline = match timeline {
-        Some(t) => t,
-        None => {
-            loaded = Timeline::load(storage).await?;
-            &loaded
-        }
-    };
+    let timeline = &Timeline::load(storage).await?;
     let Some(schema) = table_schema(storage, timeline, &props).await? else {
         // Nothing committed and no create schema: there is nothing a reader could query yet.
         return Ok(report);

@@ -95,10 +95,7 @@ impl Fixture {
 
     async fn sync(&self) -> CatalogSyncReport {
         self.catalog.calls.lock().unwrap().clear();
-        self.sync
-            .sync(self.storage.as_ref(), None, &[])
-            .await
-            .unwrap()
+        self.sync.sync(self.storage.as_ref(), &[]).await.unwrap()
     }
 
     fn partitions(&self, table: &str) -> BTreeMap<Vec<String>, String> {
@@ -122,6 +119,21 @@ impl Fixture {
             .unwrap()
             .get(&("lake".to_string(), table.to_string()))
             .and_then(|t| t.parameters.get(WATERMARK).cloned())
+    }
+
+    /// The `trips` table as the catalog holds it.
+    fn table(&self) -> definition::TableDef {
+        self.catalog.tables.lock().unwrap()[&("lake".to_string(), "trips".to_string())].clone()
+    }
+
+    /// Changes the stored `trips` table behind the sync's back.
+    fn edit_table(&self, edit: impl FnOnce(&mut definition::TableDef)) {
+        let mut tables = self.catalog.tables.lock().unwrap();
+        edit(
+            tables
+                .get_mut(&("lake".to_string(), "trips".to_string()))
+                .unwrap(),
+        );
     }
 
     fn calls(&self) -> Vec<String> {
@@ -162,8 +174,7 @@ async fn first_sync_creates_database_table_and_every_partition() {
         ])
     );
     assert_eq!(f.watermark("trips"), Some(t1.to_string()));
-    let table =
-        f.catalog.tables.lock().unwrap()[&("lake".to_string(), "trips".to_string())].clone();
+    let table = f.table();
     let keys: Vec<&str> = table
         .partition_keys
         .iter()
@@ -211,7 +222,7 @@ async fn known_partitions_save_the_commit_read() {
     let t2 = f.insert(&["la"]).await;
     // The caller's partitions are taken as given: the commit file is not read again.
     let known = [(t2.clone(), BTreeSet::from(["given".to_string()]))];
-    let report = f.sync.sync(f.storage.as_ref(), None, &known).await.unwrap();
+    let report = f.sync.sync(f.storage.as_ref(), &known).await.unwrap();
     assert_eq!(report.partitions_created, 1);
     let parts: Vec<Vec<String>> = f.partitions("trips").into_keys().collect();
     assert_eq!(parts, [vec!["given".to_string()], vec!["sf".to_string()]]);
@@ -227,7 +238,7 @@ async fn a_failed_sync_is_caught_up_by_the_next() {
     // Fails at BatchCreatePartition: the watermark must stay where it was.
     *f.catalog.fail_after.lock().unwrap() = Some(2);
     let before = f.watermark("trips");
-    let report = f.sync.after_commit(f.storage.as_ref(), None, &[]).await;
+    let report = f.sync.after_commit(f.storage.as_ref(), &[]).await;
     assert!(
         report
             .error
@@ -240,7 +251,7 @@ async fn a_failed_sync_is_caught_up_by_the_next() {
     // Backing off: the next commit skips the sync without a call.
     *f.catalog.fail_after.lock().unwrap() = None;
     f.catalog.calls.lock().unwrap().clear();
-    let report = f.sync.after_commit(f.storage.as_ref(), None, &[]).await;
+    let report = f.sync.after_commit(f.storage.as_ref(), &[]).await;
     assert!(report.skipped);
     assert!(f.calls().is_empty());
     // The next real sync registers everything missed.
@@ -255,7 +266,7 @@ async fn an_interrupted_create_converges() {
     f.insert(&["sf", "la"]).await;
     // Dies after the table is created, before the partitions.
     *f.catalog.fail_after.lock().unwrap() = Some(4);
-    assert!(f.sync.sync(f.storage.as_ref(), None, &[]).await.is_err());
+    assert!(f.sync.sync(f.storage.as_ref(), &[]).await.is_err());
     assert!(f.watermark("trips").is_none());
     *f.catalog.fail_after.lock().unwrap() = None;
     let report = f.sync().await;
@@ -349,17 +360,13 @@ async fn parameters_others_added_survive_and_ours_are_restored() {
     let f = fixture(true, &[]).await;
     f.insert(&["sf"]).await;
     f.sync().await;
-    {
-        let mut tables = f.catalog.tables.lock().unwrap();
-        let t = tables
-            .get_mut(&("lake".to_string(), "trips".to_string()))
-            .unwrap();
+    f.edit_table(|t| {
         t.parameters.insert("owner.note".into(), "kept".into());
         t.parameters.insert("EXTERNAL".into(), "FALSE".into());
-    }
+    });
     let report = f.sync().await;
     assert_eq!(report.tables_updated, 1);
-    let t = f.catalog.tables.lock().unwrap()[&("lake".to_string(), "trips".to_string())].clone();
+    let t = f.table();
     assert_eq!(t.parameters["owner.note"], "kept");
     assert_eq!(t.parameters["EXTERNAL"], "TRUE");
 }
@@ -371,14 +378,7 @@ async fn a_sync_that_read_an_older_version_does_not_overwrite_a_newer_one() {
     f.sync().await;
     let t2 = f.insert(&["la"]).await;
     // A slow sync read the table at this version, then another sync moved the watermark on.
-    let stale = f
-        .catalog
-        .tables
-        .lock()
-        .unwrap()
-        .get(&("lake".to_string(), "trips".to_string()))
-        .cloned()
-        .unwrap();
+    let stale = f.table();
     f.sync().await;
     assert_eq!(f.watermark("trips"), Some(t2.to_string()));
     let mut old = stale;
@@ -416,7 +416,7 @@ async fn url_encoded_and_hostile_values_get_their_stored_location() {
     );
     let decoded: BTreeSet<String> = held
         .keys()
-        .map(|v| partitions::unescape_path_name(&v[0]))
+        .map(|v| crate::record::partition::unescape_path_name(&v[0]))
         .collect();
     assert_eq!(
         decoded,
@@ -440,17 +440,11 @@ async fn a_schema_change_updates_the_columns() {
     let f = fixture(true, &[]).await;
     f.insert(&["sf"]).await;
     f.sync().await;
-    {
-        // As if the table had been registered with an older schema.
-        let mut tables = f.catalog.tables.lock().unwrap();
-        let t = tables
-            .get_mut(&("lake".to_string(), "trips".to_string()))
-            .unwrap();
-        t.storage.columns.retain(|c| c.name != "ts");
-    }
+    // As if the table had been registered with an older schema.
+    f.edit_table(|t| t.storage.columns.retain(|c| c.name != "ts"));
     let report = f.sync().await;
     assert_eq!(report.tables_updated, 1);
-    let t = f.catalog.tables.lock().unwrap()[&("lake".to_string(), "trips".to_string())].clone();
+    let t = f.table();
     assert!(t
         .storage
         .columns

@@ -60,9 +60,7 @@ impl Coordinator {
     pub(super) async fn sync_catalog(&self, written: Option<(InstantTime, BTreeSet<String>)>) {
         if let Some(catalog) = &self.catalog {
             let known: Vec<_> = written.into_iter().collect();
-            catalog
-                .after_commit(self.storage.as_ref(), None, &known)
-                .await;
+            catalog.after_commit(self.storage.as_ref(), &known).await;
         }
     }
 }

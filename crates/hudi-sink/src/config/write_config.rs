@@ -237,7 +237,8 @@ const IGNORED_PREFIXES: &[&str] = &[
 /// Prefixes this project owns: a key under them must be known.
 const STRICT_PREFIXES: &[&str] = &["hoodie.", "hudi.sink."];
 
-fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
+/// `true` / `false` in any case, surrounding space allowed; anything else is an error naming the key.
+pub(crate) fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
     match value.trim().to_ascii_lowercase().as_str() {
         "true" => Ok(true),
         "false" => Ok(false),

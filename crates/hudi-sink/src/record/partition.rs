@@ -220,6 +220,28 @@ pub fn escape_path_name(value: &str, out: &mut String) {
     }
 }
 
+/// The inverse of [`escape_path_name`], as Hudi's `unescapePathName` (catalog sync with
+/// `hoodie.meta.sync.decode_partition`): `%XX` with two hex digits becomes that byte, anything
+/// else stays; bytes that do not form UTF-8 are replaced.
+pub fn unescape_path_name(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 fn push_escaped(out: &mut String, c: char) {
     if needs_escaping(c) {
         // Writing into a String cannot fail.

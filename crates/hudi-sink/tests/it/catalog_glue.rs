@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use crate::common::moto;
 use crate::common::python::python;
 use crate::exactly_once::process;
-use crate::model::{local_props, Msg, SCHEMA};
+use crate::model::{local_props, non_partitioned, Msg, SCHEMA};
 
 /// Forwards Glue requests to moto, counting them; answers 500 instead while `fail` is set.
 struct GlueProxy {
@@ -207,29 +207,14 @@ async fn setup(partitioned: bool) -> Setup {
     let endpoint = moto::moto().endpoint.clone();
     std::env::set_var("AWS_ENDPOINT_URL_S3", &endpoint);
     let bucket = moto::new_bucket("glue").await;
-    moto::s3_client()
-        .await
-        .put_object()
-        .bucket(&bucket)
-        .key("schemas/trips.avsc")
-        .body(SCHEMA.as_bytes().to_vec().into())
-        .send()
-        .await
-        .expect("upload schema");
+    moto::put_object(&bucket, "schemas/trips.avsc", SCHEMA.as_bytes()).await;
     let mut props = local_props(
         Path::new(&format!("s3://{bucket}/tables/trips")),
         Path::new(&format!("s3://{bucket}/schemas/trips.avsc")),
         Path::new(&format!("s3://{bucket}/dead-letters")),
     );
     if !partitioned {
-        props.insert(
-            "hoodie.datasource.write.partitionpath.field".into(),
-            String::new(),
-        );
-        props.insert(
-            "hoodie.datasource.write.keygenerator.class".into(),
-            "org.apache.hudi.keygen.NonpartitionedKeyGenerator".into(),
-        );
+        non_partitioned(&mut props);
     }
     let proxy = GlueProxy::start(&endpoint);
     let database = moto::unique_name("lake").replace('-', "_");
@@ -481,7 +466,7 @@ async fn merge_on_read_tables_get_ro_and_rt_tables() {
         &base,
     );
     let storage = open_storage(&base).await.expect("storage");
-    let report = sync.sync(storage.as_ref(), None, &[]).await.expect("sync");
+    let report = sync.sync(storage.as_ref(), &[]).await.expect("sync");
     assert_eq!(report.tables_created, 2, "{report:?}");
     let mut on_storage: BTreeMap<Vec<String>, String> = BTreeMap::new();
     for entry in walk(&table.path) {
@@ -539,7 +524,7 @@ async fn merge_on_read_tables_get_ro_and_rt_tables() {
         );
     }
     // Nothing new: a second sync only reads.
-    let report = sync.sync(storage.as_ref(), None, &[]).await.expect("sync");
+    let report = sync.sync(storage.as_ref(), &[]).await.expect("sync");
     assert_eq!(
         report.calls.keys().collect::<Vec<_>>(),
         ["GetTable"],

@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::common::moto;
 use crate::common::python::read_rows;
 use crate::exactly_once::process;
-use crate::model::{esm_payload, local_props, stream, Model, Msg, SCHEMA};
+use crate::model::{esm_payload, local_props, non_partitioned, stream, Model, Msg, SCHEMA};
 
 /// A table in a fresh moto bucket with its own DynamoDB lock table.
 struct AwsTable {
@@ -40,14 +40,7 @@ async fn aws_table(partitioned: bool, lease_ms: u64) -> AwsTable {
     // The storage finds moto the way users point it at an emulator: through the environment.
     std::env::set_var("AWS_ENDPOINT_URL_S3", &endpoint);
     let bucket = moto::new_bucket("eo").await;
-    let s3 = moto::s3_client().await;
-    s3.put_object()
-        .bucket(&bucket)
-        .key("schemas/trips.avsc")
-        .body(SCHEMA.as_bytes().to_vec().into())
-        .send()
-        .await
-        .expect("upload schema");
+    moto::put_object(&bucket, "schemas/trips.avsc", SCHEMA.as_bytes()).await;
     let base = format!("s3://{bucket}/tables/trips");
     let dead_prefix = "dead-letters/trips".to_string();
     let mut props = local_props(
@@ -56,14 +49,7 @@ async fn aws_table(partitioned: bool, lease_ms: u64) -> AwsTable {
         Path::new(&format!("s3://{bucket}/{dead_prefix}")),
     );
     if !partitioned {
-        props.insert(
-            "hoodie.datasource.write.partitionpath.field".into(),
-            String::new(),
-        );
-        props.insert(
-            "hoodie.datasource.write.keygenerator.class".into(),
-            "org.apache.hudi.keygen.NonpartitionedKeyGenerator".into(),
-        );
+        non_partitioned(&mut props);
     }
     let lock_table = moto::unique_name("hudi-locks");
     props.insert(TABLE_KEY.into(), lock_table.clone());

@@ -365,3 +365,15 @@ pub fn dead_letter_lines(dir: &Path) -> Vec<Value> {
     }
     out
 }
+
+/// Makes `props` (from [`local_props`]) describe a non-partitioned table.
+pub fn non_partitioned(props: &mut BTreeMap<String, String>) {
+    props.insert(
+        "hoodie.datasource.write.partitionpath.field".into(),
+        String::new(),
+    );
+    props.insert(
+        "hoodie.datasource.write.keygenerator.class".into(),
+        "org.apache.hudi.keygen.NonpartitionedKeyGenerator".into(),
+    );
+}

@@ -99,6 +99,19 @@ pub async fn new_bucket(prefix: &str) -> String {
     name
 }
 
+/// Uploads `body` to `bucket/key` in moto.
+pub async fn put_object(bucket: &str, key: &str, body: &[u8]) {
+    s3_client()
+        .await
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(body.to_vec().into())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put {key}: {e}"));
+}
+
 /// The endpoint if moto was started by this process (the Python reader then reads `s3://` from it).
 pub fn endpoint_if_started() -> Option<&'static str> {
     MOTO.get().map(|m| m.endpoint.as_str())
