@@ -31,6 +31,10 @@ pub enum Mutation {
     /// The catalog sync moves the watermark (`last_commit_time_sync`) only after the partitions it covers are
     /// registered.
     CatalogWatermarkLast,
+    /// Compaction merges only log blocks of completed deltacommits into the new base file.
+    CompactionCommittedLogsOnly,
+    /// The rollback of a failed deltacommit deletes the log files it appended.
+    RollbackDeletesLogFiles,
 }
 
 impl Mutation {
@@ -59,12 +63,24 @@ impl Mutation {
             Mutation::ArchiveStopsAtPending => "archive-stops-at-pending",
             Mutation::ArchiveStopsAtUncleanedReplace => "archive-stops-at-uncleaned-replace",
             Mutation::CatalogWatermarkLast => "catalog-watermark-last",
+            Mutation::CompactionCommittedLogsOnly => "compaction-committed-logs-only",
+            Mutation::RollbackDeletesLogFiles => "rollback-deletes-log-files",
         }
     }
 
+    /// Mutations of the merge-on-read mechanisms, which the simulation does not drive yet: unit and
+    /// integration tests switch them.
+    pub const MERGE_ON_READ: [Mutation; 2] = [
+        Mutation::CompactionCommittedLogsOnly,
+        Mutation::RollbackDeletesLogFiles,
+    ];
+
     /// The mutation named `name` (see [`Mutation::name`]).
     pub fn from_name(name: &str) -> Option<Mutation> {
-        Mutation::ALL.into_iter().find(|m| m.name() == name.trim())
+        Mutation::ALL
+            .into_iter()
+            .chain(Mutation::MERGE_ON_READ)
+            .find(|m| m.name() == name.trim())
     }
 }
 
