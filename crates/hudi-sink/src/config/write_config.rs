@@ -14,6 +14,7 @@ use thiserror::Error;
 use crate::base_file::bloom::{BloomFilter, BloomFilterType, BloomSizing, DEFAULT_NUM_ENTRIES};
 use crate::base_file::codec::CompressionCodec;
 use crate::base_file::writer::BaseFileOptions;
+use crate::table::properties::TableType;
 
 /// A bad or unknown configuration key.
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -114,6 +115,9 @@ pub struct WriteConfig {
     pub url_encode_partitions: bool,
     /// The index.
     pub index: IndexConfig,
+    /// `hoodie.table.type` / `hoodie.datasource.write.table.type`: whether upserts rewrite file groups
+    /// (copy-on-write) or append log files to them (merge-on-read).
+    pub table_type: TableType,
     /// `hoodie.streamer.schemaprovider.source.schema.file`: the Avro schema (path or `s3://`).
     pub schema_file: Option<String>,
     /// `hoodie.parquet.max.file.size`: new file groups are split at this size.
@@ -317,15 +321,17 @@ impl WriteConfig {
                 key: "hoodie.base.path",
             })?
             .to_string();
+        let mut table_type = TableType::CopyOnWrite;
         for key in ["hoodie.table.type", "hoodie.datasource.write.table.type"] {
             if let Some(v) = get(key) {
-                if !v.eq_ignore_ascii_case("COPY_ON_WRITE") {
-                    return Err(ConfigError::Invalid {
+                table_type = v
+                    .to_ascii_uppercase()
+                    .parse()
+                    .map_err(|_| ConfigError::Invalid {
                         key: key.into(),
                         value: v.into(),
-                        reason: "only COPY_ON_WRITE tables are written".into(),
-                    });
-                }
+                        reason: "COPY_ON_WRITE or MERGE_ON_READ".into(),
+                    })?;
             }
         }
         let operation = match get("hoodie.datasource.write.operation") {
@@ -405,6 +411,13 @@ impl WriteConfig {
             }
             None => IndexConfig::None,
         };
+        if table_type == TableType::MergeOnRead && index == IndexConfig::None {
+            return Err(ConfigError::Conflict {
+                reason: "MERGE_ON_READ tables are written with the bucket index (hoodie.index.type=BUCKET): \
+                         appends find their file group by the record key's bucket"
+                    .into(),
+            });
+        }
         if operation != WriteOperation::Insert && index == IndexConfig::None {
             return Err(ConfigError::Conflict {
                 reason: format!(
@@ -519,6 +532,7 @@ impl WriteConfig {
             hive_style_partitioning,
             url_encode_partitions,
             index,
+            table_type,
             schema_file,
             max_file_size,
             base_file,
@@ -635,7 +649,24 @@ mod tests {
         ));
         let mut p = base();
         p.insert("hoodie.table.type".into(), "MERGE_ON_READ".into());
+        assert_eq!(
+            WriteConfig::from_properties(p).expect("mor").table_type,
+            TableType::MergeOnRead
+        );
+        let mut p = base();
+        p.insert("hoodie.table.type".into(), "MERGE_ON_WRITE".into());
         assert!(WriteConfig::from_properties(p).is_err());
+        let mut p = base();
+        p.remove("hoodie.index.type");
+        p.insert("hoodie.datasource.write.operation".into(), "insert".into());
+        p.insert(
+            "hoodie.datasource.write.table.type".into(),
+            "MERGE_ON_READ".into(),
+        );
+        assert!(matches!(
+            WriteConfig::from_properties(p),
+            Err(ConfigError::Conflict { .. })
+        ));
         let mut p = base();
         p.insert("hoodie.table.name".into(), "bad-name".into());
         assert!(WriteConfig::from_properties(p).is_err());

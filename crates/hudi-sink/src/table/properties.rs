@@ -710,6 +710,20 @@ impl TableProperties {
         self.archivelog_folder.as_deref().unwrap_or("archived")
     }
 
+    /// The action of this table's writes: `commit` (copy-on-write) or `deltacommit` (merge-on-read, whose
+    /// `commit`s are compactions).
+    pub fn write_action(&self) -> crate::table::instant::Action {
+        match self.table_type {
+            TableType::CopyOnWrite => crate::table::instant::Action::Commit,
+            TableType::MergeOnRead => crate::table::instant::Action::DeltaCommit,
+        }
+    }
+
+    /// Whether upserts append log files (merge-on-read).
+    pub fn is_merge_on_read(&self) -> bool {
+        self.table_type == TableType::MergeOnRead
+    }
+
     /// Whether the table is partitioned (hudi-rs's rule: partition fields set and the key generator is not the
     /// non-partitioned one).
     pub fn is_partitioned(&self) -> bool {
@@ -865,13 +879,6 @@ impl TableProperties {
                 K::TimelineLayoutVersion,
                 shown(self.timeline_layout_version.map(|v| v.to_string())),
                 "table version 6 needs timeline layout 1",
-            );
-        }
-        if self.table_type != TableType::CopyOnWrite {
-            return refuse(
-                K::TableType,
-                self.table_type.to_string(),
-                "only COPY_ON_WRITE is written",
             );
         }
         if self.base_file_format_or_default() != BaseFileFormat::Parquet {
@@ -1231,6 +1238,13 @@ hoodie.table.checksum=616688896
     #[test]
     fn validation_refuses_what_the_writer_cannot_write() {
         trips().validate_writable().expect("ours is writable");
+        let mut mor = trips();
+        mor.table_type = TableType::MergeOnRead;
+        mor.validate_writable().expect("merge-on-read is writable");
+        assert_eq!(
+            mor.write_action(),
+            crate::table::instant::Action::DeltaCommit
+        );
         type Change = Box<dyn Fn(&mut TableProperties)>;
         let cases: Vec<(Change, &str)> = vec![
             (
@@ -1245,10 +1259,6 @@ hoodie.table.checksum=616688896
             (
                 Box::new(|p| p.timeline_layout_version = None),
                 "hoodie.timeline.layout.version",
-            ),
-            (
-                Box::new(|p| p.table_type = TableType::MergeOnRead),
-                "hoodie.table.type",
             ),
             (
                 Box::new(|p| p.base_file_format = Some(BaseFileFormat::Orc)),

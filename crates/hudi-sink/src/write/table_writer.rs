@@ -31,7 +31,7 @@ use crate::table::file_name::{marker_path, BaseFileName, MarkerType, WriteToken}
 use crate::table::fs_view::{FileSlice, FileSystemView};
 use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::partition_metadata::{metafile_path, PartitionMetadata};
-use crate::table::properties::TableProperties;
+use crate::table::properties::{TableProperties, TableType};
 use crate::table::timeline::Timeline;
 
 /// The data column Hudi treats as a delete marker.
@@ -186,6 +186,24 @@ fn new_table_properties(
     p.precombine_field = config.precombine_field.clone();
     p.key_generator_class = Some(keygen.kind.class_name().to_string());
     p.hive_style_partitioning = Some(config.hive_style_partitioning);
+    if config.table_type == TableType::MergeOnRead {
+        // Every reader merges base and logs by the rule these name (docs/architecture.md, "Merge-on-read"):
+        // with an ordering field the larger value wins (Spark and hudi-rs agree only for this payload),
+        // without one the later commit.
+        p.table_type = TableType::MergeOnRead;
+        let (payload, strategy) = match &config.precombine_field {
+            Some(_) => (
+                "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+                "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+            ),
+            None => (
+                "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+                "ce9acb64-bde0-424c-9b91-f6ebba25356d",
+            ),
+        };
+        p.set_other("hoodie.compaction.payload.class", payload)?;
+        p.set_other("hoodie.compaction.record.merger.strategy", strategy)?;
+    }
     p.url_encode_partitioning = Some(config.url_encode_partitions);
     // hudi-rs reads property values raw and Java unescapes backslashes: store the create schema only when
     // both read it the same way.
@@ -214,6 +232,37 @@ fn table_err(storage: &dyn Storage, reason: impl Into<String>) -> WriteError {
     }
 }
 
+/// A merge-on-read table's readers merge by the rule of its payload class: refuses a table whose rule
+/// readers do not share (another payload) or whose ordering field is not the configured precombine field,
+/// since the writer folds each batch by that field.
+fn check_merge_mode(
+    storage: &dyn Storage,
+    props: &TableProperties,
+    config: &WriteConfig,
+) -> Result<(), WriteError> {
+    use crate::log_file::scan::MergeMode;
+    if !props.is_merge_on_read() {
+        return Ok(());
+    }
+    let mode = MergeMode::from_table_properties(&props.as_map())
+        .map_err(|e| table_err(storage, format!("merge-on-read table: {e}")))?;
+    let ordering = match &mode {
+        MergeMode::EventTime { ordering_field } => Some(ordering_field.as_str()),
+        MergeMode::CommitTime => None,
+    };
+    if ordering != config.precombine_field.as_deref() {
+        return Err(table_err(
+            storage,
+            format!(
+                "readers merge this table's records by {} but hoodie.datasource.write.precombine.field is {:?}",
+                ordering.map_or("commit time".to_string(), |f| format!("ordering field {f}")),
+                config.precombine_field
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses a configuration that disagrees with what the table on storage was written with.
 fn check_compatible(
     storage: &dyn Storage,
@@ -232,6 +281,13 @@ fn check_compatible(
             "hoodie.table.name",
             props.name.clone(),
             config.table_name.clone(),
+        ));
+    }
+    if props.table_type != config.table_type {
+        return Err(mismatch(
+            "hoodie.table.type",
+            props.table_type.to_string(),
+            config.table_type.to_string(),
         ));
     }
     if props.record_key_fields != config.record_key_fields {
@@ -372,6 +428,7 @@ impl TableWriter {
                 (stored, table_schema)
             }
         };
+        check_merge_mode(storage.as_ref(), &properties, &config)?;
         let keygen = KeyGenerator::try_new(keygen_config, &table_schema.data)?;
         let ordering = match &config.precombine_field {
             Some(field) => {
