@@ -42,7 +42,8 @@ impl Coordinator {
         self.clean_leftovers_listed(guard, &timeline, &listed)
             .await?;
         let instant = InstantTime::next_after(self.clock.as_ref(), timeline.last_used_time());
-        crate::write::create_pending_instant(storage, &instant).await?;
+        let action = self.write_action().await?;
+        crate::write::create_pending_instant(storage, &instant, action).await?;
         let heartbeat_ms = write_heartbeat(storage, self.clock.as_ref(), &instant).await?;
         let checkpoint = self.latest_checkpoint(&timeline).await?;
         tracing::info!(%instant, writer, "instant begun");

@@ -10,6 +10,14 @@
 //! | one writer per file group | a commit after the base wrote the same (partition, file group) | [`Conflict::FileGroupWritten`] |
 //! | replaced groups count as touched | a replacecommit after the base replaced one of its file groups | [`Conflict::FileGroupReplaced`] |
 //! | one writer per bucket | a commit after the base touched the same (partition, bucket) | [`Conflict::BucketTouched`] |
+//! | log versions follow commit order | a deltacommit after the base appended a higher log version to a group the candidate appends to | [`Conflict::LogVersionBehind`] |
+//!
+//! Merge-on-read appends commute: two deltacommits that each append a log file to the same file group do not
+//! conflict (readers merge both logs), as long as the later commit's log comes later in the slice (the last
+//! rule: Java's log scanner stops at the first block newer than the query instant, so block instants must
+//! grow with the log version). Appends do conflict with whatever rewrites the group (a compaction, a
+//! replacecommit) and with a new file group in their bucket. A compaction `commit` carries no checkpoint, so
+//! it does not count for the completion order of deltacommits.
 //!
 //! The checker is pure: it sees the candidate's write stats and base, and the completed instants with their
 //! write stats, never storage. The coordinator reads the metadata of one completed commit at a time and stops
@@ -18,7 +26,7 @@
 //! already at hand. A conflict is an answer, not an error: the writer aborts its instant and retries with a
 //! fresh one (its text is the `reason` of the `conflict` answer).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::index::bucket::bucket_id_from_file_id;
 use crate::table::commit::WriteStat;
@@ -79,6 +87,27 @@ pub enum Conflict {
         /// The commit that completed first.
         winner: InstantTime,
     },
+    /// A deltacommit completed after the candidate's base appended a log file with a higher version to a
+    /// file group the candidate appends to: the candidate's blocks would come before older-instant blocks
+    /// of the winner, and Java readers of earlier instants would stop before them.
+    ///
+    /// Help: the writer retries, appending the next version.
+    #[error(
+        "log version {version} of file group {file_id} in partition {partition:?} is below version \
+         {winner_version} appended by commit {winner}"
+    )]
+    LogVersionBehind {
+        /// Partition path.
+        partition: String,
+        /// The shared file group.
+        file_id: String,
+        /// The candidate's log version.
+        version: i64,
+        /// The winner's (higher) log version.
+        winner_version: i64,
+        /// The deltacommit that completed first.
+        winner: InstantTime,
+    },
 }
 
 /// What a completed commit changed, from its metadata.
@@ -99,11 +128,29 @@ pub struct Candidate<'a> {
     base: Option<&'a InstantTime>,
     groups: BTreeSet<(&'a str, &'a str)>,
     buckets: BTreeSet<(&'a str, u32)>,
+    /// Buckets of the groups it creates or rewrites (not merge-on-read appends).
+    rewritten_buckets: BTreeSet<(&'a str, u32)>,
+    /// Merge-on-read appends: the log version per (partition, file group).
+    appends: BTreeMap<(&'a str, &'a str), i64>,
+    /// Whether the candidate is a deltacommit (merge-on-read): compaction commits do not order it.
+    delta: bool,
 }
 
 /// The (partition, file group) and (partition, bucket) keys of a file group.
 fn bucket_of<'s>(partition: &'s str, file_id: &str) -> Option<(&'s str, u32)> {
     bucket_id_from_file_id(file_id).map(|b| (partition, b))
+}
+
+/// The log version of a merge-on-read append (a stat whose file is a log file), `None` for a base file.
+fn appended_version(stat: &WriteStat) -> Option<i64> {
+    if !stat.file_name().starts_with('.') {
+        return None;
+    }
+    stat.log_version.or_else(|| {
+        crate::log_file::LogFileName::parse(stat.file_name())
+            .ok()
+            .map(|n| i64::from(n.version))
+    })
 }
 
 impl<'a> Candidate<'a> {
@@ -115,33 +162,53 @@ impl<'a> Candidate<'a> {
     ) -> Self {
         let mut groups = BTreeSet::new();
         let mut buckets = BTreeSet::new();
+        let mut rewritten_buckets = BTreeSet::new();
+        let mut appends = BTreeMap::new();
         for s in stats {
-            groups.insert((s.partition_path.as_str(), s.file_id.as_str()));
+            let group = (s.partition_path.as_str(), s.file_id.as_str());
+            groups.insert(group);
             buckets.extend(bucket_of(&s.partition_path, &s.file_id));
+            match appended_version(s) {
+                Some(v) => {
+                    appends.insert(group, v);
+                }
+                None => rewritten_buckets.extend(bucket_of(&s.partition_path, &s.file_id)),
+            }
         }
         Self {
             instant,
             base,
             groups,
             buckets,
+            rewritten_buckets,
+            appends,
+            delta: false,
         }
     }
 
-    /// Whether `done` completed after the candidate's base (with no base, every commit did): only those can
-    /// conflict with what the candidate wrote.
+    /// The candidate is a deltacommit of a merge-on-read table.
+    pub fn deltacommit(mut self, delta: bool) -> Self {
+        self.delta = delta;
+        self
+    }
+
+    /// Whether `done` completed after the candidate's base (the commits it must be checked against).
     pub fn is_after_base(&self, done: &Instant) -> bool {
         self.base.is_none_or(|b| done.time > *b)
     }
 
-    /// Completion follows instant order: refused when one of `completed` (the completed commit-like
-    /// instants, in time order) is newer than the candidate, replacecommits excepted.
+    /// Completion follows instant order: refused when a newer commit completed. Replacecommits do not count,
+    /// nor, for a deltacommit, compaction commits: neither carries a checkpoint.
     pub fn check_order<'i>(
         &self,
         completed: impl IntoIterator<Item = &'i Instant>,
     ) -> Result<(), Conflict> {
+        let counts = |done: &Instant| {
+            done.action != Action::ReplaceCommit && !(self.delta && done.action == Action::Commit)
+        };
         match completed
             .into_iter()
-            .find(|done| done.time > *self.instant && done.action != Action::ReplaceCommit)
+            .find(|done| done.time > *self.instant && counts(done))
         {
             Some(newer) => Err(Conflict::OlderThanCompleted {
                 instant: self.instant.clone(),
@@ -151,42 +218,77 @@ impl<'a> Candidate<'a> {
         }
     }
 
-    /// The file-group and bucket rules against one commit completed after the base. The first shared key
-    /// (in partition, then file-group order) is the one named.
+    /// The file group, bucket and log version rules against one commit completed after the base.
     pub fn check_against(&self, done: &CompletedWrite) -> Result<(), Conflict> {
         let winner = || done.instant.time.clone();
-        let written: BTreeSet<(&str, &str)> = done
-            .written
-            .iter()
-            .map(|s| (s.partition_path.as_str(), s.file_id.as_str()))
-            .collect();
+        // Per (partition, file group) the winner wrote: the highest log version it appended, or `None` when
+        // it wrote a base file there.
+        let mut written: BTreeMap<(&str, &str), Option<i64>> = BTreeMap::new();
+        for s in &done.written {
+            let key = (s.partition_path.as_str(), s.file_id.as_str());
+            let version = appended_version(s);
+            let entry = written.entry(key).or_insert(version);
+            *entry = match (*entry, version) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                _ => None,
+            };
+        }
         let replaced: BTreeSet<(&str, &str)> = done
             .replaced
             .iter()
             .map(|(p, f)| (p.as_str(), f.as_str()))
             .collect();
-        let mut theirs = written.clone();
-        theirs.extend(replaced.iter().copied());
-        if let Some(&(partition, file_id)) = self.groups.intersection(&theirs).next() {
-            let was_written = written.contains(&(partition, file_id));
-            let (partition, file_id) = (partition.to_string(), file_id.to_string());
-            return Err(if was_written {
-                Conflict::FileGroupWritten {
-                    partition,
-                    file_id,
-                    winner: winner(),
+        for &(partition, file_id) in &self.groups {
+            let key = (partition, file_id);
+            let ours = self.appends.get(&key).copied();
+            let is_replaced = replaced.contains(&key);
+            let conflict = match (written.get(&key), ours) {
+                // Both appended: logs commute, if the later commit's log comes later.
+                (Some(Some(theirs)), Some(version)) if !is_replaced && *theirs < version => None,
+                (Some(Some(theirs)), Some(version)) if !is_replaced => {
+                    Some(Conflict::LogVersionBehind {
+                        partition: partition.to_string(),
+                        file_id: file_id.to_string(),
+                        version,
+                        winner_version: *theirs,
+                        winner: winner(),
+                    })
                 }
-            } else {
-                Conflict::FileGroupReplaced {
-                    partition,
-                    file_id,
+                (Some(_), _) => Some(Conflict::FileGroupWritten {
+                    partition: partition.to_string(),
+                    file_id: file_id.to_string(),
                     winner: winner(),
-                }
-            });
+                }),
+                (None, _) if is_replaced => Some(Conflict::FileGroupReplaced {
+                    partition: partition.to_string(),
+                    file_id: file_id.to_string(),
+                    winner: winner(),
+                }),
+                (None, _) => None,
+            };
+            if let Some(conflict) = conflict {
+                return Err(conflict);
+            }
         }
-        let their_buckets: BTreeSet<(&str, u32)> =
-            theirs.iter().filter_map(|(p, f)| bucket_of(p, f)).collect();
-        if let Some(&(partition, bucket)) = self.buckets.intersection(&their_buckets).next() {
+        // Buckets: a group created or rewritten in a bucket the other side touched.
+        let mut their_buckets = BTreeSet::new();
+        let mut their_rewritten = BTreeSet::new();
+        for (&(p, f), version) in &written {
+            their_buckets.extend(bucket_of(p, f));
+            if version.is_none() {
+                their_rewritten.extend(bucket_of(p, f));
+            }
+        }
+        for &(p, f) in &replaced {
+            their_buckets.extend(bucket_of(p, f));
+            their_rewritten.extend(bucket_of(p, f));
+        }
+        let touched = self
+            .buckets
+            .intersection(&their_rewritten)
+            .chain(self.rewritten_buckets.intersection(&their_buckets))
+            .next();
+        if let Some(&(partition, bucket)) = touched {
             return Err(Conflict::BucketTouched {
                 partition: partition.to_string(),
                 bucket,
@@ -409,6 +511,98 @@ mod tests {
         assert!(matches!(
             check(&candidate, completed.iter().map(|d| &d.instant), &completed),
             Err(Conflict::FileGroupWritten { .. })
+        ));
+    }
+
+    /// A merge-on-read append of log version `v` to (partition, file group) by instant `t`.
+    fn append(p: &str, f: &str, v: i64) -> WriteStat {
+        let mut stat = WriteStat::new(f, p, &format!("{p}/.{f}_{BASE}.log.{v}_0-0-0"));
+        stat.log_version = Some(v);
+        stat
+    }
+
+    fn delta(t: &str, appends: &[(&str, &str, i64)]) -> CompletedWrite {
+        CompletedWrite {
+            instant: Instant::new(time(t), Action::DeltaCommit, State::Completed),
+            written: appends.iter().map(|(p, f, v)| append(p, f, *v)).collect(),
+            replaced: Vec::new(),
+        }
+    }
+
+    fn checked_delta(mine: &[WriteStat], completed: &[CompletedWrite]) -> Result<(), Conflict> {
+        let (instant, base) = (time(CANDIDATE), time(BASE));
+        let candidate = Candidate::new(&instant, Some(&base), mine).deltacommit(true);
+        check(&candidate, completed.iter().map(|d| &d.instant), completed)
+    }
+
+    const BUCKET_3: &str = "00000003-aaaa-bbbb-cccc-000000000001-0";
+
+    #[test]
+    fn appends_to_the_same_file_group_commute() {
+        let completed = [delta(WINNER, &[("p", BUCKET_3, 2)])];
+        assert_eq!(
+            checked_delta(&[append("p", BUCKET_3, 3)], &completed),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn an_append_below_a_completed_append_conflicts() {
+        // The winner took version 3 after the candidate took version 2: the candidate's blocks would
+        // come before the winner's older-instant ones.
+        let completed = [delta(WINNER, &[("p", BUCKET_3, 3)])];
+        assert_eq!(
+            checked_delta(&[append("p", BUCKET_3, 2)], &completed),
+            Err(Conflict::LogVersionBehind {
+                partition: "p".into(),
+                file_id: BUCKET_3.into(),
+                version: 2,
+                winner_version: 3,
+                winner: time(WINNER),
+            })
+        );
+    }
+
+    #[test]
+    fn a_compaction_of_an_appended_group_conflicts_but_does_not_order_deltacommits() {
+        // A compaction commit newer than the candidate: no order conflict (no checkpoint), but the group it
+        // rewrote is one the candidate appended to.
+        let compaction = done(NEWER, Action::Commit, &[("p", BUCKET_3)], &[]);
+        assert_eq!(
+            checked_delta(
+                &[append("p", BUCKET_3, 2)],
+                std::slice::from_ref(&compaction)
+            ),
+            Err(Conflict::FileGroupWritten {
+                partition: "p".into(),
+                file_id: BUCKET_3.into(),
+                winner: time(NEWER),
+            })
+        );
+        let other = done(NEWER, Action::Commit, &[("p", "g9")], &[]);
+        assert_eq!(checked_delta(&[append("p", BUCKET_3, 2)], &[other]), Ok(()));
+    }
+
+    #[test]
+    fn a_new_file_group_in_an_appended_bucket_conflicts() {
+        // The candidate created bucket 3's group while the winner appended to another group of bucket 3
+        // (the winner saw an older one): either way two groups would share the bucket.
+        let theirs = "00000003-dddd-eeee-ffff-000000000002-0";
+        let completed = [delta(WINNER, &[("p", theirs, 1)])];
+        let created = WriteStat::new(
+            BUCKET_3,
+            "p",
+            &format!("p/{BUCKET_3}_0-0-0_{CANDIDATE}.parquet"),
+        );
+        assert!(matches!(
+            checked_delta(&[created], &completed),
+            Err(Conflict::BucketTouched { bucket: 3, .. })
+        ));
+        // And a winner that created the bucket's group conflicts with an append to another one.
+        let completed = [done(WINNER, Action::DeltaCommit, &[("p", theirs)], &[])];
+        assert!(matches!(
+            checked_delta(&[append("p", BUCKET_3, 2)], &completed),
+            Err(Conflict::BucketTouched { bucket: 3, .. })
         ));
     }
 }

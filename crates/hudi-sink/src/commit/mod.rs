@@ -99,6 +99,9 @@ pub struct Coordinator {
     clustering: Option<Arc<services::Clustering>>,
     /// The Glue Data Catalog sync after commits and services runs, when configured.
     catalog: Option<Arc<crate::catalog::CatalogSync>>,
+    /// The action of the table's writes (`commit`, or `deltacommit` on merge-on-read), read once from
+    /// `hoodie.properties`: a table's type never changes.
+    write_action: Arc<std::sync::OnceLock<crate::table::instant::Action>>,
 }
 
 impl Coordinator {
@@ -119,7 +122,17 @@ impl Coordinator {
             clean_memo: crate::services::clean::CleanMemo::default(),
             clustering: None,
             catalog: None,
+            write_action: Arc::new(std::sync::OnceLock::new()),
         }
+    }
+
+    /// The action of the table's writes, from `hoodie.properties` on first use.
+    async fn write_action(&self) -> Result<crate::table::instant::Action, WriteError> {
+        if let Some(action) = self.write_action.get() {
+            return Ok(*action);
+        }
+        let props = crate::table::properties::TableProperties::load(self.storage.as_ref()).await?;
+        Ok(*self.write_action.get_or_init(|| props.write_action()))
     }
 
     /// The table storage.

@@ -17,7 +17,7 @@ use crate::lock::LockGuard;
 use crate::protocol::CoordinatorResponse;
 use crate::storage::ObjectMeta;
 use crate::table::file_name::heartbeat_path;
-use crate::table::instant::{Action, Instant, InstantTime, State};
+use crate::table::instant::{Instant, InstantTime, State};
 use crate::table::timeline::Timeline;
 use crate::write::{rollback_failed, WriteError};
 
@@ -33,9 +33,10 @@ impl Coordinator {
         instant: &InstantTime,
     ) -> Result<bool, WriteError> {
         self.fence(guard).await?;
+        let action = self.write_action().await?;
         let commit_file = format!(
             ".hoodie/{}",
-            Instant::new(instant.clone(), Action::Commit, State::Completed).file_name()
+            Instant::new(instant.clone(), action, State::Completed).file_name()
         );
         if self.storage.head(&commit_file).await?.is_some() {
             return Ok(false);
@@ -60,7 +61,7 @@ impl Coordinator {
         let tolerance = self.config.heartbeat_tolerance.as_millis() as i64;
         let mut rolled_back = Vec::new();
         for pending in timeline.pending() {
-            if pending.action != Action::Commit {
+            if !pending.action.is_write() {
                 continue;
             }
             // A reported heartbeat that is fresh settles it: the stored one is at least as new. A stale

@@ -66,7 +66,9 @@ struct Proposed {
     instant: InstantTime,
     base: Option<InstantTime>,
     operation: OperationType,
-    /// `.hoodie/<t>.commit`.
+    /// `commit`, or `deltacommit` on merge-on-read tables.
+    action: Action,
+    /// `.hoodie/<t>.commit` (or `.deltacommit`).
     commit_file: String,
     request: CommitRequest,
 }
@@ -138,8 +140,8 @@ impl Coordinator {
         guard: &LockGuard,
         request: CommitRequest,
     ) -> Result<CoordinatorResponse, Stop> {
-        let proposed = parse_request(request)?;
-        self.check_writable().await?;
+        let action = self.check_writable().await?;
+        let proposed = parse_request(request, action)?;
         let (listed, timeline) = self.list_timeline().await?;
         self.answer_retried_commit(&proposed, &timeline).await?;
         let timeline = self
@@ -160,7 +162,7 @@ impl Coordinator {
         self.clean_up_committed(&proposed, &listed).await?;
         let committed = timeline.with_instant(Instant::new(
             proposed.instant.clone(),
-            Action::Commit,
+            proposed.action,
             State::Completed,
         ));
         self.after_commit(guard, &committed, &listed).await;
@@ -169,12 +171,14 @@ impl Coordinator {
         })
     }
 
-    /// Step 2: the table properties allow this sink to write (checked before every commit).
-    async fn check_writable(&self) -> Result<(), WriteError> {
-        TableProperties::load(self.storage.as_ref())
-            .await?
-            .validate_writable()?;
-        Ok(())
+    /// Step 2: the table properties allow this sink to write (checked before every commit); the action of
+    /// the table's writes.
+    async fn check_writable(&self) -> Result<Action, WriteError> {
+        let props = TableProperties::load(self.storage.as_ref()).await?;
+        props.validate_writable()?;
+        let action = props.write_action();
+        let _ = self.write_action.set(action);
+        Ok(action)
     }
 
     /// Step 3: one listing of `.hoodie/`: the timeline, and the instant's markers to delete once committed
@@ -240,7 +244,8 @@ impl Coordinator {
             &proposed.instant,
             proposed.base.as_ref(),
             &proposed.request.write_stats,
-        );
+        )
+        .deltacommit(proposed.action == Action::DeltaCommit);
         let completed = timeline.completed_commits();
         candidate.check_order(completed.iter().copied())?;
         for done in completed {
@@ -351,7 +356,7 @@ impl Coordinator {
 }
 
 /// Step 1: the request's instant, base instant and operation.
-fn parse_request(request: CommitRequest) -> Result<Proposed, WriteError> {
+fn parse_request(request: CommitRequest, action: Action) -> Result<Proposed, WriteError> {
     let instant = parse_instant(&request.instant)?;
     let base = request
         .base_instant
@@ -361,12 +366,13 @@ fn parse_request(request: CommitRequest) -> Result<Proposed, WriteError> {
     let operation: OperationType = request.operation.parse()?;
     let commit_file = format!(
         ".hoodie/{}",
-        Instant::new(instant.clone(), Action::Commit, State::Completed).file_name()
+        Instant::new(instant.clone(), action, State::Completed).file_name()
     );
     Ok(Proposed {
         instant,
         base,
         operation,
+        action,
         commit_file,
         request,
     })

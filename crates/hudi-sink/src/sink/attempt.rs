@@ -190,8 +190,5 @@ impl KafkaSink {
 /// commit, and no pending replacecommit or compaction that could complete below it.
 fn shows_base(timeline: &Timeline, base: Option<&str>) -> bool {
     timeline.latest_completed().map(|i| i.time.as_str()) == base
-        && timeline
-            .pending()
-            .iter()
-            .all(|i| i.action == crate::table::instant::Action::Commit)
+        && timeline.pending().iter().all(|i| i.action.is_write())
 }

@@ -270,8 +270,14 @@ impl Action {
         }
     }
 
-    /// Whether a completed instant of this action writes data files that readers see (commit, replacecommit,
-    /// deltacommit).
+    /// Whether instants of this action are a writer's writes (`commit` on copy-on-write, `deltacommit` on
+    /// merge-on-read tables), which the writer's rollback undoes.
+    pub fn is_write(self) -> bool {
+        matches!(self, Action::Commit | Action::DeltaCommit)
+    }
+
+    /// Whether instants of this action complete into a commit-timeline file (`commit`, `deltacommit`,
+    /// `replacecommit`).
     pub fn is_commit_like(self) -> bool {
         matches!(
             self,

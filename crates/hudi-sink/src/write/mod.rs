@@ -105,6 +105,12 @@ pub enum WriteError {
         request: &'static str,
         answer: String,
     },
+    /// Writing or reading a log file (merge-on-read) failed.
+    #[error(transparent)]
+    LogFile(#[from] crate::log_file::LogFileError),
+    /// A log file name could not be made (a file id or version out of range).
+    #[error(transparent)]
+    LogFileName(#[from] crate::log_file::LogFileNameError),
     /// Arrow kernels failed.
     #[error("arrow {context}: {source}")]
     Arrow {

@@ -17,6 +17,8 @@ use parquet::schema::types::SchemaDescriptor;
 use super::merge::{fold_incoming, plan_file_group, FileGroupPlan, Source, Winner};
 use super::ordering::OrderingComparator;
 use super::WriteError;
+
+mod append;
 use crate::base_file::reader::read_base_file;
 use crate::base_file::writer::{BaseFileWriter, WrittenBaseFile};
 use crate::clock::Clock;
@@ -722,8 +724,9 @@ impl TableWriter {
         let keygen_config = KeyGenConfig::from_properties(&self.config.properties)?;
         check_compatible(storage, &props, &self.config, &keygen_config)?;
         let timeline = Timeline::load(storage).await?;
+        let action = props.write_action();
         for pending in timeline.pending() {
-            if pending.action != Action::Commit {
+            if pending.action != action {
                 return Err(table_err(
                     storage,
                     format!(
@@ -735,7 +738,7 @@ impl TableWriter {
             rollback_failed(storage, &pending.time).await?;
         }
         let instant = InstantTime::next_after(self.clock.as_ref(), timeline.last_instant_time());
-        create_pending_instant(storage, &instant).await?;
+        create_pending_instant(storage, &instant, action).await?;
         Ok(instant)
     }
 
@@ -899,15 +902,17 @@ impl TableWriter {
                 }
                 let entry = work.entry((partition.clone(), b)).or_default();
                 let path = slice.path();
-                if !footers.contains_key(&path) {
+                if !footers.contains_key(&path) && slice.log_files.is_empty() {
                     let footer = crate::base_file::reader::read_footer_from_storage(
                         storage, &path, slice.size,
                     )
                     .await?;
                     footers.insert(path.clone(), footer);
                 }
+                // A merge-on-read slice with logs may hold the key in a log: only a base-only slice is
+                // pruned by its footer.
                 if let Some(footer) = footers.get(&path) {
-                    if !footer_may_contain(footer, key)? {
+                    if slice.log_files.is_empty() && !footer_may_contain(footer, key)? {
                         continue;
                     }
                 }
@@ -933,6 +938,22 @@ impl TableWriter {
                     .iter()
                     .filter(|(_, w)| w.row != super::merge::TOMBSTONE_ROW)
                     .count() as u64;
+                continue;
+            }
+            if let (true, Some(slice)) = (self.properties.is_merge_on_read(), existing) {
+                let (stat, applied) = self
+                    .append_bucket(
+                        instant,
+                        &partition,
+                        slice,
+                        &prepared.batch,
+                        &winners,
+                        &mut file_index,
+                        &mut counts,
+                    )
+                    .await?;
+                tombstoned.extend(applied);
+                stats.extend(stat);
                 continue;
             }
             self.ensure_partition_metadata(instant, &partition).await?;
@@ -1337,7 +1358,12 @@ impl TableWriter {
             .extra_metadata
             .insert("schema".into(), self.schema.avro_json.clone());
         commit.extra_metadata.extend(extra_metadata);
-        let file = Instant::new(instant.clone(), Action::Commit, State::Completed).file_name();
+        let file = Instant::new(
+            instant.clone(),
+            self.properties.write_action(),
+            State::Completed,
+        )
+        .file_name();
         let path = format!(".hoodie/{file}");
         let body = Bytes::from(commit.to_json_pretty()?);
         if storage.put_if_absent(&path, body.clone()).await? == PutOutcome::AlreadyExists {
@@ -1354,14 +1380,16 @@ impl TableWriter {
     }
 }
 
-/// Creates `<t>.commit.requested` and `<t>.inflight` (both empty), each with create-if-absent: an existing
-/// file means another writer took the same instant.
+/// Creates `<t>.commit.requested` and `<t>.inflight` (copy-on-write; `<t>.deltacommit.requested` and
+/// `<t>.deltacommit.inflight` for merge-on-read), all empty, each with create-if-absent: an existing file
+/// means another writer took the same instant.
 pub(crate) async fn create_pending_instant(
     storage: &dyn Storage,
     instant: &InstantTime,
+    action: Action,
 ) -> Result<(), WriteError> {
     for state in [State::Requested, State::Inflight] {
-        let file = Instant::new(instant.clone(), Action::Commit, state).file_name();
+        let file = Instant::new(instant.clone(), action, state).file_name();
         let path = format!(".hoodie/{file}");
         if storage.put_if_absent(&path, Bytes::new()).await? == PutOutcome::AlreadyExists {
             return Err(WriteError::InstantExists {
@@ -1466,20 +1494,51 @@ pub(crate) async fn rollback_failed(
                 .is_ok_and(|name| name.instant_time == *instant);
             if ours {
                 files.push(parsed.data_file_path());
+            } else if crate::log_file::LogFileName::parse(&parsed.data_file_name).is_ok()
+                && !crate::mutation::is_disabled(crate::mutation::Mutation::RollbackDeletesLogFiles)
+                && log_file_written_by(storage, &parsed.data_file_path(), instant).await?
+            {
+                files.push(parsed.data_file_path());
             }
         }
     }
     storage.delete_many(&files).await?;
     let mut rest: Vec<String> = markers.into_iter().map(|m| m.path).collect();
-    for state in [State::Inflight, State::Requested] {
-        let file = Instant::new(instant.clone(), Action::Commit, state).file_name();
-        rest.push(format!(".hoodie/{file}"));
+    // Both actions' pending files: the instant is a commit on copy-on-write tables, a deltacommit on
+    // merge-on-read ones (absent keys cost nothing in the one request).
+    for action in [Action::Commit, Action::DeltaCommit] {
+        for state in [State::Inflight, State::Requested] {
+            let file = Instant::new(instant.clone(), action, state).file_name();
+            rest.push(format!(".hoodie/{file}"));
+        }
     }
     rest.push(crate::table::file_name::heartbeat_path(instant));
     // Markers before the instant files (one request on S3; absent keys are fine).
     storage.delete_many(&rest).await?;
     tracing::info!(instant = %instant, files = files.len(), "rolled back failed instant");
     Ok(())
+}
+
+/// Whether the log file at `path` holds blocks of `instant` (its first block's INSTANT_TIME header). A log
+/// file is named after its slice, not its writer, and a marker may name a version another writer took
+/// first (see `append.rs`): only the header proves whose it is. An absent or unreadable file is not ours.
+async fn log_file_written_by(
+    storage: &dyn Storage,
+    path: &str,
+    instant: &InstantTime,
+) -> Result<bool, WriteError> {
+    let bytes = match storage.get(path).await {
+        Ok(b) => b,
+        Err(e) if e.is_not_found() => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    let Ok(blocks) = crate::log_file::block::read_blocks(path, &bytes) else {
+        tracing::warn!(path, "unreadable log file named by a marker left in place");
+        return Ok(false);
+    };
+    Ok(blocks.first().is_some_and(|b| {
+        b.header.get(&crate::log_file::HeaderKey::InstantTime) == Some(&instant.to_string())
+    }))
 }
 
 /// Deletes every base file of the table whose instant time `doomed` picks, found by one listing of the whole
