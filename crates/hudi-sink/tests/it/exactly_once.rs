@@ -24,12 +24,20 @@ struct Setup {
 }
 
 fn setup() -> Setup {
+    setup_typed(false)
+}
+
+/// A local table, merge-on-read when `mor`.
+fn setup_typed(mor: bool) -> Setup {
     let dir = tempfile::tempdir().expect("tempdir");
     let base = dir.path().join("trips");
     let schema = dir.path().join("trips.avsc");
     std::fs::write(&schema, SCHEMA).expect("schema");
     let dead_letters = dir.path().join("dead-letters");
-    let props = local_props(&base, &schema, &dead_letters);
+    let mut props = local_props(&base, &schema, &dead_letters);
+    if mor {
+        props.insert("hoodie.table.type".into(), "MERGE_ON_READ".into());
+    }
     Setup {
         _dir: dir,
         base,
@@ -48,7 +56,16 @@ pub async fn process(sink: &KafkaSink, msgs: &[Msg]) -> hudi_sink::sink::SinkRep
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_with_redeliveries_overlaps_and_bad_records_is_exact() {
-    let s = setup();
+    redeliveries_overlaps_and_bad_records(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merge_on_read_stream_with_redeliveries_overlaps_and_bad_records_is_exact() {
+    redeliveries_overlaps_and_bad_records(true).await;
+}
+
+async fn redeliveries_overlaps_and_bad_records(mor: bool) {
+    let s = setup_typed(mor);
     let sink = build_sink(&s.props, "test-writer").await.expect("sink");
     let msgs = stream("trips", 3, 120, 40);
     let mut model = Model::default();
@@ -109,7 +126,10 @@ async fn stream_with_redeliveries_overlaps_and_bad_records_is_exact() {
     let mut commits: Vec<_> = std::fs::read_dir(&timeline_dir)
         .expect("timeline")
         .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "commit"))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == if mor { "deltacommit" } else { "commit" })
+        })
         .collect();
     commits.sort();
     let last: Value =
@@ -154,7 +174,17 @@ async fn stream_with_redeliveries_overlaps_and_bad_records_is_exact() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn four_concurrent_writers_on_the_same_buckets_are_exact() {
-    let s = setup();
+    four_concurrent_writers(false).await;
+}
+
+/// On merge-on-read, writers of the same file groups append distinct log files: their commits commute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn merge_on_read_four_concurrent_writers_on_the_same_buckets_are_exact() {
+    four_concurrent_writers(true).await;
+}
+
+async fn four_concurrent_writers(mor: bool) {
+    let s = setup_typed(mor);
     // Create the table first so the writers do not race on creation.
     let first = build_sink(&s.props, "w0").await.expect("sink");
     drop(first);
@@ -203,7 +233,10 @@ async fn four_concurrent_writers_on_the_same_buckets_are_exact() {
     let mut times = std::collections::BTreeSet::new();
     for e in std::fs::read_dir(s.base.join(".hoodie")).expect("timeline") {
         let name = e.expect("entry").file_name().to_string_lossy().to_string();
-        if let Some(t) = name.strip_suffix(".commit") {
+        if let Some(t) = name
+            .strip_suffix(".commit")
+            .or_else(|| name.strip_suffix(".deltacommit"))
+        {
             assert!(times.insert(t.to_string()), "duplicate instant {t}");
         }
     }
