@@ -95,6 +95,8 @@ pub enum PathFilter {
     Prefix(String),
     /// Paths ending with this (e.g. `.commit`).
     Suffix(String),
+    /// Paths containing this (e.g. `.log.`: log files, whose names end with a version and token).
+    Contains(String),
 }
 
 impl PathFilter {
@@ -105,6 +107,7 @@ impl PathFilter {
             PathFilter::Exact(p) => path == p,
             PathFilter::Prefix(p) => path.starts_with(p.as_str()),
             PathFilter::Suffix(s) => path.ends_with(s.as_str()),
+            PathFilter::Contains(s) => path.contains(s.as_str()),
         }
     }
 }
@@ -198,6 +201,11 @@ impl FaultRule {
     /// Only paths ending with `suffix`.
     pub fn path_suffix(self, suffix: impl Into<String>) -> Self {
         self.with_path(PathFilter::Suffix(suffix.into()))
+    }
+
+    /// Only paths containing `part`.
+    pub fn path_contains(self, part: impl Into<String>) -> Self {
+        self.with_path(PathFilter::Contains(part.into()))
     }
 
     /// Only exactly `path`.

@@ -418,6 +418,44 @@ async fn a_commit_racing_another_on_the_same_bucket_conflicts_and_is_retried() {
 /// commit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_at_any_step_is_recovered_by_redelivery_without_leftovers() {
+    fault_at_any_step(false).await;
+}
+
+/// The same on merge-on-read, with faults on the log files the later batches append: a failed
+/// deltacommit's log files are rolled back (also one stored whose answer was lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merge_on_read_a_fault_at_any_step_is_recovered_by_redelivery_without_leftovers() {
+    fault_at_any_step(true).await;
+}
+
+/// With the rollback of log files switched off, the mutation is seen: a failed deltacommit's stored log
+/// file is left in a file group.
+#[cfg(feature = "mutations")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merge_on_read_rollback_that_skips_log_files_is_caught() {
+    use hudi_sink::mutation::{set_active, Mutation};
+    let caught = tokio::task::spawn_blocking(|| {
+        set_active(Some(Mutation::RollbackDeletesLogFiles));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rt.block_on(fault_at_any_step(true))
+        }))
+        .is_err();
+        set_active(None);
+        caught
+    })
+    .await
+    .expect("join");
+    assert!(
+        caught,
+        "a rollback that leaves log files behind went unnoticed"
+    );
+}
+
+async fn fault_at_any_step(mor: bool) {
     use hudi_sink::clock::SystemClock;
     use hudi_sink::config::write_config::WriteConfig;
     use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
@@ -433,10 +471,12 @@ async fn a_fault_at_any_step_is_recovered_by_redelivery_without_leftovers() {
     use hudi_sink::write::TableWriter;
     use std::time::Duration;
 
-    let faults: Vec<(&str, FaultRule)> = vec![
+    let commit_suffix = if mor { ".deltacommit" } else { ".commit" };
+    let mut faults: Vec<(&str, FaultRule)> = vec![
         (
             "requested file",
-            FaultRule::fail(Operation::PutIfAbsent).path_suffix(".commit.requested"),
+            FaultRule::fail(Operation::PutIfAbsent)
+                .path_suffix(format!("{commit_suffix}.requested")),
         ),
         (
             "inflight file",
@@ -458,11 +498,11 @@ async fn a_fault_at_any_step_is_recovered_by_redelivery_without_leftovers() {
         ),
         (
             "commit file, before",
-            FaultRule::fail(Operation::PutIfAbsent).path_suffix(".commit"),
+            FaultRule::fail(Operation::PutIfAbsent).path_suffix(commit_suffix),
         ),
         (
             "commit file, effect then error",
-            FaultRule::effect_then_fail(Operation::PutIfAbsent).path_suffix(".commit"),
+            FaultRule::effect_then_fail(Operation::PutIfAbsent).path_suffix(commit_suffix),
         ),
         // The commit deletes its markers and heartbeat in one `delete_many` (one S3 DeleteObjects).
         (
@@ -474,6 +514,22 @@ async fn a_fault_at_any_step_is_recovered_by_redelivery_without_leftovers() {
             FaultRule::effect_then_fail(Operation::DeleteMany).path_prefix(".hoodie/.temp/"),
         ),
     ];
+    if mor {
+        faults.extend([
+            (
+                "second log file",
+                FaultRule::fail(Operation::PutIfAbsent)
+                    .path_contains(".log.")
+                    .on_call(2),
+            ),
+            (
+                "second log file, effect then error",
+                FaultRule::effect_then_fail(Operation::PutIfAbsent)
+                    .path_contains(".log.")
+                    .on_call(2),
+            ),
+        ]);
+    }
     let msgs = stream("trips", 2, 150, 10);
     let batches: Vec<Vec<Msg>> = msgs.chunks(50).map(|c| c.to_vec()).collect();
     // The fault hits a later batch that has bad records (so that dead letters are written too).
@@ -486,7 +542,7 @@ async fn a_fault_at_any_step_is_recovered_by_redelivery_without_leftovers() {
         .find(|i| batches[*i].iter().any(is_bad))
         .expect("a later batch with bad records");
     for (name, rule) in faults {
-        let s = setup();
+        let s = setup_typed(mor);
         let local: Arc<dyn hudi_sink::storage::Storage> = Arc::new(LocalStorage::new(&s.base));
         let faulty = Arc::new(FaultyStorage::new(local));
         let storage: Arc<dyn hudi_sink::storage::Storage> = faulty.clone();
@@ -558,8 +614,37 @@ async fn a_fault_at_any_step_is_recovered_by_redelivery_without_leftovers() {
             .collect();
         let completed: std::collections::BTreeSet<&str> = names
             .iter()
-            .filter_map(|n| n.strip_suffix(".commit"))
+            .filter_map(|n| n.strip_suffix(commit_suffix))
             .collect();
+        if mor {
+            // Every log file is one a completed deltacommit lists.
+            let mut committed_logs = std::collections::BTreeSet::new();
+            for t in &completed {
+                let meta = hudi_sink::table::commit::CommitMetadata::from_json(
+                    &std::fs::read(hoodie.join(format!("{t}{commit_suffix}"))).expect("read"),
+                )
+                .expect("metadata");
+                committed_logs.extend(meta.write_stats().map(|s| s.path.clone()));
+            }
+            let logs: Vec<String> = crate::common::all_files(&s.base)
+                .into_iter()
+                .filter(|p| !p.starts_with(&hoodie))
+                .map(|p| {
+                    p.strip_prefix(&s.base)
+                        .expect("in table")
+                        .to_string_lossy()
+                        .to_string()
+                })
+                .filter(|p| p.contains(".log."))
+                .collect();
+            assert!(!logs.is_empty(), "{name}: no log files");
+            for l in logs {
+                assert!(
+                    committed_logs.contains(&l),
+                    "{name}: log file of a failed instant left: {l}"
+                );
+            }
+        }
         for n in &names {
             if n.ends_with(".inflight") || n.ends_with(".requested") {
                 let t = n.split('.').next().unwrap_or_default();
