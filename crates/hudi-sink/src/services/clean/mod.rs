@@ -65,6 +65,8 @@ pub struct CleanMemo {
     inner: Arc<Mutex<Option<(CleanerPolicy, InstantTime)>>>,
     /// The last completed clean read, by instant (clean files never change).
     last: Arc<Mutex<Option<(Instant, CleanMetadata)>>>,
+    /// Commit metadata archival reads on merge-on-read tables (which logs compaction has superseded).
+    commits: CommitCache,
 }
 
 impl CleanMemo {
@@ -94,6 +96,11 @@ impl CleanMemo {
         let found = last_completed_clean(storage, timeline).await?;
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = found.clone();
         Ok(found)
+    }
+
+    /// The commit metadata cache of archival (bounded by the active timeline: archival prunes it).
+    pub fn commits(&self) -> &CommitCache {
+        &self.commits
     }
 
     fn get(&self, policy: CleanerPolicy) -> Option<InstantTime> {
