@@ -1,12 +1,14 @@
 //! The `show` command: what a table holds, read the way the writer reads it (properties, timeline, checkpoint,
 //! latest file slices and their footers), so that a user can check a table without Spark. The table services'
-//! work is visible too: clean instants, replacecommits (clustering), and where the active timeline starts and
-//! whether anything was ever archived under `.hoodie/archived/`.
+//! work is visible too: clean instants, replacecommits (clustering), pending compactions, and where the active
+//! timeline starts and whether anything was ever archived under `.hoodie/archived/`. Merge-on-read slices
+//! list their committed log files under the base file (its row count is the base file's).
 
 use std::collections::BTreeMap;
 
 use hudi_sink::base_file::reader::read_footer_from_storage;
 use hudi_sink::config::java_properties::JavaProperties;
+use hudi_sink::services::clean::pending_compaction::pending_compactions;
 use hudi_sink::storage::open_storage;
 use hudi_sink::storage::Storage;
 use hudi_sink::table::instant::{Action, State};
@@ -110,6 +112,14 @@ pub async fn run(uri: &str) -> Result<(), BoxError> {
             footer.num_rows,
             human_bytes(slice.size)
         );
+        for log in &slice.log_files {
+            println!(
+                "      log {} {} bytes ({})",
+                log.name.file_name(),
+                log.size,
+                human_bytes(log.size)
+            );
+        }
         let e = per_partition.entry(&slice.partition_path).or_default();
         e.0 += 1;
         e.1 += footer.num_rows;
@@ -188,6 +198,46 @@ async fn show_services(storage: &dyn Storage, timeline: &Timeline) -> Result<(),
             );
         } else {
             println!("  {} {}", replace.time, replace.state);
+        }
+    }
+    show_pending_compactions(storage, timeline).await
+}
+
+/// Merge-on-read: the compactions still requested or inflight, with the file groups of their plans (a plan
+/// that cannot be read is reported, not fatal: `show` is how a user finds it).
+async fn show_pending_compactions(
+    storage: &dyn Storage,
+    timeline: &Timeline,
+) -> Result<(), BoxError> {
+    let pending = pending_compactions(storage, timeline).await?;
+    println!("pending compactions ({}):", pending.len());
+    for (instant, plan) in pending {
+        match plan {
+            Ok(operations) => {
+                println!(
+                    "  {} {} {} file groups",
+                    instant.time,
+                    instant.state,
+                    operations.len()
+                );
+                for op in operations {
+                    println!(
+                        "    {:<28} {:<44} base {} logs {}",
+                        if op.partition_path.is_empty() {
+                            "(non-partitioned)"
+                        } else {
+                            &op.partition_path
+                        },
+                        op.file_id,
+                        op.base_instant,
+                        op.delta_files.len()
+                    );
+                }
+            }
+            Err(e) => println!(
+                "  {} {} plan not readable: {e}",
+                instant.time, instant.state
+            ),
         }
     }
     Ok(())

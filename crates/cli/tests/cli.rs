@@ -417,6 +417,7 @@ fn streamer_properties_ingest_then_services_and_show() {
             "archived timeline: .hoodie/archived/ is empty",
             "cleans (0):",
             "replacecommits (0):",
+            "pending compactions (0):",
         ],
         "{out}"
     );
@@ -458,6 +459,7 @@ fn streamer_properties_ingest_then_services_and_show() {
             "replacecommits (2):",
             "  20200101000000003 COMPLETED CLUSTER           replaced 1 file groups, wrote 0 files",
             "  20200101000000004 INFLIGHT",
+            "pending compactions (0):",
         ],
         "{out}"
     );
@@ -649,4 +651,137 @@ fn ingest_with_the_glue_example_registers_the_table_and_sync_catalog_finds_nothi
     ]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("AwsGlueCatalogSyncTool"));
+}
+
+/// Unzips the Spark-written merge-on-read fixture `name` (`../shared/testdata/hudi-rs-tables-mor/`) into
+/// `into`; returns the table directory.
+fn unzip_mor_fixture(name: &str, into: &Path) -> PathBuf {
+    let zip_path = workspace_root()
+        .join("..")
+        .join("shared/testdata/hudi-rs-tables-mor")
+        .join(format!("{name}.zip"));
+    let file = std::fs::File::open(&zip_path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", zip_path.display()));
+    let mut archive = zip::ZipArchive::new(file).expect("valid zip");
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).expect("zip entry");
+        let Some(rel) = entry.enclosed_name() else {
+            continue;
+        };
+        if rel.to_string_lossy().starts_with("__MACOSX") {
+            continue;
+        }
+        let out = into.join(&rel);
+        if entry.is_dir() {
+            std::fs::create_dir_all(&out).expect("mkdir");
+        } else {
+            std::fs::create_dir_all(out.parent().expect("parent")).expect("mkdir");
+            let mut f = std::fs::File::create(&out).expect("create");
+            std::io::copy(&mut entry, &mut f).expect("unzip");
+        }
+    }
+    into.join(name)
+}
+
+/// A version-2 `HoodieCompactionPlan` of one slice, as Spark writes it (the 0.14 operation fields).
+fn compaction_plan(
+    partition: &str,
+    file_id: &str,
+    base: &str,
+    data: &str,
+    logs: &[&str],
+) -> Vec<u8> {
+    use hudi_sink::services::avro::{encode_container, AvroValue};
+    const SCHEMA: &str = r#"{"type":"record","name":"HoodieCompactionPlan","namespace":"org.apache.hudi.avro.model",
+      "fields":[
+        {"name":"operations","type":["null",{"type":"array","items":{"type":"record","name":"HoodieCompactionOperation",
+          "fields":[
+            {"name":"baseInstantTime","type":["null","string"],"default":null},
+            {"name":"deltaFilePaths","type":["null",{"type":"array","items":"string"}],"default":null},
+            {"name":"dataFilePath","type":["null","string"],"default":null},
+            {"name":"fileId","type":["null","string"],"default":null},
+            {"name":"partitionPath","type":["null","string"],"default":null}]}}],"default":null},
+        {"name":"version","type":["int","null"],"default":1}]}"#;
+    let some = |v| AvroValue::Union(1, Box::new(v));
+    let op = AvroValue::record([
+        ("baseInstantTime", some(AvroValue::string(base))),
+        ("deltaFilePaths", some(AvroValue::string_array(logs))),
+        ("dataFilePath", some(AvroValue::string(data))),
+        ("fileId", some(AvroValue::string(file_id))),
+        ("partitionPath", some(AvroValue::string(partition))),
+    ]);
+    let plan = AvroValue::record([
+        ("operations", some(AvroValue::Array(vec![op]))),
+        ("version", AvroValue::Union(0, Box::new(AvroValue::Int(2)))),
+    ]);
+    encode_container(SCHEMA, &plan).expect("plan")
+}
+
+#[test]
+fn show_lists_log_files_per_slice_and_pending_compactions_of_a_spark_mor_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = unzip_mor_fixture("v6_trips_8i1u", dir.path());
+    let s = |p: &Path| p.display().to_string();
+    let group = "d0304c53-6fd2-4b7a-a9d6-5ff632f79224-0";
+    let base = "20250331030642808";
+    let log = format!(".{group}_{base}.log.1_0-26-85");
+    let out = ok(&["show", "--table", &s(&table)]);
+    assert!(out.contains("hoodie.table.type=MERGE_ON_READ"), "{out}");
+    let groups = section(&out, "file groups", "rows per partition");
+    assert_eq!(groups.len(), 5, "{out}");
+    let at = groups
+        .iter()
+        .position(|l| l.contains(group))
+        .unwrap_or_else(|| panic!("{group} not in:\n{out}"));
+    assert!(groups[at].contains("city=san_francisco"), "{out}");
+    assert_eq!(
+        groups[at + 1],
+        format!("      log {log} 1148 bytes (1.1 kB)"),
+        "{out}"
+    );
+    assert_eq!(
+        groups
+            .iter()
+            .filter(|l| l.trim_start().starts_with("log "))
+            .count(),
+        1,
+        "only the updated group has a log:\n{out}"
+    );
+    assert_eq!(
+        section(&out, "pending compactions", "checkpoint"),
+        ["pending compactions (0):"],
+        "{out}"
+    );
+
+    // Two compactions pending: one with a plan, one whose plan is not readable (an empty file).
+    let hoodie = table.join(".hoodie");
+    std::fs::write(
+        hoodie.join("20250401000000000.compaction.requested"),
+        compaction_plan(
+            "city=san_francisco",
+            group,
+            base,
+            &format!("{group}_0-13-60_{base}.parquet"),
+            &[&log],
+        ),
+    )
+    .expect("plan");
+    std::fs::write(hoodie.join("20250401000000000.compaction.inflight"), b"").expect("inflight");
+    std::fs::write(hoodie.join("20250402000000000.compaction.requested"), b"").expect("empty plan");
+    let out = ok(&["show", "--table", &s(&table)]);
+    let pending = section(&out, "pending compactions", "checkpoint");
+    assert_eq!(pending.len(), 4, "{out}");
+    assert_eq!(pending[0], "pending compactions (2):");
+    assert_eq!(pending[1], "  20250401000000000 INFLIGHT 1 file groups");
+    assert_eq!(
+        pending[2],
+        format!(
+            "    {:<28} {group:<44} base {base} logs 1",
+            "city=san_francisco"
+        )
+    );
+    assert!(
+        pending[3].starts_with("  20250402000000000 REQUESTED plan not readable: "),
+        "{out}"
+    );
 }

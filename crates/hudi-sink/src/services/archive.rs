@@ -12,7 +12,19 @@
 //! - the earliest commit to retain of the configuration and of the last clean (queries inside the retention
 //!   keep their instants; cleans stay incremental);
 //! - a replacecommit whose replaced file groups are not cleaned yet (archiving it resurrects those groups);
+//! - merge-on-read: a deltacommit that wrote a log file into a slice no later base file of its group
+//!   supersedes (not compacted yet): the file-system view finds a slice's logs in the write stats of
+//!   active deltacommits only (`LogVisibility`), so archiving it would hide the log from the writer and the
+//!   compactor (readers, which take any log block older than the first active instant as committed, would
+//!   still see it);
 //! - the first savepoint.
+//!
+//! Pending compactions and deltacommits are pending instants like any other: the cut stays below them. A
+//! failed deltacommit that was rolled back holds the cut through its retired time until the sweep; after
+//! that its files are gone, so archiving past it makes nothing visible.
+//!
+//! Merge-on-read instants archive like commits: a deltacommit's `requested`, `inflight` and completed
+//! files, a compaction's `compaction.requested` and `compaction.inflight` with its completed `commit`.
 //!
 //! Cleans and rollbacks older than the cut go too (the latest completed clean always stays: it bounds the
 //! next clean's work), and so do the oldest ones beyond `keep.max` of their action.
@@ -21,13 +33,17 @@
 //! inflight files, then their completed files one at a time in ascending time. A crash at any step leaves a
 //! valid timeline whose first instants are gone, never a hole that would hide a later commit's files.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::clean::{clean_cursor, CleanMemo};
+use super::commits::CommitSummary;
 use super::config::{CleanerPolicy, ServicesConfig};
 use super::ServiceContext;
+use crate::log_file::LogFileName;
 use crate::mutation::{is_disabled, Mutation};
 use crate::storage::ObjectMeta;
+use crate::table::file_name::BaseFileName;
 use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::timeline::Timeline;
 use crate::write::WriteError;
@@ -43,6 +59,8 @@ pub struct ArchiveBounds {
     pub last_clean_cursor: Option<InstantTime>,
     /// Whether a completed clean exists.
     pub has_clean: bool,
+    /// Merge-on-read: the oldest completed deltacommit whose log files compaction has not superseded yet.
+    pub uncompacted_logs: Option<InstantTime>,
 }
 
 /// The instants one archival removes.
@@ -111,6 +129,7 @@ pub fn plan_archive(
                 };
             }
         }
+        limit = min_opt(limit, bounds.uncompacted_logs.clone());
         // The first replacecommit whose replaced groups the last clean has not deleted.
         if !is_disabled(Mutation::ArchiveStopsAtUncleanedReplace) {
             let cleaned = |t: &InstantTime| match (&bounds.last_clean_cursor, config.cleaner_policy)
@@ -194,14 +213,96 @@ pub async fn bounds(
         cleaning: config.clean_automatic,
         last_clean_cursor: cursor,
         has_clean: last.is_some(),
+        uncompacted_logs: uncompacted_logs(ctx, timeline, memo).await?,
     })
 }
 
-/// The timeline files of `instant` that exist in some state, pending states first.
+/// [`oldest_uncompacted_log_writer`] of `timeline`: reads (once per instant, through the memo's cache) the
+/// commit metadata of every completed commit-like instant, only when the timeline has a deltacommit.
+async fn uncompacted_logs(
+    ctx: &ServiceContext<'_>,
+    timeline: &Timeline,
+    memo: &CleanMemo,
+) -> Result<Option<InstantTime>, WriteError> {
+    let commits = timeline.completed_commits();
+    if !commits.iter().any(|i| i.action == Action::DeltaCommit) {
+        return Ok(None);
+    }
+    let cache = memo.commits();
+    cache.retain_active(timeline);
+    let mut summaries = Vec::with_capacity(commits.len());
+    for instant in commits {
+        summaries.push(cache.get(ctx.storage, instant).await?);
+    }
+    Ok(oldest_uncompacted_log_writer(&summaries))
+}
+
+/// The oldest deltacommit among `commits` (completed commit-like instants, any order) that wrote a log file
+/// (a stat's `path`) into a slice that no later base file of its group (a compaction's, or any commit's)
+/// supersedes and whose group no replacecommit replaced: its logs are still live, and only its write stats
+/// tell the file-system view so.
+pub fn oldest_uncompacted_log_writer(commits: &[Arc<CommitSummary>]) -> Option<InstantTime> {
+    // Per (partition, file id): the newest base file instant and whether the group was replaced.
+    let mut newest_base: BTreeMap<(String, String), InstantTime> = BTreeMap::new();
+    let mut replaced: BTreeSet<(String, String)> = BTreeSet::new();
+    for summary in commits {
+        for stat in summary.metadata.commit.write_stats() {
+            let (partition, name) = stat.path.rsplit_once('/').unwrap_or(("", &stat.path));
+            if let Ok(base) = BaseFileName::parse(name) {
+                let key = (partition.to_string(), base.file_id);
+                let entry = newest_base
+                    .entry(key)
+                    .or_insert_with(|| base.instant_time.clone());
+                if base.instant_time > *entry {
+                    *entry = base.instant_time;
+                }
+            }
+        }
+        for (p, id) in summary.metadata.replaced_file_groups() {
+            replaced.insert((p.to_string(), id.to_string()));
+        }
+    }
+    let mut oldest: Option<InstantTime> = None;
+    for summary in commits {
+        if summary.instant.action != Action::DeltaCommit {
+            continue;
+        }
+        let time = &summary.instant.time;
+        if oldest.as_ref().is_some_and(|o| o <= time) {
+            continue;
+        }
+        let live = summary.metadata.commit.write_stats().any(|stat| {
+            let (partition, name) = stat.path.rsplit_once('/').unwrap_or(("", &stat.path));
+            let Ok(log) = LogFileName::parse(name) else {
+                return false;
+            };
+            let key = (partition.to_string(), log.file_id.clone());
+            let superseded = newest_base
+                .get(&key)
+                .is_some_and(|newest| *newest > log.base_instant);
+            !superseded && !replaced.contains(&key)
+        });
+        if live {
+            oldest = Some(time.clone());
+        }
+    }
+    oldest
+}
+
+/// The timeline files of `instant` that exist in some state, pending states first. A completed `commit`
+/// may be a compaction's: its pending files are `compaction.requested` and `compaction.inflight`.
 fn state_files(instant: &Instant) -> (Vec<String>, String) {
-    let pending = [State::Requested, State::Inflight]
+    let mut actions = vec![instant.action];
+    if instant.action == Action::Commit {
+        actions.push(Action::Compaction);
+    }
+    let pending = actions
         .into_iter()
-        .map(|s| Instant::new(instant.time.clone(), instant.action, s).path())
+        .flat_map(|a| {
+            [State::Requested, State::Inflight]
+                .into_iter()
+                .map(move |s| Instant::new(instant.time.clone(), a, s).path())
+        })
         .collect();
     (
         pending,
@@ -317,6 +418,7 @@ mod tests {
             cleaning: true,
             last_clean_cursor: Some(t(100)),
             has_clean: true,
+            uncompacted_logs: None,
         }
     }
 
@@ -419,6 +521,128 @@ mod tests {
                 (40, Action::Commit),
                 (50, Action::Commit),
             ]
+        );
+    }
+
+    #[test]
+    fn never_past_a_pending_compaction_or_deltacommit() {
+        for action in [Action::Compaction, Action::DeltaCommit] {
+            let mut spec: Vec<(u32, Action, State)> = (1..=8)
+                .map(|n| (n, Action::DeltaCommit, State::Completed))
+                .collect();
+            spec[3] = (4, action, State::Requested);
+            // Deltacommit 3, the last completed one before the pending instant at 4, stays.
+            assert_eq!(
+                times(&plan_archive(&tl(&spec), &config(), &open())),
+                vec![1, 2],
+                "{action}"
+            );
+            spec[3] = (4, action, State::Inflight);
+            assert_eq!(
+                times(&plan_archive(&tl(&spec), &config(), &open())),
+                vec![1, 2]
+            );
+        }
+        // Once the compaction completes (as a commit) the cut moves on.
+        let mut spec: Vec<(u32, Action, State)> = (1..=8)
+            .map(|n| (n, Action::DeltaCommit, State::Completed))
+            .collect();
+        spec[3] = (4, Action::Commit, State::Completed);
+        assert_eq!(
+            times(&plan_archive(&tl(&spec), &config(), &open())),
+            vec![1, 2, 3, 4, 5]
+        );
+    }
+
+    #[test]
+    fn deltacommits_and_compactions_archive_every_state_file() {
+        let delta = Instant::new(t(1), Action::DeltaCommit, State::Completed);
+        let (pending, done) = state_files(&delta);
+        let base = t(1);
+        assert_eq!(
+            pending,
+            vec![
+                format!(".hoodie/{base}.deltacommit.requested"),
+                format!(".hoodie/{base}.deltacommit.inflight")
+            ]
+        );
+        assert_eq!(done, format!(".hoodie/{base}.deltacommit"));
+        // A completed commit may be a compaction's.
+        let commit = Instant::new(t(1), Action::Commit, State::Completed);
+        let (pending, done) = state_files(&commit);
+        assert_eq!(
+            pending,
+            vec![
+                format!(".hoodie/{base}.commit.requested"),
+                format!(".hoodie/{base}.inflight"),
+                format!(".hoodie/{base}.compaction.requested"),
+                format!(".hoodie/{base}.compaction.inflight")
+            ]
+        );
+        assert_eq!(done, format!(".hoodie/{base}.commit"));
+    }
+
+    fn summary(n: u32, action: Action, paths: &[String]) -> Arc<CommitSummary> {
+        let mut commit =
+            crate::table::commit::CommitMetadata::new(crate::table::commit::OperationType::Upsert);
+        for path in paths {
+            let (p, name) = path.rsplit_once('/').expect("partition");
+            let id = name.trim_start_matches('.').split('_').next().expect("id");
+            commit.add_write_stat(crate::table::commit::WriteStat::new(id, p, path));
+        }
+        Arc::new(CommitSummary {
+            instant: Instant::new(t(n), action, State::Completed),
+            metadata: crate::table::commit::ReplaceCommitMetadata {
+                commit,
+                ..Default::default()
+            },
+        })
+    }
+
+    fn base(id: &str, n: u32) -> String {
+        format!("p/{id}_0-0-0_{}.parquet", t(n))
+    }
+
+    fn log(id: &str, base: u32, version: u32) -> String {
+        format!("p/.{id}_{}.log.{version}_0-0-0", t(base))
+    }
+
+    #[test]
+    fn a_deltacommit_whose_logs_are_not_compacted_holds_archival() {
+        // 1: bases a, b. 2: logs of a@1 and b@1. 3: log of a@1. 4: compaction of a. 5: log of a@4.
+        let written = vec![
+            summary(1, Action::DeltaCommit, &[base("a", 1), base("b", 1)]),
+            summary(2, Action::DeltaCommit, &[log("a", 1, 1), log("b", 1, 1)]),
+            summary(3, Action::DeltaCommit, &[log("a", 1, 2)]),
+            summary(4, Action::Commit, &[base("a", 4)]),
+            summary(5, Action::DeltaCommit, &[log("a", 4, 1)]),
+        ];
+        // b@1's log (written by 2) is live: 2 stays.
+        assert_eq!(oldest_uncompacted_log_writer(&written), Some(t(2)));
+        // Once b is compacted too, a@4's log (written by 5) is the oldest live one.
+        let mut compacted = written.clone();
+        compacted.push(summary(6, Action::Commit, &[base("b", 6)]));
+        assert_eq!(oldest_uncompacted_log_writer(&compacted), Some(t(5)));
+        // A replaced group's logs are not live either.
+        let mut replaced = written;
+        let mut replace = (*summary(6, Action::ReplaceCommit, &[base("c", 6)])).clone();
+        replace
+            .metadata
+            .partition_to_replace_file_ids
+            .insert("p".into(), vec!["b".into()]);
+        replaced.push(Arc::new(replace));
+        assert_eq!(oldest_uncompacted_log_writer(&replaced), Some(t(5)));
+        // Copy-on-write: no logs, no bound.
+        assert_eq!(
+            oldest_uncompacted_log_writer(&[summary(1, Action::Commit, &[base("a", 1)])]),
+            None
+        );
+        // The bound caps the cut.
+        let mut b = open();
+        b.uncompacted_logs = Some(t(2));
+        assert_eq!(
+            times(&plan_archive(&tl(&commits(1..=8)), &config(), &b)),
+            vec![1]
         );
     }
 }

@@ -18,6 +18,7 @@ mod lock_dynamodb;
 mod lock_file;
 mod log_file_golden;
 mod model;
+mod mor_clean;
 mod mor_merge_golden;
 mod mor_slices;
 mod request_counts;

@@ -2,14 +2,23 @@
 //! records each clean as Spark-compatible instants (`<t>.clean.requested`, `<t>.clean.inflight`: the Avro
 //! `HoodieCleanerPlan`; `<t>.clean`: the Avro `HoodieCleanMetadata`).
 //!
+//! A file slice is a base file and, on merge-on-read tables, every log file named with its file id and base
+//! instant (`.<fileId>_<baseInstant>.log.<version>_<token>`); a slice is deleted whole and the plan lists each
+//! of its files, base first, as Spark's cleaner does. Slices are keyed by base instant, so on merge-on-read
+//! tables new slices come from compaction commits; the retention counts every completed commit, deltacommit
+//! and replacecommit.
+//!
 //! What it may delete (table-services.md §1.4), per file group, among *committed* slices only:
 //! - `KEEP_LATEST_COMMITS` / `KEEP_LATEST_BY_HOURS`: slices older than the earliest commit to retain (ECR),
 //!   except the group's latest slice and its newest slice older than the ECR (a query as of the ECR reads
 //!   it); every slice of a group replaced by a completed replacecommit older than the ECR.
 //! - `KEEP_LATEST_FILE_VERSIONS`: all but the newest `fileversions.retained` slices; replaced groups entirely.
 //!
-//! What it never deletes: a file of a pending or retired instant (such files are not committed slices), a
-//! group's latest committed slice, any slice at or after the ECR, anything under `.hoodie/`. Queries as of an
+//! What it never deletes: a file of a pending or retired instant (such files are not committed slices; nor
+//! are logs appended to a pending compaction's slice), a group's latest committed slice, any slice at or
+//! after the ECR, a slice a pending compaction reads or any later one of its group, anything under
+//! `.hoodie/`. When a pending compaction's plan cannot be read, nothing is cleaned until it can (or the
+//! compaction is completed or rolled back): the cleaner cannot tell which slices it reads. Queries as of an
 //! instant older than the ECR may then find files missing: hudi-rs returns partial results for them, so the
 //! retention is "the last N commits" (README, Table services).
 //!
@@ -18,6 +27,7 @@
 //! listing each; a full listing only when no earlier clean bounds the work. A crash at any step leaves a
 //! pending clean that the next run re-runs from its plan (deletes are idempotent).
 
+pub mod pending_compaction;
 pub mod plan;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -33,6 +43,7 @@ use super::avro::{
 use super::commits::CommitCache;
 use super::config::CleanerPolicy;
 use super::ServiceContext;
+use crate::log_file::LogFileName;
 use crate::storage::{ObjectMeta, PutOutcome, Storage};
 use crate::table::file_name::BaseFileName;
 use crate::table::instant::{Action, Instant, InstantTime, State};
@@ -54,6 +65,8 @@ pub struct CleanMemo {
     inner: Arc<Mutex<Option<(CleanerPolicy, InstantTime)>>>,
     /// The last completed clean read, by instant (clean files never change).
     last: Arc<Mutex<Option<(Instant, CleanMetadata)>>>,
+    /// Commit metadata archival reads on merge-on-read tables (which logs compaction has superseded).
+    commits: CommitCache,
 }
 
 impl CleanMemo {
@@ -83,6 +96,11 @@ impl CleanMemo {
         let found = last_completed_clean(storage, timeline).await?;
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = found.clone();
         Ok(found)
+    }
+
+    /// The commit metadata cache of archival (bounded by the active timeline: archival prunes it).
+    pub fn commits(&self) -> &CommitCache {
+        &self.commits
     }
 
     fn get(&self, policy: CleanerPolicy) -> Option<InstantTime> {
@@ -216,45 +234,111 @@ pub fn is_due(timeline: &Timeline, ctx: &ServiceContext<'_>) -> bool {
     since >= ctx.config.clean_max_commits as usize
 }
 
+/// Slices by partition, then file group, then base instant, as a listing finds them (see [`committed_slices`]).
+type SliceFiles = BTreeMap<String, BTreeMap<String, BTreeMap<InstantTime, SliceParts>>>;
+
+/// The files of one slice found by a listing.
+#[derive(Default)]
+struct SliceParts {
+    base: Option<String>,
+    /// (name, path), sorted by name: reader order.
+    logs: Vec<(LogFileName, String)>,
+}
+
+/// What a listed file is to the cleaner.
+enum Listed {
+    /// A base file: (partition, file id, instant).
+    Base(String, String, InstantTime),
+    /// A log file of a merge-on-read slice: (partition, name).
+    Log(String, LogFileName),
+}
+
+/// Classifies a listed path: base files and data log files; everything else (the timeline, the partition
+/// metadata, hidden files of other tools, CDC logs, unparsable names) is not a data file.
+fn classify(path: &str) -> Option<Listed> {
+    if path.starts_with(crate::table::timeline::META_DIR)
+        || crate::table::timeline::is_non_data_path(path)
+    {
+        return None;
+    }
+    let (partition, name) = path.rsplit_once('/').unwrap_or(("", path));
+    if name.starts_with(PARTITION_METAFILE) {
+        return None;
+    }
+    if name.starts_with('.') {
+        // Log names start with `.`: `.<fileId>_<baseInstant>.log.<version>_<token>`.
+        return LogFileName::parse(name)
+            .ok()
+            .map(|log| Listed::Log(partition.to_string(), log));
+    }
+    if !name.ends_with(".parquet") {
+        return None;
+    }
+    let base = BaseFileName::parse(name).ok()?;
+    Some(Listed::Base(
+        partition.to_string(),
+        base.file_id,
+        base.instant_time,
+    ))
+}
+
 /// Committed slices by partition, then file group, from a listing (files directly inside each partition).
+///
+/// A slice is a base file and every log file named with its file id and base instant, or, for a log-only
+/// group (written by other engines), those log files alone. It is committed when its base instant is (the
+/// base file rule of [`crate::table::fs_view::SliceVisibility`]): logs appended to a pending compaction's
+/// slice, or a failed write's base file and logs, are never candidates. A committed slice is deleted whole,
+/// its logs of failed writes and rollback blocks included, as Spark's cleaner deletes it.
 fn committed_slices(
     timeline: &Timeline,
     listed: &[ObjectMeta],
     partitions: Option<&BTreeSet<String>>,
 ) -> BTreeMap<String, BTreeMap<String, Vec<ListedSlice>>> {
-    let mut out: BTreeMap<String, BTreeMap<String, Vec<ListedSlice>>> = BTreeMap::new();
-    let rule = crate::table::fs_view::SliceVisibility::new(timeline, None);
+    let mut found = SliceFiles::new();
     for object in listed {
-        if object.path.starts_with(crate::table::timeline::META_DIR)
-            || crate::table::timeline::is_non_data_path(&object.path)
-        {
-            continue;
-        }
-        let (partition, name) = match object.path.rsplit_once('/') {
-            Some((p, n)) => (p, n),
-            None => ("", object.path.as_str()),
+        let (partition, file_id, instant, log) = match classify(&object.path) {
+            Some(Listed::Base(p, id, t)) => (p, id, t, None),
+            Some(Listed::Log(p, log)) => {
+                (p, log.file_id.clone(), log.base_instant.clone(), Some(log))
+            }
+            None => continue,
         };
-        if name.starts_with(PARTITION_METAFILE) || !name.ends_with(".parquet") {
+        if partitions.is_some_and(|set| !set.contains(&partition)) {
             continue;
         }
-        if partitions.is_some_and(|set| !set.contains(partition)) {
-            continue;
-        }
-        let Ok(base) = BaseFileName::parse(name) else {
-            continue;
-        };
-        if !rule.is_committed(&base.instant_time) {
-            continue;
-        }
-        out.entry(partition.to_string())
+        let parts = found
+            .entry(partition)
             .or_default()
-            .entry(base.file_id.clone())
+            .entry(file_id)
             .or_default()
-            .push(ListedSlice {
-                file_id: base.file_id,
-                instant: base.instant_time,
-                path: object.path.clone(),
-            });
+            .entry(instant)
+            .or_default();
+        match log {
+            Some(log) => parts.logs.push((log, object.path.clone())),
+            None => parts.base = Some(object.path.clone()),
+        }
+    }
+    let rule = crate::table::fs_view::SliceVisibility::new(timeline, None);
+    let mut out: BTreeMap<String, BTreeMap<String, Vec<ListedSlice>>> = BTreeMap::new();
+    for (partition, groups) in found {
+        for (file_id, slices) in groups {
+            for (instant, mut parts) in slices {
+                if !rule.is_committed(&instant) {
+                    continue;
+                }
+                parts.logs.sort();
+                out.entry(partition.clone())
+                    .or_default()
+                    .entry(file_id.clone())
+                    .or_default()
+                    .push(ListedSlice {
+                        file_id: file_id.clone(),
+                        instant,
+                        base_path: parts.base,
+                        log_paths: parts.logs.into_iter().map(|(_, p)| p).collect(),
+                    });
+            }
+        }
     }
     out
 }
@@ -277,6 +361,25 @@ async fn plan_clean(
     let Some(boundary) = boundary else {
         return Ok(None);
     };
+    // Slices pending compactions read stay; a plan that cannot be read hides which, so nothing is cleaned.
+    let compacting = match pending_compaction::pending_operations(storage, timeline).await? {
+        Ok(ops) => ops,
+        Err((instant, e)) => {
+            tracing::warn!(compaction = %instant, error = %e, "clean skipped: a pending compaction's plan cannot be read");
+            return Ok(None);
+        }
+    };
+    let mut pending: BTreeMap<String, BTreeMap<String, InstantTime>> = BTreeMap::new();
+    for op in compacting {
+        let base = pending
+            .entry(op.partition_path)
+            .or_default()
+            .entry(op.file_id)
+            .or_insert_with(|| op.base_instant.clone());
+        if op.base_instant < *base {
+            *base = op.base_instant;
+        }
+    }
     let last = memo.last_completed_clean(storage, timeline).await?;
     let durable = clean_cursor(timeline, last.as_ref().map(|(_, m)| m), policy);
     let cursor = match (durable, memo.get(policy)) {
@@ -339,22 +442,24 @@ async fn plan_clean(
     let slices = committed_slices(timeline, &listed, cursor.as_ref().map(|_| &partitions));
     let mut per_partition: BTreeMap<String, Vec<CleanFileInfo>> = BTreeMap::new();
     let no_replaced = BTreeSet::new();
+    let no_pending = BTreeMap::new();
     for (partition, groups) in &slices {
         let doomed = slices_to_delete(
             config,
             ecr.as_ref().map(|i| &i.time),
             groups,
             replaced.get(partition).unwrap_or(&no_replaced),
+            pending.get(partition).unwrap_or(&no_pending),
         );
         if doomed.is_empty() {
             continue;
         }
         let infos = per_partition.entry(partition.clone()).or_default();
-        for slice in doomed {
-            infos.push(CleanFileInfo {
-                file_path: full_path(storage, &slice.path),
+        for slice in &doomed {
+            infos.extend(slice.paths().map(|path| CleanFileInfo {
+                file_path: full_path(storage, path),
                 is_bootstrap_base_file: false,
-            });
+            }));
         }
     }
     let commits_since_clean = timeline

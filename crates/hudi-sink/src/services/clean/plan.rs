@@ -8,15 +8,28 @@ use crate::services::config::{CleanerPolicy, ServicesConfig};
 use crate::table::instant::{Action, Instant, InstantTime};
 use crate::table::timeline::Timeline;
 
-/// One committed slice of a file group, as found in a partition listing.
+/// One committed slice of a file group, as found in a partition listing: its base file and, on
+/// merge-on-read tables, every log file named with its base instant. Deleting a slice deletes all of them.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ListedSlice {
     /// File group.
     pub file_id: String,
-    /// The slice's instant (from the base file name).
+    /// The slice's base instant (from the base file name, or the log file names of a log-only slice).
     pub instant: InstantTime,
-    /// Path relative to the table base path.
-    pub path: String,
+    /// The base file's path relative to the table base path; `None` for a log-only slice.
+    pub base_path: Option<String>,
+    /// The log files' paths relative to the table base path, in reader order.
+    pub log_paths: Vec<String>,
+}
+
+impl ListedSlice {
+    /// Every file of the slice, base file first, then the logs in reader order (Spark's plan order).
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.base_path
+            .iter()
+            .chain(self.log_paths.iter())
+            .map(String::as_str)
+    }
 }
 
 /// Pending instants that hold back the earliest commit to retain: writes whose base slices a running
@@ -83,30 +96,45 @@ pub fn file_versions_boundary(timeline: &Timeline) -> Option<InstantTime> {
 
 /// The slices of one partition to delete. `groups` holds every committed slice of the partition by file
 /// group; `replaced` the groups whose replacement makes every slice obsolete (replaced before the ECR, or by
-/// any completed replacecommit under `KEEP_LATEST_FILE_VERSIONS`).
+/// any completed replacecommit under `KEEP_LATEST_FILE_VERSIONS`); `pending` the base instant of the slice
+/// a pending compaction reads, by file group.
 ///
-/// Kept, per live group: the latest slice; under the commit and hour policies also the newest slice older
-/// than the ECR (a query as of the ECR reads it) and every slice at or after the ECR; under the file
-/// versions policy the newest `fileversions.retained` slices.
+/// Kept, per live group: the latest slice; every slice at or after the base instant a pending compaction
+/// reads (Spark's `isFileSliceNeededForPendingCompaction`); under the commit and hour policies also the
+/// newest slice older than the ECR (a query as of the ECR reads it) and every slice at or after the ECR;
+/// under the file versions policy the newest `fileversions.retained` slices, the pending compaction's
+/// output counting as one of them (as Spark counts it).
 pub fn slices_to_delete(
     config: &ServicesConfig,
     ecr: Option<&InstantTime>,
     groups: &BTreeMap<String, Vec<ListedSlice>>,
     replaced: &BTreeSet<String>,
+    pending: &BTreeMap<String, InstantTime>,
 ) -> Vec<ListedSlice> {
     let mut doomed = Vec::new();
     for (file_id, slices) in groups {
         let mut slices: Vec<&ListedSlice> = slices.iter().collect();
         // Newest first.
         slices.sort_by(|a, b| b.instant.cmp(&a.instant));
+        let compacting = pending.get(file_id);
+        let needed = |s: &ListedSlice| compacting.is_some_and(|base| s.instant >= *base);
         if replaced.contains(file_id) {
-            doomed.extend(slices.into_iter().cloned());
+            doomed.extend(slices.into_iter().filter(|s| !needed(s)).cloned());
             continue;
         }
         match config.cleaner_policy {
             CleanerPolicy::KeepLatestFileVersions => {
-                let keep = config.file_versions_retained as usize;
-                doomed.extend(slices.into_iter().skip(keep).cloned());
+                let mut keep = config.file_versions_retained as usize;
+                if compacting.is_some() {
+                    keep = keep.saturating_sub(1);
+                }
+                doomed.extend(
+                    slices
+                        .into_iter()
+                        .filter(|s| !needed(s))
+                        .skip(keep)
+                        .cloned(),
+                );
             }
             CleanerPolicy::KeepLatestCommits | CleanerPolicy::KeepLatestByHours => {
                 let Some(ecr) = ecr else { continue };
@@ -122,7 +150,8 @@ pub fn slices_to_delete(
                 for slice in slices {
                     let keep = Some(&slice.instant) == latest.as_ref()
                         || Some(&slice.instant) == newest_before_ecr.as_ref()
-                        || slice.instant >= *ecr;
+                        || slice.instant >= *ecr
+                        || needed(slice);
                     if !keep {
                         doomed.push(slice.clone());
                     }
@@ -226,7 +255,8 @@ mod tests {
         ListedSlice {
             file_id: file_id.into(),
             instant: t(n),
-            path: format!("p/{file_id}_0-0-0_{}.parquet", t(n)),
+            base_path: Some(format!("p/{file_id}_0-0-0_{}.parquet", t(n))),
+            log_paths: vec![format!("p/.{file_id}_{}.log.1_0-0-0", t(n))],
         }
     }
 
@@ -244,13 +274,13 @@ mod tests {
     fn keep_latest_commits_keeps_latest_and_newest_before_ecr() {
         let c = config(CleanerPolicy::KeepLatestCommits);
         let g = groups(&[("a", &[1, 2, 3, 5, 7]), ("b", &[1, 2]), ("c", &[6])]);
-        let doomed = slices_to_delete(&c, Some(&t(5)), &g, &BTreeSet::new());
+        let doomed = slices_to_delete(&c, Some(&t(5)), &g, &BTreeSet::new(), &BTreeMap::new());
         // a: 7 latest, 5 ≥ ECR, 3 newest before the ECR; 1 and 2 go. b: 2 latest (and newest before); 1 goes.
         assert_eq!(
             names(doomed),
             vec![("a".into(), t(1)), ("a".into(), t(2)), ("b".into(), t(1))]
         );
-        assert!(slices_to_delete(&c, None, &g, &BTreeSet::new()).is_empty());
+        assert!(slices_to_delete(&c, None, &g, &BTreeSet::new(), &BTreeMap::new()).is_empty());
     }
 
     #[test]
@@ -259,7 +289,13 @@ mod tests {
         let g = groups(&[("a", &[1, 2]), ("b", &[3])]);
         let replaced: BTreeSet<String> = ["b".to_string()].into();
         assert_eq!(
-            names(slices_to_delete(&c, Some(&t(4)), &g, &replaced)),
+            names(slices_to_delete(
+                &c,
+                Some(&t(4)),
+                &g,
+                &replaced,
+                &BTreeMap::new()
+            )),
             vec![("a".into(), t(1)), ("b".into(), t(3))]
         );
     }
@@ -269,8 +305,69 @@ mod tests {
         let c = config(CleanerPolicy::KeepLatestFileVersions);
         let g = groups(&[("a", &[1, 2, 3, 4]), ("b", &[1])]);
         assert_eq!(
-            names(slices_to_delete(&c, None, &g, &BTreeSet::new())),
+            names(slices_to_delete(
+                &c,
+                None,
+                &g,
+                &BTreeSet::new(),
+                &BTreeMap::new()
+            )),
             vec![("a".into(), t(1)), ("a".into(), t(2))]
+        );
+    }
+
+    #[test]
+    fn a_slice_a_pending_compaction_reads_is_kept_with_every_later_one() {
+        // Group a: slices 1, 2, 3, 5, 7; a pending compaction reads slice 2 (a stale plan: the view's latest
+        // is 7). ECR 6: without the plan 1, 2 and 3 would go; with it only 1.
+        let c = config(CleanerPolicy::KeepLatestCommits);
+        let g = groups(&[("a", &[1, 2, 3, 5, 7]), ("b", &[1, 2, 3])]);
+        let pending = BTreeMap::from([("a".to_string(), t(2))]);
+        assert_eq!(
+            names(slices_to_delete(
+                &c,
+                Some(&t(6)),
+                &g,
+                &BTreeSet::new(),
+                &BTreeMap::new()
+            )),
+            vec![
+                ("a".into(), t(1)),
+                ("a".into(), t(2)),
+                ("a".into(), t(3)),
+                ("b".into(), t(1)),
+                ("b".into(), t(2)),
+            ]
+        );
+        assert_eq!(
+            names(slices_to_delete(
+                &c,
+                Some(&t(6)),
+                &g,
+                &BTreeSet::new(),
+                &pending
+            )),
+            vec![("a".into(), t(1)), ("b".into(), t(1)), ("b".into(), t(2))]
+        );
+        // File versions (k = 2): the compaction's output counts as one version, so of the slices before
+        // the one it reads only one more stays.
+        let c = config(CleanerPolicy::KeepLatestFileVersions);
+        let pending = BTreeMap::from([("a".to_string(), t(5))]);
+        assert_eq!(
+            names(slices_to_delete(&c, None, &g, &BTreeSet::new(), &pending)),
+            vec![("a".into(), t(1)), ("a".into(), t(2)), ("b".into(), t(1))]
+        );
+    }
+
+    #[test]
+    fn a_deleted_slice_lists_its_base_file_then_its_logs() {
+        let s = slice("a", 1);
+        assert_eq!(
+            s.paths().collect::<Vec<_>>(),
+            vec![
+                format!("p/a_0-0-0_{}.parquet", t(1)),
+                format!("p/.a_{}.log.1_0-0-0", t(1))
+            ]
         );
     }
 

@@ -375,3 +375,213 @@ fn plan_paths_map_back_into_the_table() {
         Some("p/f.parquet")
     );
 }
+
+/// Merge-on-read: the log file `version` of slice (`id`, base `base`) in partition `partition`.
+fn log(partition: &str, id: &str, base: u32, version: u32) -> String {
+    format!("{partition}/.{id}_{}.log.{version}_0-0-0", t(base))
+}
+
+/// Writes deltacommit `n`: a new base file per `bases` entry, one new log per `logs` entry (partition, file
+/// id, slice base, version), each named by a stat.
+async fn deltacommit(
+    storage: &MemoryStorage,
+    n: u32,
+    bases: &[(&str, &str)],
+    logs: &[(&str, &str, u32, u32)],
+) {
+    let mut meta = CommitMetadata::new(OperationType::Upsert);
+    for (p, id) in bases {
+        let path = file(p, id, n);
+        storage
+            .put(&path, Bytes::from_static(b"base"))
+            .await
+            .expect("put");
+        let mut stat = WriteStat::new(id, p, &path);
+        stat.file_size_in_bytes = 4;
+        meta.add_write_stat(stat);
+    }
+    for (p, id, base, version) in logs {
+        let path = log(p, id, *base, *version);
+        storage
+            .put(&path, Bytes::from_static(b"log"))
+            .await
+            .expect("put");
+        let mut stat = WriteStat::new(id, p, &path);
+        stat.prev_commit = t(*base).to_string();
+        stat.file_size_in_bytes = 3;
+        meta.add_write_stat(stat);
+    }
+    meta.set_schema("{}");
+    storage
+        .put(
+            &format!(".hoodie/{}.deltacommit", t(n)),
+            Bytes::from(meta.to_json_pretty().expect("json")),
+        )
+        .await
+        .expect("put");
+}
+
+/// A merge-on-read table: group a has slices 1 (base + logs 1, 2 and a failed write's log 3), 4 (a
+/// compaction commit; one log) and 6 (a compaction commit; one log at 7); group b one slice at 1 with a log.
+async fn mor_table(f: &Fixture) {
+    deltacommit(&f.storage, 1, &[("p", "a"), ("p", "b")], &[]).await;
+    deltacommit(&f.storage, 2, &[], &[("p", "a", 1, 1), ("p", "b", 1, 1)]).await;
+    deltacommit(&f.storage, 3, &[], &[("p", "a", 1, 2)]).await;
+    // A failed (rolled-back) write's log in slice a@1: no stat names it; it goes with its slice.
+    f.storage
+        .put(&log("p", "a", 1, 3), Bytes::from_static(b"failed"))
+        .await
+        .expect("put");
+    commit(&f.storage, 4, &[("p", "a", Some(1))]).await;
+    deltacommit(&f.storage, 5, &[], &[("p", "a", 4, 1)]).await;
+    commit(&f.storage, 6, &[("p", "a", Some(4))]).await;
+    deltacommit(&f.storage, 7, &[], &[("p", "a", 6, 1)]).await;
+}
+
+#[tokio::test]
+async fn a_merge_on_read_slice_is_cleaned_with_all_its_log_files() {
+    // ECR = 6 (two retained of the 7 commits and deltacommits): a@1 is older than a@4, the newest slice
+    // before the ECR, so it goes with its three logs; a@4, a@6 and b@1 stay with theirs.
+    let f = Fixture::new(retaining(2));
+    mor_table(&f).await;
+    let outcome = f.clean().await;
+    let doomed = vec![
+        file("p", "a", 1),
+        log("p", "a", 1, 1),
+        log("p", "a", 1, 2),
+        log("p", "a", 1, 3),
+    ];
+    assert_eq!(outcome.files_deleted, doomed.len() as u64);
+    for path in &doomed {
+        assert!(!f.exists(path).await, "{path} deleted");
+    }
+    for path in [
+        file("p", "a", 4),
+        log("p", "a", 4, 1),
+        file("p", "a", 6),
+        log("p", "a", 6, 1),
+        file("p", "b", 1),
+        log("p", "b", 1, 1),
+    ] {
+        assert!(f.exists(&path).await, "{path} kept");
+    }
+    let time = outcome.instant.expect("instant");
+    let plan = CleanerPlan::from_avro_bytes(
+        &f.storage
+            .get(&clean_file(&time, State::Requested))
+            .await
+            .expect("plan"),
+        "mem://table",
+    )
+    .expect("plan");
+    assert_eq!(
+        plan.earliest_instant_to_retain
+            .map(|i| (i.timestamp, i.action)),
+        Some((t(6).to_string(), "commit".to_string()))
+    );
+    let planned: Vec<String> = plan.file_paths_to_be_deleted_per_partition["p"]
+        .iter()
+        .map(|f| f.file_path.clone())
+        .collect();
+    let full: Vec<String> = doomed.iter().map(|p| format!("mem://table/{p}")).collect();
+    assert_eq!(
+        planned, full,
+        "base file first, then the logs in reader order"
+    );
+    let done = CleanMetadata::from_avro_bytes(
+        &f.storage
+            .get(&clean_file(&time, State::Completed))
+            .await
+            .expect("clean"),
+    )
+    .expect("metadata");
+    let names: Vec<String> = doomed
+        .iter()
+        .map(|p| p.rsplit('/').next().expect("name").to_string())
+        .collect();
+    assert_eq!(done.partition_metadata["p"].success_delete_files, names);
+    assert_eq!(done.total_files_deleted, 4);
+
+    // One more deltacommit moves the ECR to 7: a@4 goes with its log, a@6 is the newest before the ECR.
+    deltacommit(&f.storage, 8, &[], &[("p", "a", 6, 2)]).await;
+    let outcome = f.clean().await;
+    assert_eq!(outcome.files_deleted, 2);
+    assert!(!f.exists(&file("p", "a", 4)).await);
+    assert!(!f.exists(&log("p", "a", 4, 1)).await);
+    assert!(f.exists(&file("p", "a", 6)).await);
+    assert!(f.exists(&log("p", "a", 6, 1)).await);
+}
+
+#[tokio::test]
+async fn the_partition_metadata_and_uncommitted_slices_are_never_log_slices() {
+    let f = Fixture::new(retaining(1));
+    mor_table(&f).await;
+    f.storage
+        .put("p/.hoodie_partition_metadata", Bytes::from_static(b"#"))
+        .await
+        .expect("put");
+    // Logs of a slice whose base instant is not committed: appended to a compaction that is still pending
+    // (9), and a log-only slice of a time no commit has (10, after every completed one).
+    f.storage
+        .put(
+            &format!(".hoodie/{}.compaction.requested", t(9)),
+            Bytes::from(super::pending_compaction::tests::plan_bytes(&[(
+                "p",
+                "a",
+                &t(6),
+            )])),
+        )
+        .await
+        .expect("plan");
+    for path in [log("p", "a", 9, 1), log("p", "c", 10, 1)] {
+        f.storage
+            .put(&path, Bytes::from_static(b"uncommitted"))
+            .await
+            .expect("put");
+    }
+    f.clean().await;
+    // ECR = 7 (the compaction pending at 9 is newer): a@1 and a@4 go; a@6 is the latest committed slice
+    // (and the one the compaction reads).
+    assert!(!f.exists(&file("p", "a", 1)).await);
+    assert!(!f.exists(&file("p", "a", 4)).await);
+    assert!(!f.exists(&log("p", "a", 4, 1)).await);
+    for path in [
+        file("p", "a", 6),
+        log("p", "a", 6, 1),
+        log("p", "a", 9, 1),
+        log("p", "c", 10, 1),
+        "p/.hoodie_partition_metadata".to_string(),
+    ] {
+        assert!(f.exists(&path).await, "{path} kept");
+    }
+}
+
+#[tokio::test]
+async fn an_unreadable_pending_compaction_plan_stops_the_clean() {
+    let f = Fixture::new(retaining(1));
+    mor_table(&f).await;
+    f.storage
+        .put(
+            &format!(".hoodie/{}.compaction.requested", t(9)),
+            Bytes::new(),
+        )
+        .await
+        .expect("plan");
+    let outcome = f.clean().await;
+    assert_eq!(outcome, CleanOutcome::default());
+    assert!(f.exists(&file("p", "a", 1)).await);
+    assert!(f.exists(&log("p", "a", 1, 1)).await);
+    // Once the plan is readable the clean goes ahead.
+    f.storage
+        .put(
+            &format!(".hoodie/{}.compaction.requested", t(9)),
+            Bytes::from(super::pending_compaction::tests::plan_bytes(&[(
+                "p",
+                "a",
+                &t(6),
+            )])),
+        )
+        .await
+        .expect("plan");
+    assert_eq!(f.clean().await.files_deleted, 6);
+}
