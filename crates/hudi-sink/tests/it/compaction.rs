@@ -15,7 +15,7 @@ use std::time::Duration;
 use hudi_sink::base_file::writer::BaseFileOptions;
 use hudi_sink::clock::SystemClock;
 use hudi_sink::lock::{LeaseOptions, Lock, MemoryLock};
-use hudi_sink::log_file::{LogFileName, LogFileWriter};
+use hudi_sink::log_file::{DeleteRecord, LogFileName, LogFileWriter};
 use hudi_sink::record::decode::JsonDecoder;
 use hudi_sink::schema::arrow::avro_to_arrow;
 use hudi_sink::schema::avro::AvroSchema;
@@ -330,33 +330,42 @@ fn trips_schema(table: &Path) -> (String, AvroSchema) {
     (text, schema)
 }
 
-/// Appends the next log file of a `v6_trips_8i1u` slice holding `rows` (uuid, ts, fare), written by `t`;
-/// returns its table-relative path and size.
+/// Appends the next log file of a `v6_trips_8i1u` slice holding `rows` (uuid, ts, fare) and deletes of
+/// the keys `deletes` (commit-time deletes, as Spark SQL writes them), written by `t`; returns its
+/// table-relative path and size.
 fn append_log(
     table: &Path,
     (partition, file_id): (&str, &str),
     t: &str,
     rows: &[(&str, i64, f64)],
+    deletes: &[&str],
 ) -> (String, u64) {
     let (_, schema) = trips_schema(table);
     let block_schema = with_meta_fields(&schema);
     let arrow = Arc::new(avro_to_arrow(&block_schema).expect("arrow"));
-    let mut decoder = JsonDecoder::try_new(arrow, &block_schema).expect("decoder");
-    for (seq, (uuid, ts, fare)) in rows.iter().enumerate() {
-        let row = json!({
-            "_hoodie_commit_time": t, "_hoodie_commit_seqno": format!("{t}_0_{seq}"),
-            "_hoodie_record_key": uuid, "_hoodie_partition_path": partition,
-            "_hoodie_file_name": file_id, "ts": ts, "uuid": uuid, "rider": "r", "driver": "d",
-            "fare": fare, "city": partition.trim_start_matches("city="),
-        });
-        decoder.append(row.to_string().as_bytes()).expect("row");
+    let mut writer = LogFileWriter::new(InstantTime::parse(t).expect("t"), file_id, &schema);
+    if !rows.is_empty() {
+        let mut decoder = JsonDecoder::try_new(arrow, &block_schema).expect("decoder");
+        for (seq, (uuid, ts, fare)) in rows.iter().enumerate() {
+            let row = json!({
+                "_hoodie_commit_time": t, "_hoodie_commit_seqno": format!("{t}_0_{seq}"),
+                "_hoodie_record_key": uuid, "_hoodie_partition_path": partition,
+                "_hoodie_file_name": file_id, "ts": ts, "uuid": uuid, "rider": "r", "driver": "d",
+                "fare": fare, "city": partition.trim_start_matches("city="),
+            });
+            decoder.append(row.to_string().as_bytes()).expect("row");
+        }
+        let batch = decoder.finish().expect("batch");
+        writer = writer.with_records(&[batch]).expect("records");
     }
-    let batch = decoder.finish().expect("batch");
-    let bytes = LogFileWriter::new(InstantTime::parse(t).expect("t"), file_id, &schema)
-        .with_records(&[batch])
-        .expect("records")
-        .finish()
-        .expect("finish");
+    if !deletes.is_empty() {
+        let records: Vec<DeleteRecord> = deletes
+            .iter()
+            .map(|key| DeleteRecord::new(*key, partition))
+            .collect();
+        writer = writer.with_deletes(&records).expect("deletes");
+    }
+    let bytes = writer.finish().expect("finish");
     let dir = table.join(partition);
     let existing: Vec<LogFileName> = std::fs::read_dir(&dir)
         .expect("dir")
@@ -409,6 +418,7 @@ fn trips_with_failed_log(into: &Path) {
         CHENNAI,
         "20250401000000001",
         &[("c8abbe79-8d89-47ea-b4ce-4d224bae5bfa", 1695115999911, 77.0)],
+        &[],
     );
     complete_deltacommit(
         into,
@@ -421,6 +431,7 @@ fn trips_with_failed_log(into: &Path) {
         SF,
         "20250401000000002",
         &[("1dced545-862b-4ceb-8b43-d2a568f6616b", 1999999999999, 5.0)],
+        &[],
     );
 }
 
@@ -573,4 +584,103 @@ async fn a_crash_at_any_storage_call_leaves_the_table_as_before_and_the_rollback
         "{pending_seen} crashes left a pending compaction"
     );
     eprintln!("crashed after each of the {n} storage calls of a compaction");
+}
+
+#[tokio::test]
+async fn a_group_whose_rows_were_all_deleted_gets_an_empty_base_file_that_hides_the_old_slice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("trips");
+    let golden = golden_table_in(&mor_testdata_dir(), "v6_trips_8i1u");
+    copy_dir(&golden.path, &path);
+    let t = "20250401000000001";
+    let log = append_log(
+        &path,
+        CHENNAI,
+        t,
+        &[],
+        &[
+            "3eeb61f7-c2b0-4636-99bd-5d7a5a1d2c04",
+            "c8abbe79-8d89-47ea-b4ce-4d224bae5bfa",
+        ],
+    );
+    complete_deltacommit(&path, t, CHENNAI, (&log.0, log.1));
+    let mut reader = HudiReader::start();
+    let before = keyed(reader.rows(&path, &["snapshot"]), false, "before");
+    assert_eq!(before.len(), 6, "both Chennai rows deleted");
+    assert!(before.keys().all(|(p, _)| p != CHENNAI.0));
+
+    let report = compact_table(&LocalStorage::new(&path))
+        .await
+        .expect("compaction")
+        .expect("due");
+    assert_eq!(report.file_groups, 2, "Chennai and San Francisco");
+    let empty = files_of(&path, &report.instant)
+        .into_iter()
+        .find(|name| name.starts_with(CHENNAI.1))
+        .expect("Chennai's new base file");
+    let commit = CommitMetadata::from_json(
+        &std::fs::read(path.join(format!(".hoodie/{}.commit", report.instant))).expect("commit"),
+    )
+    .expect("json");
+    let stat = commit
+        .write_stats()
+        .find(|s| s.file_id == CHENNAI.1)
+        .expect("stat");
+    assert_eq!((stat.num_writes, stat.num_deletes), (0, 2), "{empty}");
+    let after = keyed(reader.rows(&path, &["snapshot"]), false, "after");
+    assert_rows_eq(
+        &without_file_name(&after),
+        &without_file_name(&before),
+        "snapshot",
+    );
+    // Read-optimized reads base files only: the empty one hides the two deleted rows.
+    let read_optimized = keyed(reader.rows(&path, &["read_optimized"]), false, "ro");
+    assert_rows_eq(&read_optimized, &after, "read-optimized");
+}
+
+#[tokio::test]
+async fn nothing_is_compacted_while_a_write_or_another_engines_compaction_is_pending() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for case in ["deltacommit", "foreign compaction"] {
+        let path = dir.path().join(case.replace(' ', "-"));
+        let golden = golden_table_in(&mor_testdata_dir(), "v6_trips_8i1u");
+        copy_dir(&golden.path, &path);
+        let hoodie = path.join(".hoodie");
+        let pending = "20250401000000009";
+        match case {
+            "deltacommit" => {
+                std::fs::write(hoodie.join(format!("{pending}.deltacommit.requested")), b"")
+                    .expect("requested");
+            }
+            _ => {
+                // A plan without this sink's mark: another engine's, never rolled back.
+                let plan = CompactionPlan {
+                    operations: Vec::new(),
+                    extra_metadata: Default::default(),
+                    version: 2,
+                };
+                std::fs::write(
+                    hoodie.join(format!("{pending}.compaction.requested")),
+                    plan.to_avro_bytes().expect("plan"),
+                )
+                .expect("plan");
+            }
+        }
+        let storage = LocalStorage::new(&path);
+        assert!(
+            compact_table(&storage).await.expect("compaction").is_none(),
+            "{case}"
+        );
+        let timeline = Timeline::load(&storage).await.expect("timeline");
+        assert_eq!(
+            timeline
+                .pending()
+                .iter()
+                .map(|i| i.time.to_string())
+                .collect::<Vec<_>>(),
+            [pending],
+            "{case}: left alone"
+        );
+        assert_eq!(roll_back(&storage).await, 0, "{case}");
+    }
 }
