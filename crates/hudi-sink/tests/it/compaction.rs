@@ -20,6 +20,7 @@ use hudi_sink::record::decode::JsonDecoder;
 use hudi_sink::schema::arrow::avro_to_arrow;
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::schema::meta::with_meta_fields;
+use hudi_sink::services::avro::compaction::COMPACTION_PLAN_SCHEMA;
 use hudi_sink::services::avro::CompactionPlan;
 use hudi_sink::services::compact::{compact, roll_back_pending_compactions, CompactionReport};
 use hudi_sink::services::{ServiceContext, ServicesConfig};
@@ -226,6 +227,7 @@ async fn compacted_spark_tables_read_the_same_in_snapshot_read_optimized_and_tim
         let plan = CompactionPlan::from_avro_bytes(&std::fs::read(&plan_file).expect("plan"))
             .expect("plan decodes");
         assert_eq!(plan.version, 2);
+        assert!(plan.preserve_hoodie_metadata);
         assert_eq!(
             fastavro_record(&plan_file, PLAN_SCHEMA_0_14),
             plan_json(&plan)
@@ -658,6 +660,7 @@ async fn nothing_is_compacted_while_a_write_or_another_engines_compaction_is_pen
                     operations: Vec::new(),
                     extra_metadata: Default::default(),
                     version: 2,
+                    preserve_hoodie_metadata: true,
                 };
                 std::fs::write(
                     hoodie.join(format!("{pending}.compaction.requested")),

@@ -3,9 +3,11 @@
 //! `HoodieCompactionStrategy.avsc`).
 //!
 //! Invariants:
-//! * [`COMPACTION_PLAN_SCHEMA`] is the 0.14/0.15 field set (`operations`, `extraMetadata`, `version`) plus the
-//!   log-compaction era's `strategy` (written null), every added field with a default, union branches
-//!   `["null", T]` as Spark writes them. Readers resolve by field name, so 0.14 and 1.x Hudi and Trino read it.
+//! * [`COMPACTION_PLAN_SCHEMA`] is the field set of the 0.x schema (`operations`, `extraMetadata`, `version`)
+//!   plus the log-compaction era's (0.13+) `strategy` (written null: plain compaction) and
+//!   `preserveHoodieMetadata` (written true, as Spark's planner does: compacted rows keep their commit time
+//!   and sequence number), every added field with a default. Readers resolve by field name, so 0.14 and
+//!   1.x Hudi and Trino read it.
 //! * Plans are written with `version` 2 ([`COMPACTION_PLAN_VERSION`]): operations name files, not paths
 //!   (`dataFilePath` = base file name, `deltaFilePaths` = log file names, `partitionPath` relative).
 //! * `dataFilePath` and `bootstrapFilePath` are null when absent (what Spark stores); null reads as `None`.
@@ -50,7 +52,8 @@ pub const COMPACTION_PLAN_SCHEMA: &str = r#"{
         {"name": "compactorClassName", "type": ["null", "string"], "default": null},
         {"name": "strategyParams", "type": ["null", {"type": "map", "values": "string"}], "default": null},
         {"name": "version", "type": ["int", "null"], "default": 1}
-      ]}], "default": null}
+      ]}], "default": null},
+    {"name": "preserveHoodieMetadata", "type": ["boolean", "null"], "default": false}
   ]
 }"#;
 
@@ -63,6 +66,8 @@ pub struct CompactionPlan {
     pub extra_metadata: BTreeMap<String, String>,
     /// Plan revision; this sink writes [`COMPACTION_PLAN_VERSION`].
     pub version: i32,
+    /// Whether compacted rows keep their `_hoodie_commit_time` and `_hoodie_commit_seqno` (this sink: true).
+    pub preserve_hoodie_metadata: bool,
 }
 
 /// One file slice a compaction merges: its base file and log files.
@@ -104,6 +109,10 @@ impl CompactionPlan {
             ("extraMetadata", AvroValue::string_map(&self.extra_metadata)),
             ("version", AvroValue::Int(self.version)),
             ("strategy", AvroValue::Null),
+            (
+                "preserveHoodieMetadata",
+                AvroValue::Boolean(self.preserve_hoodie_metadata),
+            ),
         ])
     }
 
@@ -116,6 +125,7 @@ impl CompactionPlan {
             })?,
             extra_metadata: f.string_map("extraMetadata")?,
             version: f.int("version")?.unwrap_or(1),
+            preserve_hoodie_metadata: f.boolean("preserveHoodieMetadata")?.unwrap_or(false),
         })
     }
 
@@ -207,6 +217,7 @@ mod tests {
             ],
             extra_metadata: BTreeMap::from([("hudi.sink.writer".into(), "msk-hudi-sink".into())]),
             version: COMPACTION_PLAN_VERSION,
+            preserve_hoodie_metadata: true,
         }
     }
 
@@ -253,6 +264,7 @@ mod tests {
         let bytes = encode_container(old, &value).expect("encodes");
         let plan = CompactionPlan::from_avro_bytes(&bytes).expect("decodes");
         assert_eq!(plan.version, 1);
+        assert!(!plan.preserve_hoodie_metadata);
         assert_eq!(
             plan.operations,
             vec![CompactionOperation {

@@ -126,6 +126,7 @@ pub(super) fn to_plan(planned: &CompactionPlanned) -> CompactionPlan {
         operations,
         extra_metadata: BTreeMap::from([(WRITER_KEY.to_string(), WRITER_NAME.to_string())]),
         version: COMPACTION_PLAN_VERSION,
+        preserve_hoodie_metadata: true,
     }
 }
 

@@ -201,6 +201,7 @@ fn the_plan_names_files_and_carries_the_mark() {
     };
     let plan = to_plan(&planned);
     assert_eq!(plan.version, COMPACTION_PLAN_VERSION);
+    assert!(plan.preserve_hoodie_metadata);
     assert_eq!(
         plan.extra_metadata,
         BTreeMap::from([(WRITER_KEY.to_string(), WRITER_NAME.to_string())])
