@@ -232,6 +232,10 @@ async fn compacted_spark_tables_read_the_same_in_snapshot_read_optimized_and_tim
             fastavro_record(&plan_file, PLAN_SCHEMA_0_14),
             plan_json(&plan)
         );
+        let mut full = plan_json(&plan);
+        full["strategy"] = Value::Null;
+        full["preserveHoodieMetadata"] = json!(true);
+        assert_eq!(fastavro_record(&plan_file, COMPACTION_PLAN_SCHEMA), full);
         assert_eq!(
             std::fs::read(path.join(format!(".hoodie/{c}.compaction.inflight")))
                 .expect("inflight")
