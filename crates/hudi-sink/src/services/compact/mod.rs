@@ -4,8 +4,8 @@
 //!
 //! One compaction instant `c` runs entirely under the table lock the caller holds ([`compact`]):
 //!
-//! 1. [`plan`]: per file group, the latest committed slice whose committed log files (those a completed
-//!    deltacommit names, see `table::fs_view::LogVisibility`) number at least
+//! 1. Plan ([`select_file_groups`]): per file group, the latest committed slice whose committed log files
+//!    (those a completed deltacommit names, see `table::fs_view::LogVisibility`) number at least
 //!    `hoodie.compact.inline.max.delta.commits`, the most log files first, at most
 //!    `hudi.sink.compaction.max.file.groups` groups. Nothing is planned while a commit or deltacommit is
 //!    pending (Java's rule: every inflight write must be later than the compaction; an earlier one would
