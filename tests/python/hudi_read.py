@@ -12,6 +12,7 @@ expected rows the same way without floating-point or timezone ambiguity:
 Usage:
   hudi_read.py TABLE snapshot
   hudi_read.py TABLE as_of INSTANT
+  hudi_read.py TABLE read_optimized        (merge-on-read: the latest base files only, no log files)
   hudi_read.py TABLE incremental START END
   hudi_read.py TABLE file_slices [INSTANT]
   hudi_read.py --engine daft TABLE snapshot
@@ -108,6 +109,8 @@ def read_hudi_rs(path, mode, args):
         opts = opts.with_as_of_timestamp(args[0])
     elif mode == "incremental":
         opts = opts.with_query_type(HudiQueryType.Incremental).with_start_timestamp(args[0]).with_end_timestamp(args[1])
+    elif mode == "read_optimized":
+        opts = opts.with_hudi_option("hoodie.read.use.read_optimized.mode", "true")
     elif mode != "snapshot":
         raise SystemExit(f"unknown mode {mode}")
     batches = table.read(opts)

@@ -349,6 +349,7 @@ mod tests {
             file_groups_clustered: 3,
             resumed: 1,
             duration_ms: 4_321,
+            ..ServiceReport::default()
         };
         let doc = service_emf(&report, &CONTEXT);
         let v = check_emf(&doc);

@@ -70,6 +70,17 @@ pub struct SliceMerger<R: ChunkReader + Clone + 'static> {
     matched: Vec<bool>,
     /// Next log version to consider for the inserts, once the base is done.
     next_insert: usize,
+    /// Base rows read so far, and log-only upserts (inserts) produced so far (for write stats).
+    counts: MergeCounts,
+}
+
+/// What a [`SliceMerger`] has read and produced so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MergeCounts {
+    /// Rows read from the base file.
+    pub base_rows: u64,
+    /// Log-only upserts (keys the base file does not have) produced.
+    pub inserted: u64,
 }
 
 /// The base file, opened once and decoded one row group at a time.
@@ -147,6 +158,7 @@ pub fn merge_file_slice<R: ChunkReader + Clone + 'static>(
         log,
         log_batches,
         next_insert: 0,
+        counts: MergeCounts::default(),
     })
 }
 
@@ -156,8 +168,14 @@ impl<R: ChunkReader + Clone + 'static> SliceMerger<R> {
         self.schema.clone()
     }
 
+    /// Base rows read and inserts produced so far (complete once the iterator is exhausted).
+    pub fn counts(&self) -> MergeCounts {
+        self.counts
+    }
+
     /// Rows of `batch` (base) with the log merged in.
     fn merge_base_batch(&mut self, batch: &RecordBatch) -> Result<RecordBatch, MergeError> {
+        self.counts.base_rows += batch.num_rows() as u64;
         let keys = batch
             .column_by_name(RECORD_KEY_COL)
             .and_then(|c| c.as_string_opt::<i32>())
@@ -215,6 +233,7 @@ impl<R: ChunkReader + Clone + 'static> SliceMerger<R> {
         if picks.is_empty() {
             return None;
         }
+        self.counts.inserted += picks.len() as u64;
         Some(self.assemble(None, &picks))
     }
 

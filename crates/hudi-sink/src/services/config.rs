@@ -1,5 +1,5 @@
 //! Table-service settings, from Hudi's own keys (`hoodie.clean.*`, `hoodie.cleaner.*`, `hoodie.keep.*`,
-//! `hoodie.archive.*`, `hoodie.clustering.*`, `hoodie.parquet.small.file.limit`), so that a HoodieStreamer or
+//! `hoodie.archive.*`, `hoodie.clustering.*`, `hoodie.parquet.small.file.limit`, `hoodie.compact.*`), so that a HoodieStreamer or
 //! Spark properties file means the same here. Defaults are Hudi 0.14's, except where the doc of a field says
 //! otherwise and why.
 
@@ -96,6 +96,17 @@ pub struct ServicesConfig {
     pub clustering_max_bytes_per_group: u64,
     /// `hoodie.clustering.plan.strategy.max.num.groups` (30): groups in one clustering plan.
     pub clustering_max_num_groups: u32,
+    /// `hoodie.compact.inline` (true here, false in Hudi, where Spark streaming jobs run an async compactor
+    /// beside the writer): compact merge-on-read tables inline, under the table lock, once a file slice has
+    /// `compact_max_delta_commits` committed log files. A Lambda sink has no long-lived process for an async
+    /// compactor, and without compaction every snapshot read merges an ever longer list of log files.
+    pub compact_inline: bool,
+    /// `hoodie.compact.inline.max.delta.commits` (5): committed log files (one per deltacommit here) a file
+    /// slice gathers before it is compacted.
+    pub compact_max_delta_commits: u32,
+    /// `hudi.sink.compaction.max.file.groups` (8): file groups one compaction merges, so that a compaction
+    /// (which holds the table lock from plan to commit) keeps writers waiting a bounded time.
+    pub compaction_max_file_groups: u32,
     /// `hudi.sink.services.retired.grace.ms` (1 hour): how long after a rollback a zombie writer of the
     /// rolled-back instant may still upload a file (a Lambda invocation lives at most 15 minutes). Until a
     /// sweep after this grace has removed its files, archival stays below the instant: an orphan file older
@@ -124,6 +135,9 @@ impl Default for ServicesConfig {
             clustering_target_file_max_bytes: 120 * 1024 * 1024,
             clustering_max_bytes_per_group: 2 * 1024 * 1024 * 1024,
             clustering_max_num_groups: 30,
+            compact_inline: true,
+            compact_max_delta_commits: 5,
+            compaction_max_file_groups: 8,
             retired_grace: Duration::from_secs(3600),
         }
     }
@@ -154,6 +168,9 @@ pub const SERVICES_KEYS: &[&str] = &[
     "hoodie.clustering.plan.strategy.max.bytes.per.group",
     "hoodie.clustering.plan.strategy.max.num.groups",
     "hoodie.clustering.plan.strategy.small.file.limit",
+    "hoodie.compact.inline",
+    "hoodie.compact.inline.max.delta.commits",
+    "hudi.sink.compaction.max.file.groups",
     "hudi.sink.services.retired.grace.ms",
 ];
 
@@ -287,6 +304,15 @@ impl ServicesConfig {
             c.clustering_max_num_groups =
                 parse_num("hoodie.clustering.plan.strategy.max.num.groups", v)?;
         }
+        if let Some(v) = get("hoodie.compact.inline") {
+            c.compact_inline = parse_bool("hoodie.compact.inline", v)?;
+        }
+        if let Some(v) = get("hoodie.compact.inline.max.delta.commits") {
+            c.compact_max_delta_commits = parse_num("hoodie.compact.inline.max.delta.commits", v)?;
+        }
+        if let Some(v) = get("hudi.sink.compaction.max.file.groups") {
+            c.compaction_max_file_groups = parse_num("hudi.sink.compaction.max.file.groups", v)?;
+        }
         if let Some(v) = get("hudi.sink.services.retired.grace.ms") {
             c.retired_grace =
                 Duration::from_millis(parse_num("hudi.sink.services.retired.grace.ms", v)?);
@@ -312,6 +338,14 @@ impl ServicesConfig {
             (
                 "hoodie.clustering.plan.strategy.max.num.groups",
                 self.clustering_max_num_groups,
+            ),
+            (
+                "hoodie.compact.inline.max.delta.commits",
+                self.compact_max_delta_commits,
+            ),
+            (
+                "hudi.sink.compaction.max.file.groups",
+                self.compaction_max_file_groups,
             ),
         ];
         for (key, value) in positive {
@@ -366,6 +400,9 @@ mod tests {
                 ("hoodie.keep.max.commits", "5"),
                 ("hoodie.clean.async", "true"),
                 ("hoodie.parquet.small.file.limit", "-1"),
+                ("hoodie.compact.inline", "false"),
+                ("hoodie.compact.inline.max.delta.commits", "2"),
+                ("hudi.sink.compaction.max.file.groups", "3"),
             ]),
             1000,
         )
@@ -376,12 +413,19 @@ mod tests {
         assert!(c.clean_async);
         assert_eq!(c.small_file_limit, 0);
         assert_eq!(c.clustering_target_file_max_bytes, 1000);
+        assert!(!c.compact_inline);
+        assert_eq!(
+            (c.compact_max_delta_commits, c.compaction_max_file_groups),
+            (2, 3)
+        );
         for bad in [
             ("hoodie.cleaner.policy", "KEEP_ALL"),
             ("hoodie.keep.max.commits", "20"),
             ("hoodie.clean.automatic", "yes"),
             ("hoodie.cleaner.commits.retained", "0"),
             ("hoodie.clean.trigger.strategy", "BY_TIME"),
+            ("hoodie.compact.inline.max.delta.commits", "0"),
+            ("hudi.sink.compaction.max.file.groups", "0"),
         ] {
             assert!(
                 ServicesConfig::from_properties(&props(&[bad]), 1000).is_err(),

@@ -6,6 +6,8 @@
 //!   stays bounded (delete-only: nothing is written under `.hoodie/archived/`).
 //! - [`cluster`]: rewrites the small files of insert tables into fewer, larger file groups
 //!   (`replacecommit`, operation `CLUSTER`).
+//! - [`compact`]: merges the log files of merge-on-read file slices into new base files (`compaction`
+//!   instants completed as `commit`, operation `COMPACT`), entirely under the table lock.
 //! - [`avro`]: the Avro object-container encoding of the timeline files these services write.
 //!
 //! Every service plans and changes the timeline under the table lock and proves the lease (fences) right
@@ -18,6 +20,7 @@ pub mod avro;
 pub mod clean;
 pub mod cluster;
 pub mod commits;
+pub mod compact;
 pub mod config;
 
 pub use config::{CleanerPolicy, ServicesConfig};
@@ -43,7 +46,12 @@ pub struct ServiceReport {
     pub cluster_instant: Option<String>,
     /// File groups rewritten (replaced) by clustering.
     pub file_groups_clustered: u64,
-    /// Pending service instants (cleans, clusterings) finished or rolled back from an earlier run.
+    /// The completed compaction instant, if a compaction ran.
+    pub compaction_instant: Option<String>,
+    /// File groups compacted (each got a new base file).
+    pub file_groups_compacted: u64,
+    /// Pending service instants (cleans, clusterings, compactions) finished or rolled back from an earlier
+    /// run.
     pub resumed: u64,
     /// Wall time of the run, milliseconds.
     pub duration_ms: u64,
@@ -58,6 +66,10 @@ impl ServiceReport {
         if other.cluster_instant.is_some() {
             self.cluster_instant = other.cluster_instant;
         }
+        if other.compaction_instant.is_some() {
+            self.compaction_instant = other.compaction_instant;
+        }
+        self.file_groups_compacted += other.file_groups_compacted;
         self.files_cleaned += other.files_cleaned;
         self.instants_archived += other.instants_archived;
         self.file_groups_clustered += other.file_groups_clustered;

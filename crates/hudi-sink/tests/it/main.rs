@@ -8,6 +8,7 @@ mod bucket_jvm;
 mod catalog_glue;
 mod clustering;
 mod common;
+mod compaction;
 mod exactly_once;
 mod exactly_once_aws;
 mod generate;

@@ -1,11 +1,12 @@
 //! Avro object-container files of the timeline: the clustering plan (`replacecommit.requested`), the clean
-//! plan (`clean.requested` / `clean.inflight`) and the clean metadata (`clean`).
+//! plan (`clean.requested` / `clean.inflight`), the clean metadata (`clean`) and the compaction plan
+//! (`compaction.requested`).
 //!
 //! Spark writes and reads these with Java Avro's `DataFileWriter` / `DataFileReader`: one container file,
 //! codec null, holding exactly one record. This module is a small encoder and decoder for that shape and for
 //! Hudi's fixed schemas (no general Avro library): [`schema`] parses a schema's JSON, [`encode`] writes a
-//! container, [`decode`] reads one, [`value`] is the generic datum, and [`replace`] and [`clean`] hold
-//! the typed Hudi records.
+//! container, [`decode`] reads one, [`value`] is the generic datum, and [`replace`], [`clean`] and
+//! [`compaction`] hold the typed Hudi records.
 //!
 //! Invariants:
 //! * [`encode_container`] returns a whole file or an error, never a partial one: the datum is encoded (and
@@ -19,6 +20,7 @@
 //!   writer schemas (Spark's), taking the Avro default for a field the writer did not have.
 
 pub mod clean;
+pub mod compaction;
 pub mod decode;
 pub mod encode;
 mod fields;
@@ -30,6 +32,7 @@ pub mod value;
 mod tests;
 
 pub use clean::{ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan};
+pub use compaction::{CompactionOperation, CompactionPlan};
 pub use decode::decode_container;
 pub use encode::encode_container;
 pub use replace::{

@@ -1,0 +1,197 @@
+//! Planning: which file groups a compaction merges, the plan record, and the pending plans of a table.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{instant_path, CompactionPlanned, PlannedOperation, WRITER_KEY, WRITER_NAME};
+use crate::log_file::LogFileName;
+use crate::mutation::{is_disabled, Mutation};
+use crate::services::avro::compaction::COMPACTION_PLAN_VERSION;
+use crate::services::avro::{CompactionOperation, CompactionPlan};
+use crate::storage::Storage;
+use crate::table::instant::{Action, InstantTime, State};
+use crate::table::timeline::{FileSlice, Timeline};
+use crate::write::WriteError;
+
+/// Metric keys Spark's planner writes (informational).
+const TOTAL_LOG_FILES: &str = "TOTAL_LOG_FILES";
+const TOTAL_LOG_FILES_SIZE: &str = "TOTAL_LOG_FILES_SIZE";
+const TOTAL_IO_READ_MB: &str = "TOTAL_IO_READ_MB";
+const TOTAL_IO_WRITE_MB: &str = "TOTAL_IO_WRITE_MB";
+const TOTAL_IO_MB: &str = "TOTAL_IO_MB";
+
+/// The slices due for compaction among `slices` (the latest committed slice of every file group): those
+/// with at least `min_log_files` committed log files (and at least one), the most log files first (then the
+/// most log bytes, then by partition and file id), at most `max_groups` of them. A slice's log files are
+/// its committed ones only (`FileSlice::log_files`), so logs of failed writes never count.
+pub fn select_file_groups(
+    slices: &[FileSlice],
+    min_log_files: u32,
+    max_groups: u32,
+) -> Vec<&FileSlice> {
+    let min = usize::try_from(min_log_files.max(1)).unwrap_or(usize::MAX);
+    let log_bytes = |s: &FileSlice| s.log_files.iter().map(|l| l.size).sum::<u64>();
+    let mut due: Vec<&FileSlice> = slices.iter().filter(|s| s.log_files.len() >= min).collect();
+    due.sort_by(|a, b| {
+        b.log_files
+            .len()
+            .cmp(&a.log_files.len())
+            .then_with(|| log_bytes(b).cmp(&log_bytes(a)))
+            .then_with(|| (&a.partition_path, &a.file_id).cmp(&(&b.partition_path, &b.file_id)))
+    });
+    due.truncate(usize::try_from(max_groups).unwrap_or(usize::MAX));
+    due.sort_by(|a, b| (&a.partition_path, &a.file_id).cmp(&(&b.partition_path, &b.file_id)));
+    due
+}
+
+/// Every log file of `slice`'s file group and base instant in its partition, committed or not, in reader
+/// order, with sizes (what a compaction without the committed-logs rule would merge).
+async fn every_log_of(
+    storage: &dyn Storage,
+    slice: &FileSlice,
+) -> Result<Vec<(String, u64)>, WriteError> {
+    let prefix = super::partition_prefix(&slice.partition_path);
+    let mut logs: Vec<(LogFileName, String, u64)> = Vec::new();
+    for object in storage.list(&prefix).await? {
+        let (dir, name) = object.path.rsplit_once('/').unwrap_or(("", &object.path));
+        if dir != slice.partition_path {
+            continue;
+        }
+        if let Ok(log) = LogFileName::parse(name) {
+            if log.file_id == slice.file_id && log.base_instant == slice.base_instant {
+                logs.push((log, object.path.clone(), object.size));
+            }
+        }
+    }
+    logs.sort();
+    Ok(logs.into_iter().map(|(_, p, s)| (p, s)).collect())
+}
+
+/// The operations of a compaction of `selected`: each slice with its committed log files (with the
+/// mutation switch `CompactionCommittedLogsOnly`, every log file of the slice's base instant).
+pub(super) async fn plan_operations(
+    storage: &dyn Storage,
+    selected: &[&FileSlice],
+) -> Result<Vec<PlannedOperation>, WriteError> {
+    let mut out = Vec::with_capacity(selected.len());
+    for slice in selected {
+        let logs: Vec<(String, u64)> = if is_disabled(Mutation::CompactionCommittedLogsOnly) {
+            every_log_of(storage, slice).await?
+        } else {
+            slice
+                .log_paths()
+                .into_iter()
+                .zip(slice.log_files.iter().map(|l| l.size))
+                .collect()
+        };
+        out.push(PlannedOperation {
+            slice: (*slice).clone(),
+            log_bytes: logs.iter().map(|(_, s)| s).sum(),
+            log_paths: logs.into_iter().map(|(p, _)| p).collect(),
+        });
+    }
+    Ok(out)
+}
+
+fn file_name(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
+}
+
+/// The plan record of `planned` (version 2: file names; this sink's mark in `extraMetadata`).
+pub(super) fn to_plan(planned: &CompactionPlanned) -> CompactionPlan {
+    const MB: f64 = 1024.0 * 1024.0;
+    let operations = planned
+        .operations
+        .iter()
+        .map(|op| {
+            let read_mb = (op.slice.size + op.log_bytes) as f64 / MB;
+            let write_mb = op.slice.size as f64 / MB;
+            CompactionOperation {
+                base_instant_time: op.slice.base_instant.to_string(),
+                delta_file_paths: op.log_paths.iter().map(|p| file_name(p)).collect(),
+                data_file_path: Some(op.slice.file_name.clone()),
+                file_id: op.slice.file_id.clone(),
+                partition_path: op.slice.partition_path.clone(),
+                metrics: BTreeMap::from([
+                    (TOTAL_LOG_FILES.to_string(), op.log_paths.len() as f64),
+                    (TOTAL_LOG_FILES_SIZE.to_string(), op.log_bytes as f64),
+                    (TOTAL_IO_READ_MB.to_string(), read_mb),
+                    (TOTAL_IO_WRITE_MB.to_string(), write_mb),
+                    (TOTAL_IO_MB.to_string(), read_mb + write_mb),
+                ]),
+                bootstrap_file_path: None,
+            }
+        })
+        .collect();
+    CompactionPlan {
+        operations,
+        extra_metadata: BTreeMap::from([(WRITER_KEY.to_string(), WRITER_NAME.to_string())]),
+        version: COMPACTION_PLAN_VERSION,
+        preserve_hoodie_metadata: true,
+    }
+}
+
+/// The pending compactions of a table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingCompactions {
+    /// This sink's, with the partitions their plans name (where their new base files are).
+    pub own: Vec<(InstantTime, BTreeSet<String>)>,
+    /// Another engine's (or plans that do not decode): never touched; nothing is compacted meanwhile.
+    pub others: Vec<InstantTime>,
+}
+
+impl PendingCompactions {
+    /// Whether no compaction is pending.
+    pub fn is_empty(&self) -> bool {
+        self.own.is_empty() && self.others.is_empty()
+    }
+
+    /// Every pending compaction's time.
+    pub fn instants(&self) -> Vec<&InstantTime> {
+        self.own
+            .iter()
+            .map(|(t, _)| t)
+            .chain(&self.others)
+            .collect()
+    }
+}
+
+/// Reads the plans of every pending compaction of `timeline`. Storage failures are errors (a plan that
+/// could not be read must not be taken for another engine's); content that does not decode is not.
+pub async fn pending_compactions(
+    storage: &dyn Storage,
+    timeline: &Timeline,
+) -> Result<PendingCompactions, WriteError> {
+    let mut out = PendingCompactions::default();
+    for pending in timeline.pending() {
+        if pending.action != Action::Compaction {
+            continue;
+        }
+        let path = instant_path(&pending.time, State::Requested);
+        let bytes = match storage.get(&path).await {
+            Ok(bytes) => bytes,
+            Err(e) if e.is_not_found() => {
+                out.others.push(pending.time.clone());
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        match CompactionPlan::from_avro_bytes(&bytes) {
+            Ok(plan)
+                if plan.extra_metadata.get(WRITER_KEY).map(String::as_str) == Some(WRITER_NAME) =>
+            {
+                let partitions = plan
+                    .operations
+                    .iter()
+                    .map(|op| op.partition_path.clone())
+                    .collect();
+                out.own.push((pending.time.clone(), partitions));
+            }
+            Ok(_) => out.others.push(pending.time.clone()),
+            Err(e) => {
+                tracing::warn!(instant = %pending.time, error = %e, "undecodable compaction plan left alone");
+                out.others.push(pending.time.clone());
+            }
+        }
+    }
+    Ok(out)
+}
