@@ -70,14 +70,26 @@ impl Rng {
 fn rows(ids: &[u64], ts: i64, rng: &mut Rng) -> Result<(RecordBatch, u64), BoxError> {
     let schema = hudi_sink::schema::arrow::avro_to_arrow(&AvroSchema::parse(SCHEMA)?)?;
     let uuid: Vec<String> = ids.iter().map(|i| format!("trip-{i:012}")).collect();
-    let rider: Vec<String> = ids.iter().map(|i| format!("rider-{:06}", i % 100_000)).collect();
+    let rider: Vec<String> = ids
+        .iter()
+        .map(|i| format!("rider-{:06}", i % 100_000))
+        .collect();
     let driver: Vec<String> = ids
         .iter()
         .map(|_| format!("driver-{:06}", rng.below(100_000)))
         .collect();
-    let fare: Vec<f64> = ids.iter().map(|_| rng.below(10_000) as f64 / 100.0).collect();
-    let lat: Vec<f64> = ids.iter().map(|_| rng.below(180_000) as f64 / 1000.0 - 90.0).collect();
-    let lon: Vec<f64> = ids.iter().map(|_| rng.below(360_000) as f64 / 1000.0 - 180.0).collect();
+    let fare: Vec<f64> = ids
+        .iter()
+        .map(|_| rng.below(10_000) as f64 / 100.0)
+        .collect();
+    let lat: Vec<f64> = ids
+        .iter()
+        .map(|_| rng.below(180_000) as f64 / 1000.0 - 90.0)
+        .collect();
+    let lon: Vec<f64> = ids
+        .iter()
+        .map(|_| rng.below(360_000) as f64 / 1000.0 - 180.0)
+        .collect();
     let note: Vec<String> = ids
         .iter()
         .map(|_| format!("note {:016x} {:016x}", rng.next(), rng.next()))
@@ -107,7 +119,7 @@ fn rows(ids: &[u64], ts: i64, rng: &mut Rng) -> Result<(RecordBatch, u64), BoxEr
         Arc::new(StringArray::from(city)),
         Arc::new(BooleanArray::from(vec![Some(false); ids.len()])),
     ];
-    Ok((RecordBatch::try_new(schema, columns)?, json_bytes))
+    Ok((RecordBatch::try_new(Arc::new(schema), columns)?, json_bytes))
 }
 
 /// Peak resident set size since the last [`reset_peak_rss`], in bytes (Linux `VmHWM`).
@@ -194,7 +206,12 @@ async fn run(args: &[String]) -> Result<(), BoxError> {
             let seconds = started.elapsed().as_secs_f64();
             let peak = peak_rss_bytes();
             stored += batch_rows - updates;
-            let stats: Vec<_> = result.commit.partition_to_write_stats.values().flatten().collect();
+            let stats: Vec<_> = result
+                .commit
+                .partition_to_write_stats
+                .values()
+                .flatten()
+                .collect();
             let bytes_written: i64 = stats.iter().map(|s| s.file_size_in_bytes).sum();
             let rows_written: i64 = stats.iter().map(|s| s.num_writes).sum();
             println!(

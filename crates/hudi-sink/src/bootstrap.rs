@@ -116,7 +116,9 @@ pub async fn build_coordinator(
         heartbeat_tolerance: sink.heartbeat_tolerance(),
         services: crate::services::ServicesConfig::from_properties(props, write.max_file_size)?,
     };
-    let coordinator = Coordinator::new(storage, lock, clock, config).with_clustering(write.clone());
+    let coordinator = Coordinator::new(storage, lock, clock, config)
+        .with_clustering(write.clone())
+        .with_compaction(&write);
     Ok(match build_catalog(props, &write.base_path).await? {
         Some(catalog) => coordinator.with_catalog(Arc::new(catalog)),
         None => coordinator,

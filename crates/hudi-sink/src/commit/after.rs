@@ -24,7 +24,7 @@ use super::Coordinator;
 
 impl Coordinator {
     /// Under the commit's lock, once `<t>.commit` exists and the instant's markers and heartbeat are
-    /// deleted: the inline clean and archival, when due. `committed` is the timeline with the new commit,
+    /// deleted: the inline clean and archival, then compaction (merge-on-read), when due. `committed` is the timeline with the new commit,
     /// `listed` the `.hoodie/` listing it was read from.
     pub(super) async fn after_commit(
         &self,
@@ -33,6 +33,7 @@ impl Coordinator {
         listed: &[ObjectMeta],
     ) {
         self.inline_services(guard, committed, listed).await;
+        self.inline_compaction(guard, committed).await;
     }
 
     /// After the commit's lock is released, for a request answered `committed` (a retried commit whose

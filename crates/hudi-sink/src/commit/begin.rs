@@ -39,6 +39,19 @@ impl Coordinator {
         if !is_disabled(Mutation::RollbackBeforeCommit) {
             self.rollback_expired(guard, &timeline, None).await?;
         }
+        // A compaction pending under the lock crashed (compactions never leave the lock): no deltacommit may
+        // begin on the slices it was replacing until it is rolled back.
+        if timeline
+            .pending()
+            .iter()
+            .any(|i| i.action == crate::table::instant::Action::Compaction)
+        {
+            crate::services::compact::roll_back_pending_compactions(
+                &self.service_context(guard),
+                &timeline,
+            )
+            .await?;
+        }
         self.clean_leftovers_listed(guard, &timeline, &listed)
             .await?;
         let instant = InstantTime::next_after(self.clock.as_ref(), timeline.last_used_time());

@@ -97,6 +97,9 @@ pub struct Coordinator {
     /// The write configuration, when the table may be clustered (insert tables): the clustering writer is
     /// opened from it on first use and kept while warm.
     clustering: Option<Arc<services::Clustering>>,
+    /// Inline compaction of a merge-on-read table: how new base files are written, and the view it plans
+    /// from (kept from the timeline between runs).
+    compaction: Option<Arc<services::Compaction>>,
     /// The Glue Data Catalog sync after commits and services runs, when configured.
     catalog: Option<Arc<crate::catalog::CatalogSync>>,
     /// The action of the table's writes (`commit`, or `deltacommit` on merge-on-read), read once from
@@ -121,6 +124,7 @@ impl Coordinator {
             commits: crate::services::commits::CommitCache::new(),
             clean_memo: crate::services::clean::CleanMemo::default(),
             clustering: None,
+            compaction: None,
             catalog: None,
             write_action: Arc::new(std::sync::OnceLock::new()),
         }

@@ -2,9 +2,15 @@
 //! run (`services` request, `hudi-sink services`), and the inline runs after a commit.
 //!
 //! ```text
-//! scheduled: lock ─ roll back expired ─ leftovers ─ sweep retired ─ clean ─ archive ─ unlock ─ cluster
-//! inline:    (under the commit's lock, after <t>.commit) clean if due ─ archive   │ (after unlock) cluster
+//! scheduled: lock ─ roll back expired ─ leftovers ─ sweep retired ─ clean ─ archive ─ compact ─ unlock ─ cluster
+//! inline:    (under the commit's lock, after <t>.commit) clean if due ─ archive ─ compact if due
+//!            │ (after unlock) cluster
 //! ```
+//!
+//! Compaction (merge-on-read) runs whole under the lock: plan, merge and `<c>.commit`, so that no deltacommit
+//! can land while it is pending (hudi-rs 0.5.0 hides logs written against a pending compaction). Its cost per
+//! run is bounded by `hudi.sink.compaction.max.file.groups` groups, each merged with memory bounded by its
+//! log records.
 //!
 //! The services themselves live in [`crate::services`]; this file holds what the coordinator keeps for them
 //! between runs while warm (commit metadata, the last clean's scan, the clustering writer and its view).
@@ -32,7 +38,62 @@ pub(super) struct Clustering {
     commits: std::sync::atomic::AtomicU32,
 }
 
+/// What inline compaction needs beyond the services' settings.
+#[derive(Debug)]
+pub(super) struct Compaction {
+    base_file: crate::base_file::writer::BaseFileOptions,
+    /// The latest slices, kept from the timeline between runs (no listing of the table per run).
+    view: tokio::sync::Mutex<crate::table::fs_view::FileSystemView>,
+}
+
 impl Coordinator {
+    /// Lets the services compact this merge-on-read table (`config`'s table type), writing base files as
+    /// `config` says; a copy-on-write `config` leaves compaction off.
+    pub fn with_compaction(mut self, config: &crate::config::write_config::WriteConfig) -> Self {
+        let mor = config.table_type == crate::table::properties::TableType::MergeOnRead;
+        self.compaction = mor.then(|| {
+            Arc::new(Compaction {
+                base_file: config.base_file.clone(),
+                view: tokio::sync::Mutex::new(crate::table::fs_view::FileSystemView::new()),
+            })
+        });
+        self
+    }
+
+    /// One compaction under the held lock, when this coordinator may compact and one is due.
+    async fn compact(
+        &self,
+        ctx: &crate::services::ServiceContext<'_>,
+        timeline: &Timeline,
+    ) -> Result<ServiceReport, WriteError> {
+        let Some(compaction) = &self.compaction else {
+            return Ok(ServiceReport::default());
+        };
+        let report = crate::services::compact::compact(
+            ctx,
+            timeline,
+            Some(&compaction.view),
+            &compaction.base_file,
+        )
+        .await?;
+        Ok(report.map(|r| r.to_service_report()).unwrap_or_default())
+    }
+
+    /// Compaction after a deltacommit (`hoodie.compact.inline`), under the commit's lock; best effort.
+    pub(super) async fn inline_compaction(&self, guard: &LockGuard, committed: &Timeline) {
+        if self.compaction.is_none() || !self.config.services.compact_inline {
+            return;
+        }
+        let ctx = self.service_context(guard);
+        match self.compact(&ctx, committed).await {
+            Ok(report) if report.compaction_instant.is_some() => {
+                tracing::info!(?report, "inline compaction");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "inline compaction failed; a later run retries"),
+        }
+    }
+
     /// Lets the services cluster the small files of this table, writing base files as `config` says. Only
     /// insert tables are clustered: bucket-indexed file groups are fixed per bucket, so a bucket-indexed
     /// `config` (or `hoodie.parquet.small.file.limit=0`) leaves clustering off.
@@ -123,7 +184,10 @@ impl Coordinator {
         }
     }
 
-    fn service_context<'a>(&'a self, guard: &'a LockGuard) -> crate::services::ServiceContext<'a> {
+    pub(super) fn service_context<'a>(
+        &'a self,
+        guard: &'a LockGuard,
+    ) -> crate::services::ServiceContext<'a> {
         crate::services::ServiceContext {
             storage: self.storage.as_ref(),
             guard,
@@ -212,14 +276,20 @@ impl Coordinator {
             let listed = storage.list(crate::table::timeline::META_DIR).await?;
             let timeline = Timeline::from_listing(&listed)?;
             let services = &self.config.services;
-            self.clean_and_archive(
-                &ctx,
-                &timeline,
-                &listed,
-                services.clean_automatic,
-                services.archive_automatic,
-            )
-            .await
+            let mut report = self
+                .clean_and_archive(
+                    &ctx,
+                    &timeline,
+                    &listed,
+                    services.clean_automatic,
+                    services.archive_automatic,
+                )
+                .await?;
+            if self.compaction.is_some() {
+                let timeline = Timeline::load(storage).await?;
+                report.merge(self.compact(&ctx, &timeline).await?);
+            }
+            Ok(report)
         }
         .await;
         let mut report = self.unlock(guard, result).await?;

@@ -105,12 +105,12 @@ pub enum WriteError {
         request: &'static str,
         answer: String,
     },
-    /// Writing or reading a log file (merge-on-read) failed.
+    /// Writing or reading a log file (merge-on-read) failed (boxed: the error is large and rare).
     #[error(transparent)]
-    LogFile(#[from] crate::log_file::LogFileError),
+    LogFile(Box<crate::log_file::LogFileError>),
     /// A log file name could not be made (a file id or version out of range).
     #[error(transparent)]
-    LogFileName(#[from] crate::log_file::LogFileNameError),
+    LogFileName(Box<crate::log_file::LogFileNameError>),
     /// Arrow kernels failed.
     #[error("arrow {context}: {source}")]
     Arrow {
@@ -138,6 +138,18 @@ via_table_error!(
     PartitionMetadataError,
     TimelineError
 );
+
+impl From<crate::log_file::LogFileError> for WriteError {
+    fn from(e: crate::log_file::LogFileError) -> Self {
+        WriteError::LogFile(Box::new(e))
+    }
+}
+
+impl From<crate::log_file::LogFileNameError> for WriteError {
+    fn from(e: crate::log_file::LogFileNameError) -> Self {
+        WriteError::LogFileName(Box::new(e))
+    }
+}
 
 impl From<crate::record::decode::DecodeError> for WriteError {
     fn from(e: crate::record::decode::DecodeError) -> Self {

@@ -1491,13 +1491,13 @@ pub(crate) async fn rollback_failed(
         if let Ok(parsed) = crate::table::file_name::Marker::parse(&marker.path) {
             // Only a file of this instant, whatever a damaged marker may name.
             let ours = BaseFileName::parse(&parsed.data_file_name)
-                .is_ok_and(|name| name.instant_time == *instant);
+                .is_ok_and(|name| name.instant_time == *instant)
+                || (crate::log_file::LogFileName::parse(&parsed.data_file_name).is_ok()
+                    && !crate::mutation::is_disabled(
+                        crate::mutation::Mutation::RollbackDeletesLogFiles,
+                    )
+                    && log_file_written_by(storage, &parsed.data_file_path(), instant).await?);
             if ours {
-                files.push(parsed.data_file_path());
-            } else if crate::log_file::LogFileName::parse(&parsed.data_file_name).is_ok()
-                && !crate::mutation::is_disabled(crate::mutation::Mutation::RollbackDeletesLogFiles)
-                && log_file_written_by(storage, &parsed.data_file_path(), instant).await?
-            {
                 files.push(parsed.data_file_path());
             }
         }

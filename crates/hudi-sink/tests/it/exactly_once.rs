@@ -37,6 +37,8 @@ fn setup_typed(mor: bool) -> Setup {
     let mut props = local_props(&base, &schema, &dead_letters);
     if mor {
         props.insert("hoodie.table.type".into(), "MERGE_ON_READ".into());
+        // Compact inline after two deltacommits per file group, so that the streams run through compactions.
+        props.insert("hoodie.compact.inline.max.delta.commits".into(), "2".into());
     }
     Setup {
         _dir: dir,
@@ -120,6 +122,21 @@ async fn redeliveries_overlaps_and_bad_records(mor: bool) {
             l["topic"].is_string() && l["partition"].is_i64() && l["offset"].is_i64(),
             "{l}"
         );
+    }
+    if mor {
+        // Inline compactions ran between the deltacommits (`<c>.commit`, operation COMPACT) and the
+        // snapshots above read through them.
+        let compactions: Vec<Value> = std::fs::read_dir(s.base.join(".hoodie"))
+            .expect("timeline")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "commit"))
+            .map(|p| serde_json::from_slice(&std::fs::read(p).expect("read")).expect("json"))
+            .collect();
+        assert!(!compactions.is_empty(), "no inline compaction ran");
+        for c in &compactions {
+            assert_eq!(c["operationType"], "COMPACT");
+            assert_eq!(c["compacted"], true);
+        }
     }
     // Checkpoint keys of the last commit, in all three formats.
     let timeline_dir = s.base.join(".hoodie");
@@ -244,6 +261,18 @@ async fn four_concurrent_writers(mor: bool) {
         "four writers: {} commits, {conflicts} conflicts retried",
         times.len()
     );
+    if mor {
+        // Inline compactions ran while other writers had deltacommits in flight.
+        let compactions = std::fs::read_dir(s.base.join(".hoodie"))
+            .expect("timeline")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".commit"))
+            })
+            .count();
+        eprintln!("four writers: {compactions} compactions");
+        assert!(compactions > 0, "no compaction ran");
+    }
     let leftovers = crate::common::all_files(&s.base.join(".hoodie/.temp"));
     assert!(leftovers.is_empty(), "markers left: {leftovers:?}");
 }
@@ -411,6 +440,131 @@ async fn a_commit_racing_another_on_the_same_bucket_conflicts_and_is_retried() {
         .filter(|n| !completed.contains(n.split('.').next().unwrap_or_default()))
         .collect();
     assert!(pending.is_empty(), "pending instants left: {pending:?}");
+}
+
+/// Merge-on-read: a compaction that lands while a deltacommit is in flight (the writer has appended logs to
+/// the slices it compacts) makes that commit conflict; the retry appends to the new slices and nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merge_on_read_a_compaction_under_a_write_in_flight_makes_it_retry_on_the_new_slices() {
+    use hudi_sink::clock::SystemClock;
+    use hudi_sink::config::write_config::WriteConfig;
+    use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
+    use hudi_sink::dead_letter::StorageDeadLetterSink;
+    use hudi_sink::lock::memory::MemoryLock;
+    use hudi_sink::lock::LeaseOptions;
+    use hudi_sink::schema::avro::AvroSchema;
+    use hudi_sink::services::ServicesConfig;
+    use hudi_sink::sink::SinkConfig;
+    use hudi_sink::storage::local::LocalStorage;
+    use hudi_sink::transport::InProcessClient;
+    use hudi_sink::write::TableWriter;
+
+    let s = setup_typed(true);
+    let storage: Arc<dyn hudi_sink::storage::Storage> = Arc::new(LocalStorage::new(&s.base));
+    let clock = Arc::new(SystemClock);
+    let lock = Arc::new(MemoryLock::new(
+        "trips",
+        LeaseOptions::hudi(std::time::Duration::from_secs(20)),
+    ));
+    let config = WriteConfig::from_properties(s.props.clone()).expect("config");
+    let coordinator = Coordinator::new(
+        storage.clone(),
+        lock,
+        clock.clone(),
+        CoordinatorConfig {
+            services: ServicesConfig::from_properties(&s.props, config.max_file_size)
+                .expect("services"),
+            ..CoordinatorConfig::default()
+        },
+    )
+    .with_compaction(&config);
+    let sink_config = SinkConfig::from_properties(&s.props).expect("sink config");
+    let schema = AvroSchema::parse(SCHEMA).expect("schema");
+    let make_writer = || async {
+        TableWriter::create_or_open(
+            storage.clone(),
+            clock.clone(),
+            config.clone(),
+            Some(schema.clone()),
+        )
+        .await
+        .expect("writer")
+    };
+    let dead = || {
+        Arc::new(StorageDeadLetterSink::new(Arc::new(LocalStorage::new(
+            &s.dead_letters,
+        ))))
+    };
+    let keys = ["trip-00001", "trip-00002", "trip-00003", "trip-00004"];
+    let msgs = |partition: i32, first_offset: i64, ts: i64| -> Vec<Msg> {
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| Msg {
+                topic: "trips".into(),
+                partition,
+                offset: first_offset + i as i64,
+                key: Some(k.to_string()),
+                value: Some(
+                    Trip {
+                        uuid: k.to_string(),
+                        ts,
+                        rider: format!("rider-{partition}-{ts}"),
+                        fare: ts as f64,
+                        city: CITIES[0].into(),
+                        deleted: false,
+                    }
+                    .json(),
+                ),
+            })
+            .collect()
+    };
+    let sink_b = Arc::new(KafkaSink::new(
+        make_writer().await,
+        Arc::new(InProcessClient::new(coordinator.clone())),
+        dead(),
+        clock.clone(),
+        sink_config.clone(),
+        "b",
+    ));
+    // B: base files, then one log per group.
+    let (b1, b2, b3) = (msgs(1, 0, 1), msgs(1, 10, 2), msgs(1, 20, 3));
+    process(&sink_b, &b1).await;
+    process(&sink_b, &b2).await;
+    // A appends to the same slices; before its commit, B's next deltacommit brings every group to two logs
+    // and the inline compaction (max.delta.commits=2) rewrites them.
+    let a = msgs(0, 0, 5);
+    let sink_a = KafkaSink::new(
+        make_writer().await,
+        Arc::new(Interleave {
+            inner: InProcessClient::new(coordinator.clone()),
+            other: tokio::sync::Mutex::new(Some((sink_b, b3.clone()))),
+        }),
+        dead(),
+        clock.clone(),
+        sink_config,
+        "a",
+    );
+    let report = process(&sink_a, &a).await;
+    assert_eq!(
+        report.conflicts, 1,
+        "the compaction under A's write must be detected: {report:?}"
+    );
+    let names: Vec<String> = std::fs::read_dir(s.base.join(".hoodie"))
+        .expect("timeline")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(
+        names.iter().filter(|n| n.ends_with(".commit")).count(),
+        1,
+        "one compaction: {names:?}"
+    );
+    let mut model = Model::default();
+    for batch in [&b1, &b2, &b3, &a] {
+        model.apply(batch);
+    }
+    assert!(model.rows.values().all(|t| t.ts == 5));
+    let read = read_rows(&s.base, "hudi", &["snapshot"]);
+    model.assert_table(&read, "after the compaction and A's retry");
 }
 
 /// Fault injection at each step of an instant: the failed invocation is redelivered (as the ESM does) and

@@ -431,7 +431,7 @@ impl Model {
             // smaller ordering value) is returned too: drop exactly those (written in the range, key not
             // changed in the range by the model).
             actual.retain(|k, (t, _)| {
-                expected.contains_key(k) || !after.is_some_and(|a| t.as_str() > a)
+                expected.contains_key(k) || after.is_none_or(|a| t.as_str() <= a)
             });
         }
         let exp_keys: Vec<_> = expected.keys().collect();

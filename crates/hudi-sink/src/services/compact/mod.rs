@@ -7,10 +7,13 @@
 //! 1. Plan ([`select_file_groups`]): per file group, the latest committed slice whose committed log files
 //!    (those a completed deltacommit names, see `table::fs_view::LogVisibility`) number at least
 //!    `hoodie.compact.inline.max.delta.commits`, the most log files first, at most
-//!    `hudi.sink.compaction.max.file.groups` groups. Nothing is planned while a commit or deltacommit is
-//!    pending (Java's rule: every inflight write must be later than the compaction; an earlier one would
-//!    append to a slice the compaction supersedes and its data would vanish), nor while another engine's
-//!    compaction is pending.
+//!    `hudi.sink.compaction.max.file.groups` groups; groups whose slice is older than the instant archival
+//!    would keep (and that have logs) come next, so that no group's logs hold archival back. Nothing is
+//!    planned while another engine's compaction is pending. Deltacommits in flight do not block it (Java's
+//!    rule would wait for every inflight write, which never ends on a busy table): a write begun before the
+//!    compaction that appended to a compacted group conflicts with the compaction commit at its own commit
+//!    (`commit/conflict.rs`, the group was written after its base) and is retried on the new slice, so its
+//!    data never lands in a superseded slice.
 //! 2. Fence, then `<c>.compaction.requested` (Avro `HoodieCompactionPlan`, version 2: file names) and
 //!    `<c>.compaction.inflight` (empty), both create-if-absent.
 //! 3. [`execute`]: per group, a `MERGE` marker, then `<fileId>_<token>_<c>.parquet`: the base file streamed
@@ -214,21 +217,21 @@ pub async fn compact(
         }
         &reloaded
     };
-    let writes: Vec<&Instant> = timeline
-        .pending()
-        .into_iter()
-        .filter(|i| matches!(i.action, Action::Commit | Action::DeltaCommit))
-        .collect();
-    if !writes.is_empty() {
-        tracing::info!(pending = ?writes.iter().map(|i| i.time.as_str()).collect::<Vec<_>>(),
-            "pending writes: compaction waits");
-        return Ok(None);
-    }
     let slices = current_slices(storage, timeline, view).await?;
+    // Archival cuts the active timeline down to keep.min.commits once it holds more than keep.max.commits;
+    // a slice older than the instant the cut keeps may hold logs of deltacommits the cut would pass.
+    let completed = timeline.completed_commits();
+    let keep_min = usize::try_from(ctx.config.keep_min_commits).unwrap_or(usize::MAX);
+    let keep_max = usize::try_from(ctx.config.keep_max_commits).unwrap_or(usize::MAX);
+    let archive_boundary = (completed.len() > keep_max && keep_min > 0)
+        .then(|| completed.get(completed.len().saturating_sub(keep_min)))
+        .flatten()
+        .map(|i| &i.time);
     let selected = select_file_groups(
         &slices,
         ctx.config.compact_max_delta_commits,
         ctx.config.compaction_max_file_groups,
+        archive_boundary,
     );
     if selected.is_empty() {
         return Ok(None);

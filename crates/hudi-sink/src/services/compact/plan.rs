@@ -21,20 +21,29 @@ const TOTAL_IO_MB: &str = "TOTAL_IO_MB";
 
 /// The slices due for compaction among `slices` (the latest committed slice of every file group): those
 /// with at least `min_log_files` committed log files (and at least one), the most log files first (then the
-/// most log bytes, then by partition and file id), at most `max_groups` of them. A slice's log files are
-/// its committed ones only (`FileSlice::log_files`), so logs of failed writes never count.
-pub fn select_file_groups(
-    slices: &[FileSlice],
+/// most log bytes, then by partition and file id), at most `max_groups` of them. A slice with logs whose
+/// base instant is older than `archive_boundary` is due whatever its log count, after the others: its logs
+/// may belong to deltacommits archival must pass (see `services::archive`). A slice's log files are its
+/// committed ones only (`FileSlice::log_files`), so logs of failed writes never count.
+pub fn select_file_groups<'s>(
+    slices: &'s [FileSlice],
     min_log_files: u32,
     max_groups: u32,
-) -> Vec<&FileSlice> {
+    archive_boundary: Option<&InstantTime>,
+) -> Vec<&'s FileSlice> {
     let min = usize::try_from(min_log_files.max(1)).unwrap_or(usize::MAX);
     let log_bytes = |s: &FileSlice| s.log_files.iter().map(|l| l.size).sum::<u64>();
-    let mut due: Vec<&FileSlice> = slices.iter().filter(|s| s.log_files.len() >= min).collect();
+    let stale = |s: &FileSlice| {
+        !s.log_files.is_empty() && archive_boundary.is_some_and(|b| s.base_instant < *b)
+    };
+    let mut due: Vec<&FileSlice> = slices
+        .iter()
+        .filter(|s| s.log_files.len() >= min || stale(s))
+        .collect();
     due.sort_by(|a, b| {
-        b.log_files
-            .len()
-            .cmp(&a.log_files.len())
+        (b.log_files.len() >= min)
+            .cmp(&(a.log_files.len() >= min))
+            .then_with(|| b.log_files.len().cmp(&a.log_files.len()))
             .then_with(|| log_bytes(b).cmp(&log_bytes(a)))
             .then_with(|| (&a.partition_path, &a.file_id).cmp(&(&b.partition_path, &b.file_id)))
     });

@@ -51,15 +51,18 @@ fn slices_with_enough_committed_logs_are_selected() {
         slice("q", "c", 6, 10),
         slice("q", "d", 0, 0),
     ];
-    assert_eq!(ids(&select_file_groups(&slices, 5, 8)), ["p/b", "q/c"]);
     assert_eq!(
-        ids(&select_file_groups(&slices, 4, 8)),
+        ids(&select_file_groups(&slices, 5, 8, None)),
+        ["p/b", "q/c"]
+    );
+    assert_eq!(
+        ids(&select_file_groups(&slices, 4, 8, None)),
         ["p/a", "p/b", "q/c"]
     );
-    assert!(select_file_groups(&slices, 7, 8).is_empty());
+    assert!(select_file_groups(&slices, 7, 8, None).is_empty());
     // A threshold of 0 still needs one log file: a slice without logs has nothing to compact.
     assert_eq!(
-        ids(&select_file_groups(&slices, 0, 8)),
+        ids(&select_file_groups(&slices, 0, 8, None)),
         ["p/a", "p/b", "q/c"]
     );
 }
@@ -75,13 +78,40 @@ fn the_bound_keeps_the_slices_with_the_most_log_files_then_bytes() {
     ];
     // Most logs first (b 7, d 6), then most log bytes among the fives (c 150, e 100, a 50); the result is
     // in partition and file id order.
-    assert_eq!(ids(&select_file_groups(&slices, 5, 2)), ["p/b", "q/d"]);
     assert_eq!(
-        ids(&select_file_groups(&slices, 5, 4)),
+        ids(&select_file_groups(&slices, 5, 2, None)),
+        ["p/b", "q/d"]
+    );
+    assert_eq!(
+        ids(&select_file_groups(&slices, 5, 4, None)),
         ["p/b", "p/c", "q/d", "q/e"]
     );
-    assert_eq!(select_file_groups(&slices, 5, 0).len(), 0);
-    assert_eq!(select_file_groups(&slices, 5, 100).len(), 5);
+    assert_eq!(select_file_groups(&slices, 5, 0, None).len(), 0);
+    assert_eq!(select_file_groups(&slices, 5, 100, None).len(), 5);
+}
+
+#[test]
+fn slices_older_than_the_archival_boundary_are_due_after_the_others() {
+    let mut old = slice("p", "old", 1, 10);
+    old.base_instant = t(1);
+    let mut young = slice("p", "young", 1, 10);
+    young.base_instant = t(9);
+    let mut bare = slice("p", "bare", 0, 0);
+    bare.base_instant = t(1);
+    let full = slice("q", "full", 5, 10);
+    let slices = vec![old, young, bare, full];
+    // Without a boundary only the full slice is due; with one, the old slice with logs comes after it
+    // (a slice without logs never: it holds no deltacommit back).
+    assert_eq!(ids(&select_file_groups(&slices, 5, 8, None)), ["q/full"]);
+    let boundary = t(5);
+    assert_eq!(
+        ids(&select_file_groups(&slices, 5, 8, Some(&boundary))),
+        ["p/old", "q/full"]
+    );
+    assert_eq!(
+        ids(&select_file_groups(&slices, 5, 1, Some(&boundary))),
+        ["q/full"]
+    );
 }
 
 struct Table {
@@ -150,8 +180,8 @@ async fn only_committed_log_files_count_and_are_planned() {
     assert_eq!(slices.len(), 1);
     assert_eq!(slices[0].log_paths(), [log_path(1), log_path(3)]);
     // Three log files exist, two are committed: a threshold of three is not reached.
-    assert!(select_file_groups(&slices, 3, 8).is_empty());
-    let selected = select_file_groups(&slices, 2, 8);
+    assert!(select_file_groups(&slices, 3, 8, None).is_empty());
+    let selected = select_file_groups(&slices, 2, 8, None);
     assert_eq!(selected.len(), 1);
     let ops = plan_operations(storage, &selected).await.expect("plan");
     assert_eq!(ops[0].log_paths, [log_path(1), log_path(3)]);
@@ -170,7 +200,7 @@ async fn without_the_committed_logs_rule_the_failed_log_is_planned_too() {
     let slices = latest_file_slices(storage, &timeline, None)
         .await
         .expect("slices");
-    let selected = select_file_groups(&slices, 2, 8);
+    let selected = select_file_groups(&slices, 2, 8, None);
     crate::mutation::set_active(Some(Mutation::CompactionCommittedLogsOnly));
     let ops = plan_operations(storage, &selected).await;
     let committed = committed_instants(&timeline).expect("committed");
