@@ -21,7 +21,7 @@ sys.exit(0 if got == want else 1)
 endef
 export DEMO_CHECK
 
-.PHONY: demo test venv lint fmt bench bench-micro bench-longrun clean-demo mutants sim test-deploy
+.PHONY: demo test venv lint fmt bench bench-micro bench-longrun bench-mor clean-demo mutants sim test-deploy
 
 $(VENV)/.stamp: tests/python/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -103,6 +103,13 @@ LONGRUN_S3_BATCHES ?= 1000
 bench-longrun: venv
 	CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 $(CARGO) build --release -p hudi-sink-cli
 	LONGRUN_BATCHES=$(LONGRUN_BATCHES) LONGRUN_S3_BATCHES=$(LONGRUN_S3_BATCHES) $(VENV_PY) bench/longrun.py
+
+# Merge-on-read against copy-on-write (bench/mor_growth.py -> bench/results.json "mor_vs_cow" and "compaction",
+# bench/mor_growth.svg): the cost of one upsert batch as the table grows to MOR_LEVELS x MOR_LOAD_ROWS rows, and
+# compaction of one file group of MOR_GROUP_MB sizes. About ten minutes at the defaults; not in CI.
+bench-mor: venv
+	$(CARGO) build --profile profiling -p hudi-sink --no-default-features --example bench_growth
+	$(VENV_PY) bench/mor_growth.py
 
 # The deterministic simulation with one safety mechanism switched off at a time: each must be caught
 # (first failing seed and invariant printed). `make test` runs the same check; this shows the report.
