@@ -181,7 +181,12 @@ async fn open(table_type: &str, table: &Path) -> Result<TableWriter, BoxError> {
 }
 
 /// `load`: `rows` new keys from `stored` on, in upsert batches of at most 500,000 rows.
-async fn load(writer: &TableWriter, stored: u64, rows_to_add: u64, ts: i64) -> Result<(), BoxError> {
+async fn load(
+    writer: &TableWriter,
+    stored: u64,
+    rows_to_add: u64,
+    ts: i64,
+) -> Result<(), BoxError> {
     let mut rng = Rng(stored ^ 0xA5A5);
     let target = stored + rows_to_add;
     let mut next = stored;
@@ -242,7 +247,10 @@ async fn compact(table: &Path) -> Result<serde_json::Value, BoxError> {
     use hudi_sink::lock::{LeaseOptions, Lock};
     use hudi_sink::services::{ServiceContext, ServicesConfig};
     let storage = LocalStorage::new(table);
-    let lock = MemoryLock::new("bench", LeaseOptions::hudi(std::time::Duration::from_secs(600)));
+    let lock = MemoryLock::new(
+        "bench",
+        LeaseOptions::hudi(std::time::Duration::from_secs(600)),
+    );
     let guard = lock.acquire(std::time::Duration::from_secs(1)).await?;
     let config = ServicesConfig {
         compact_max_delta_commits: 1,

@@ -39,7 +39,7 @@ pub enum Mutation {
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 9] = [
+    pub const ALL: [Mutation; 11] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -49,6 +49,8 @@ impl Mutation {
         Mutation::ArchiveStopsAtPending,
         Mutation::ArchiveStopsAtUncleanedReplace,
         Mutation::CatalogWatermarkLast,
+        Mutation::CompactionCommittedLogsOnly,
+        Mutation::RollbackDeletesLogFiles,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -68,19 +70,9 @@ impl Mutation {
         }
     }
 
-    /// Mutations of the merge-on-read mechanisms, which the simulation does not drive yet: unit and
-    /// integration tests switch them.
-    pub const MERGE_ON_READ: [Mutation; 2] = [
-        Mutation::CompactionCommittedLogsOnly,
-        Mutation::RollbackDeletesLogFiles,
-    ];
-
     /// The mutation named `name` (see [`Mutation::name`]).
     pub fn from_name(name: &str) -> Option<Mutation> {
-        Mutation::ALL
-            .into_iter()
-            .chain(Mutation::MERGE_ON_READ)
-            .find(|m| m.name() == name.trim())
+        Mutation::ALL.into_iter().find(|m| m.name() == name.trim())
     }
 }
 

@@ -96,7 +96,7 @@ impl SimCatalog {
             }
         };
         let held: BTreeSet<String> = self
-            .catalog_partitions()
+            .catalog_partitions_of(&table.name)
             .into_keys()
             .filter_map(|v| v.first().cloned())
             .collect();
@@ -113,10 +113,19 @@ impl SimCatalog {
         }
     }
 
-    /// `{values: location}` of the catalog table's partitions.
-    pub(super) fn catalog_partitions(&self) -> BTreeMap<Vec<String>, String> {
+    /// The catalog's tables: `trips`, or `trips_ro` and `trips_rt` for a merge-on-read table.
+    pub(super) fn table_names(&self) -> Vec<String> {
+        lock(&self.inner.tables)
+            .keys()
+            .filter(|(db, _)| db == "lake")
+            .map(|(_, t)| t.clone())
+            .collect()
+    }
+
+    /// `{values: location}` of the catalog table `name`'s partitions.
+    pub(super) fn catalog_partitions_of(&self, name: &str) -> BTreeMap<Vec<String>, String> {
         lock(&self.inner.partitions)
-            .get(&("lake".to_string(), "trips".to_string()))
+            .get(&("lake".to_string(), name.to_string()))
             .map(|m| {
                 m.iter()
                     .map(|(k, v)| (k.clone(), v.storage.location.clone()))
@@ -125,10 +134,10 @@ impl SimCatalog {
             .unwrap_or_default()
     }
 
-    /// The catalog table's watermark.
-    pub(super) fn watermark(&self) -> Option<String> {
+    /// The watermark of the catalog table `name`.
+    pub(super) fn watermark_of(&self, name: &str) -> Option<String> {
         lock(&self.inner.tables)
-            .get(&("lake".to_string(), "trips".to_string()))
+            .get(&("lake".to_string(), name.to_string()))
             .and_then(|t| t.parameters.get(WATERMARK).cloned())
     }
 
@@ -177,7 +186,7 @@ impl CatalogClient for SimCatalog {
         skip: bool,
     ) -> Result<bool, CatalogError> {
         let lost = self.before("UpdateTable")?;
-        let before = self.watermark();
+        let before = self.watermark_of(&table.name);
         let updated = self.inner.update_table(db, table, skip).await?;
         if updated {
             self.check_watermark(table, before).await;
@@ -258,26 +267,32 @@ pub(super) async fn check_catalog(
             Some((vec![value], format!("memory://sim/{dir}")))
         })
         .collect();
-    let held = catalog.catalog_partitions();
-    if held != on_storage {
-        return Err(fail(
-            "catalog equals the table",
-            format!("catalog {held:?}, storage {on_storage:?}"),
-        ));
-    }
     let latest = Timeline::load(table)
         .await
         .map_err(|e| fail("read", e.to_string()))?
         .latest_completed()
         .map(|i| i.time.to_string());
-    if catalog.watermark() != latest {
-        return Err(fail(
-            "catalog equals the table",
-            format!(
-                "watermark {:?}, latest commit {latest:?}",
-                catalog.watermark()
-            ),
-        ));
+    let names = catalog.table_names();
+    if names.is_empty() {
+        return Err(fail("catalog equals the table", "no catalog table"));
+    }
+    for name in names {
+        let held = catalog.catalog_partitions_of(&name);
+        if held != on_storage {
+            return Err(fail(
+                "catalog equals the table",
+                format!("{name}: catalog {held:?}, storage {on_storage:?}"),
+            ));
+        }
+        if catalog.watermark_of(&name) != latest {
+            return Err(fail(
+                "catalog equals the table",
+                format!(
+                    "{name}: watermark {:?}, latest commit {latest:?}",
+                    catalog.watermark_of(&name)
+                ),
+            ));
+        }
     }
     Ok(())
 }

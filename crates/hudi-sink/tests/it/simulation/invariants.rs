@@ -24,6 +24,15 @@ struct Seen {
     violations: Vec<(&'static str, String)>,
     /// What the table services did, by kind.
     services: BTreeMap<&'static str, u64>,
+    /// Merge-on-read: the instant in the header of every log file ever stored, by path.
+    log_instants: BTreeMap<String, String>,
+}
+
+/// The file name suffixes of completed commit-like instants.
+const COMPLETED: [&str; 3] = [".commit", ".deltacommit", ".replacecommit"];
+
+fn completed_time(name: &str) -> Option<&str> {
+    COMPLETED.iter().find_map(|s| name.strip_suffix(s))
 }
 
 impl Seen {
@@ -32,27 +41,25 @@ impl Seen {
         let pending = has("commit.requested")
             || has("inflight")
             || has("replacecommit.requested")
-            || has("replacecommit.inflight");
-        let done = has("commit") || has("replacecommit");
+            || has("replacecommit.inflight")
+            || has("deltacommit.requested")
+            || has("deltacommit.inflight")
+            || has("compaction.requested")
+            || has("compaction.inflight");
+        let done = has("commit") || has("replacecommit") || has("deltacommit");
         pending && !done && !self.retired.contains(time)
     }
 
     fn on_delete(&mut self, path: &str) {
         if let Some(name) = path.strip_prefix(".hoodie/").filter(|n| !n.contains('/')) {
-            if let Some(time) = name
-                .strip_suffix(".commit")
-                .or_else(|| name.strip_suffix(".replacecommit"))
-            {
+            if let Some(time) = completed_time(name) {
                 // Readers count a file older than the first completed commit as committed: once this
                 // commit goes, a completed commit must still precede every pending instant and every
                 // rolled-back time (whose late files may exist).
                 let remaining: Vec<&str> = self
                     .timeline
                     .iter()
-                    .filter_map(|n| {
-                        n.strip_suffix(".commit")
-                            .or_else(|| n.strip_suffix(".replacecommit"))
-                    })
+                    .filter_map(|n| completed_time(n))
                     .filter(|t| *t != time)
                     .collect();
                 let exposed: Vec<String> = self
@@ -102,15 +109,65 @@ impl Seen {
                 *self.services.entry("cleans completed").or_default() += 1;
             }
             self.timeline.insert(name.to_string());
-            if let Some(time) = name
-                .strip_suffix(".commit")
-                .or_else(|| name.strip_suffix(".replacecommit"))
-            {
+            if let Some(time) = completed_time(name) {
                 self.commits
                     .insert(time.to_string(), (name.to_string(), data.clone()));
             }
+            if let Some(time) = name.strip_suffix(".compaction.requested") {
+                self.check_compaction_plan(time, data);
+            }
         } else if let Some(time) = path.strip_prefix(RETIRED_DIR) {
             self.retired.insert(time.to_string());
+        } else if path.contains(".log.") && !path.starts_with(".hoodie/") {
+            let instant = hudi_sink::log_file::block::read_blocks(path, data)
+                .ok()
+                .and_then(|blocks| {
+                    blocks.first().and_then(|b| {
+                        b.header
+                            .get(&hudi_sink::log_file::HeaderKey::InstantTime)
+                            .cloned()
+                    })
+                });
+            match instant {
+                Some(t) => {
+                    self.log_instants.insert(path.to_string(), t);
+                }
+                None => self
+                    .violations
+                    .push(("every log file is readable", path.to_string())),
+            }
+        }
+    }
+
+    /// Compaction merges only the logs of completed deltacommits: every log file the plan of `time` names was
+    /// written by an instant that had completed when the plan was stored.
+    fn check_compaction_plan(&mut self, time: &str, data: &Bytes) {
+        *self.services.entry("compactions planned").or_default() += 1;
+        let plan = match hudi_sink::services::avro::CompactionPlan::from_avro_bytes(data) {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.violations
+                    .push(("compaction plans are readable", format!("{time}: {e}")));
+                return;
+            }
+        };
+        for op in &plan.operations {
+            for name in &op.delta_file_paths {
+                let path = hudi_sink::storage::join_path(&[&op.partition_path, name]);
+                let committed = self
+                    .log_instants
+                    .get(&path)
+                    .is_some_and(|t| self.commits.contains_key(t));
+                if !committed {
+                    self.violations.push((
+                        "compaction merges only committed logs",
+                        format!(
+                            "{time} plans {path}, written by {:?}, not a completed deltacommit",
+                            self.log_instants.get(&path)
+                        ),
+                    ));
+                }
+            }
         }
     }
 }
@@ -172,6 +229,11 @@ impl Recorder {
 
     fn violations(&self) -> Vec<(&'static str, String)> {
         lock(&self.seen).violations.clone()
+    }
+
+    /// The instant in the header of the log file at `path`, as it was stored.
+    fn log_instant(&self, path: &str) -> Option<String> {
+        lock(&self.seen).log_instants.get(path).cloned()
     }
 }
 
@@ -380,10 +442,18 @@ pub(super) async fn check_invariants(
     }
     let completed = timeline.completed_commits();
     for c in &completed {
-        if c.action != Action::Commit {
-            continue;
-        }
-        for suffix in ["commit.requested", "inflight"] {
+        let suffixes = match c.action {
+            // On merge-on-read a commit is a compaction's.
+            Action::Commit
+                if names.contains(format!(".hoodie/{}.compaction.requested", c.time).as_str()) =>
+            {
+                ["compaction.requested", "compaction.inflight"]
+            }
+            Action::Commit => ["commit.requested", "inflight"],
+            Action::DeltaCommit => ["deltacommit.requested", "deltacommit.inflight"],
+            _ => continue,
+        };
+        for suffix in suffixes {
             let f = format!(".hoodie/{}.{suffix}", c.time);
             if !names.contains(f.as_str()) {
                 return Err(fail(
@@ -410,7 +480,15 @@ pub(super) async fn check_invariants(
     let mut previous = Checkpoint::default();
     for (time, _, meta) in &commits {
         for stat in meta.commit.write_stats() {
-            if !stat.path.contains(time.as_str()) {
+            // A log file is named after its slice; its header names the instant (checked below).
+            let log = stat.file_name().starts_with('.');
+            if log && store.log_instant(&stat.path).as_deref() != Some(time.as_str()) {
+                return Err(fail(
+                    "committed files exist with their size",
+                    format!("log {} is not a file of {time}", stat.path),
+                ));
+            }
+            if !log && !stat.path.contains(time.as_str()) {
                 return Err(fail(
                     "committed files exist with their size",
                     format!("{} is not a file of {time}", stat.path),
@@ -472,7 +550,13 @@ pub(super) async fn check_invariants(
     // Nothing of a failed instant survives the final commit.
     let done: BTreeSet<&str> = commits.iter().map(|(t, _, _)| t.as_str()).collect();
     for o in &objects {
-        let leftover = if o.path.ends_with(".parquet") {
+        let is_log = o.path.contains(".log.") && !o.path.starts_with(".hoodie/");
+        let leftover = if is_log {
+            // Every log file is one a completed deltacommit listed.
+            !commits
+                .iter()
+                .any(|(_, _, meta)| meta.commit.write_stats().any(|s| s.path == o.path))
+        } else if o.path.ends_with(".parquet") {
             let t = o
                 .path
                 .trim_end_matches(".parquet")
@@ -488,21 +572,49 @@ pub(super) async fn check_invariants(
         }
     }
 
-    // The table read through the library equals the model.
-    let slices = latest_file_slices(store, &timeline, None)
+    // The table read through the library equals the model (merge-on-read slices merged with their logs).
+    let rows = table_rows(store, &timeline).await?;
+    model
+        .check_rows(rows)
+        .map_err(|e| fail("table equals the model", e))?;
+    Ok(commits.len() as u64)
+}
+
+/// The rows of the table's latest file slices as a snapshot reader reads them: base files, merged with their
+/// committed log blocks on a merge-on-read table.
+pub(super) async fn table_rows(
+    store: &dyn Storage,
+    timeline: &Timeline,
+) -> Result<Vec<Trip>, Failure> {
+    use hudi_sink::log_file::{
+        merge_file_slice, scan_stored_log_files, CommittedInstants, MergeMode,
+    };
+    let io = |e: &dyn std::fmt::Display| fail("readable table", e.to_string());
+    let props = hudi_sink::table::properties::TableProperties::load(store)
+        .await
+        .map_err(|e| io(&e))?;
+    let mode = MergeMode::from_table_properties(&props.as_map()).map_err(|e| io(&e))?;
+    let committed = CommittedInstants::new(
+        timeline
+            .completed_commits()
+            .into_iter()
+            .map(|i| i.time.clone()),
+        timeline.instants().first().map(|i| i.time.clone()),
+    );
+    let slices = latest_file_slices(store, timeline, None)
         .await
         .map_err(|e| io(&e))?;
     let mut rows = Vec::new();
     for slice in &slices {
         let data = store.get(&slice.path()).await.map_err(|e| io(&e))?;
-        let (_, batches) =
-            hudi_sink::base_file::reader::read_base_file(data).map_err(|e| io(&e))?;
-        for b in &batches {
-            rows.extend(trips_of(b).map_err(|e| fail("readable table", e))?);
+        let logs = scan_stored_log_files(store, &slice.log_paths(), &committed, &mode)
+            .await
+            .map_err(|e| io(&e))?;
+        let merger = merge_file_slice(Some(data), logs).map_err(|e| io(&e))?;
+        for b in merger {
+            let b = b.map_err(|e| io(&e))?;
+            rows.extend(trips_of(&b).map_err(|e| fail("readable table", e))?);
         }
     }
-    model
-        .check_rows(rows)
-        .map_err(|e| fail("table equals the model", e))?;
-    Ok(commits.len() as u64)
+    Ok(rows)
 }
