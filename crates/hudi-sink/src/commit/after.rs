@@ -32,8 +32,8 @@ impl Coordinator {
         committed: &Timeline,
         listed: &[ObjectMeta],
     ) {
-        self.inline_services(guard, committed, listed).await;
-        self.inline_compaction(guard, committed).await;
+        let changed = self.inline_services(guard, committed, listed).await;
+        self.inline_compaction(guard, committed, changed).await;
     }
 
     /// After the commit's lock is released, for a request answered `committed` (a retried commit whose

@@ -5,7 +5,8 @@
 //!   ─ t > every time ever used ─ <t>.commit.requested, <t>.inflight ─ heartbeat ─ Begun{t, base, checkpoint}
 //! ```
 //!
-//! The base instant in the answer is the latest completed instant: the writer's view of the table, against
+//! The base instant in the answer is the latest completed instant (lowered below a pending write that may still
+//! complete after a newer compaction: [`super::conflict::writer_base`]): the writer's view of the table, against
 //! which the commit's conflicts are checked ([`super::conflict`]).
 
 use crate::lock::LockGuard;
@@ -59,10 +60,15 @@ impl Coordinator {
         crate::write::create_pending_instant(storage, &instant, action).await?;
         let heartbeat_ms = write_heartbeat(storage, self.clock.as_ref(), &instant).await?;
         let checkpoint = self.latest_checkpoint(&timeline).await?;
-        tracing::info!(%instant, writer, "instant begun");
+        let base = super::conflict::writer_base(
+            &timeline,
+            action == crate::table::instant::Action::DeltaCommit,
+        )
+        .map(|i| i.time.to_string());
+        tracing::info!(%instant, writer, ?base, "instant begun");
         Ok(CoordinatorResponse::Begun {
             instant: instant.to_string(),
-            base_instant: timeline.latest_completed().map(|i| i.time.to_string()),
+            base_instant: base,
             checkpoint: checkpoint.to_sink_json(),
             heartbeat_ms: Some(heartbeat_ms),
         })

@@ -136,6 +136,37 @@ pub struct Candidate<'a> {
     delta: bool,
 }
 
+/// Whether a completed instant orders the writes of the table (`delta`: a merge-on-read table): every action
+/// but a replacecommit (clustering) and, on merge-on-read, a compaction `commit`, neither of which carries a
+/// checkpoint.
+fn orders_writes(done: &Instant, delta: bool) -> bool {
+    done.action != Action::ReplaceCommit && !(delta && done.action == Action::Commit)
+}
+
+/// The base instant of a new write (what `begin` answers): the latest completed instant, unless a pending
+/// write older than it can still complete (every completed instant newer than it is one that does not order
+/// writes, see [`Candidate::check_order`]); then the newest completed instant older than that write. A write
+/// that completes after a newer compaction would otherwise be below the base of writers that never saw it, and
+/// their file groups and buckets would not be checked against it.
+pub fn writer_base(timeline: &crate::table::timeline::Timeline, delta: bool) -> Option<&Instant> {
+    let completed = timeline.completed_commits();
+    let can_complete = |p: &Instant| {
+        !completed
+            .iter()
+            .any(|c| c.time > p.time && orders_writes(c, delta))
+    };
+    let oldest_live = timeline
+        .pending()
+        .into_iter()
+        .filter(|p| p.action.is_write() && can_complete(p))
+        .map(|p| &p.time)
+        .min();
+    completed
+        .into_iter()
+        .rev()
+        .find(|c| oldest_live.is_none_or(|p| c.time < *p))
+}
+
 /// The (partition, file group) and (partition, bucket) keys of a file group.
 fn bucket_of<'s>(partition: &'s str, file_id: &str) -> Option<(&'s str, u32)> {
     bucket_id_from_file_id(file_id).map(|b| (partition, b))
@@ -203,12 +234,9 @@ impl<'a> Candidate<'a> {
         &self,
         completed: impl IntoIterator<Item = &'i Instant>,
     ) -> Result<(), Conflict> {
-        let counts = |done: &Instant| {
-            done.action != Action::ReplaceCommit && !(self.delta && done.action == Action::Commit)
-        };
         match completed
             .into_iter()
-            .find(|done| done.time > *self.instant && counts(done))
+            .find(|done| done.time > *self.instant && orders_writes(done, self.delta))
         {
             Some(newer) => Err(Conflict::OlderThanCompleted {
                 instant: self.instant.clone(),
@@ -604,5 +632,54 @@ mod tests {
             checked_delta(&[append("p", BUCKET_3, 2)], &completed),
             Err(Conflict::BucketTouched { bucket: 3, .. })
         ));
+    }
+
+    #[test]
+    fn the_base_stays_below_a_pending_write_that_may_complete_after_a_compaction() {
+        use crate::table::timeline::Timeline;
+        let i = |t: &str, a: Action, st: State| Instant::new(time(t), a, st);
+        // A deltacommit pending below a completed compaction can still complete: the base stays below it.
+        let timeline = Timeline::from_instants([
+            i(BASE, Action::DeltaCommit, State::Completed),
+            i(WINNER, Action::DeltaCommit, State::Inflight),
+            i(CANDIDATE, Action::Commit, State::Completed),
+        ]);
+        assert_eq!(
+            writer_base(&timeline, true).map(|b| b.time.as_str()),
+            Some(BASE)
+        );
+        // On copy-on-write the commit orders writes: the pending one can never complete, the base is the
+        // latest commit.
+        assert_eq!(
+            writer_base(&timeline, false).map(|b| b.time.as_str()),
+            Some(CANDIDATE)
+        );
+        // A newer completed deltacommit dooms the pending one: the latest completed is the base.
+        let timeline = Timeline::from_instants([
+            i(BASE, Action::DeltaCommit, State::Completed),
+            i(WINNER, Action::DeltaCommit, State::Inflight),
+            i(CANDIDATE, Action::DeltaCommit, State::Completed),
+            i(NEWER, Action::Commit, State::Completed),
+        ]);
+        assert_eq!(
+            writer_base(&timeline, true).map(|b| b.time.as_str()),
+            Some(NEWER)
+        );
+        // A pending write newer than everything completed leaves the latest completed as the base.
+        let timeline = Timeline::from_instants([
+            i(BASE, Action::DeltaCommit, State::Completed),
+            i(WINNER, Action::Commit, State::Completed),
+            i(NEWER, Action::DeltaCommit, State::Requested),
+        ]);
+        assert_eq!(
+            writer_base(&timeline, true).map(|b| b.time.as_str()),
+            Some(WINNER)
+        );
+        // Nothing completed below the pending write: no base (every completed commit is checked).
+        let timeline = Timeline::from_instants([
+            i(BASE, Action::DeltaCommit, State::Inflight),
+            i(WINNER, Action::Commit, State::Completed),
+        ]);
+        assert_eq!(writer_base(&timeline, true), None);
     }
 }

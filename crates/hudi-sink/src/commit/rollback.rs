@@ -174,7 +174,7 @@ impl Coordinator {
             return Ok(());
         }
         self.fence(guard).await?;
-        crate::write::delete_base_files(storage, |t| retired.contains(t)).await?;
+        crate::write::delete_data_files(storage, |t| retired.contains(t)).await?;
         let now = self.clock.now_millis();
         let grace = self.config.services.retired_grace.as_millis() as i64;
         let mut done = Vec::new();

@@ -2,7 +2,7 @@
 //! run (`services` request, `hudi-sink services`), and the inline runs after a commit.
 //!
 //! ```text
-//! scheduled: lock ─ roll back expired ─ leftovers ─ sweep retired ─ clean ─ archive ─ compact ─ unlock ─ cluster
+//! scheduled: lock ─ roll back expired ─ leftovers ─ sweep retired ─ compact ─ clean ─ archive ─ unlock ─ cluster
 //! inline:    (under the commit's lock, after <t>.commit) clean if due ─ archive ─ compact if due
 //!            │ (after unlock) cluster
 //! ```
@@ -80,12 +80,34 @@ impl Coordinator {
     }
 
     /// Compaction after a deltacommit (`hoodie.compact.inline`), under the commit's lock; best effort.
-    pub(super) async fn inline_compaction(&self, guard: &LockGuard, committed: &Timeline) {
+    /// `changed`: the inline clean or archival changed the timeline since `committed` was listed, which is
+    /// then read again.
+    pub(super) async fn inline_compaction(
+        &self,
+        guard: &LockGuard,
+        committed: &Timeline,
+        changed: bool,
+    ) {
         if self.compaction.is_none() || !self.config.services.compact_inline {
             return;
         }
         let ctx = self.service_context(guard);
-        match self.compact(&ctx, committed).await {
+        let reloaded;
+        let timeline = if changed {
+            match Timeline::load(self.storage.as_ref()).await {
+                Ok(t) => {
+                    reloaded = t;
+                    &reloaded
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "inline compaction skipped; a later run retries");
+                    return;
+                }
+            }
+        } else {
+            committed
+        };
+        match self.compact(&ctx, timeline).await {
             Ok(report) if report.compaction_instant.is_some() => {
                 tracing::info!(?report, "inline compaction");
             }
@@ -237,12 +259,13 @@ impl Coordinator {
 
     /// Clean and archive after a commit, when due. Best effort: the commit is already durable, so a failure
     /// here is logged and retried by the next commit or the scheduled run, never reported to the writer.
+    /// Returns whether the timeline may have changed (a service wrote or removed instants, or failed).
     pub(super) async fn inline_services(
         &self,
         guard: &LockGuard,
         timeline: &Timeline,
         listed: &[ObjectMeta],
-    ) {
+    ) -> bool {
         let ctx = self.service_context(guard);
         let services = &self.config.services;
         let clean = crate::services::clean::is_due(timeline, &ctx);
@@ -253,10 +276,12 @@ impl Coordinator {
         {
             Ok(report) if report != ServiceReport::default() => {
                 tracing::info!(?report, "inline table services");
+                true
             }
-            Ok(_) => {}
+            Ok(_) => false,
             Err(e) => {
-                tracing::warn!(error = %e, "inline table services failed; the next run retries")
+                tracing::warn!(error = %e, "inline table services failed; the next run retries");
+                true
             }
         }
     }
@@ -273,22 +298,25 @@ impl Coordinator {
             self.clean_completed_leftovers(&guard, &timeline).await?;
             self.sweep_retired(&guard).await?;
             let ctx = self.service_context(&guard);
+            // Compaction first: archival may pass deltacommits only once their logs are compacted.
+            let mut report = ServiceReport::default();
+            if self.compaction.is_some() {
+                let timeline = Timeline::load(storage).await?;
+                report.merge(self.compact(&ctx, &timeline).await?);
+            }
             let listed = storage.list(crate::table::timeline::META_DIR).await?;
             let timeline = Timeline::from_listing(&listed)?;
             let services = &self.config.services;
-            let mut report = self
-                .clean_and_archive(
+            report.merge(
+                self.clean_and_archive(
                     &ctx,
                     &timeline,
                     &listed,
                     services.clean_automatic,
                     services.archive_automatic,
                 )
-                .await?;
-            if self.compaction.is_some() {
-                let timeline = Timeline::load(storage).await?;
-                report.merge(self.compact(&ctx, &timeline).await?);
-            }
+                .await?,
+            );
             Ok(report)
         }
         .await;

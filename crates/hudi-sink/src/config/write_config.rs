@@ -411,13 +411,6 @@ impl WriteConfig {
             }
             None => IndexConfig::None,
         };
-        if table_type == TableType::MergeOnRead && index == IndexConfig::None {
-            return Err(ConfigError::Conflict {
-                reason: "MERGE_ON_READ tables are written with the bucket index (hoodie.index.type=BUCKET): \
-                         appends find their file group by the record key's bucket"
-                    .into(),
-            });
-        }
         if operation != WriteOperation::Insert && index == IndexConfig::None {
             return Err(ConfigError::Conflict {
                 reason: format!(
@@ -656,6 +649,7 @@ mod tests {
         let mut p = base();
         p.insert("hoodie.table.type".into(), "MERGE_ON_WRITE".into());
         assert!(WriteConfig::from_properties(p).is_err());
+        // Merge-on-read inserts without an index write new file groups; upserts need the bucket index.
         let mut p = base();
         p.remove("hoodie.index.type");
         p.insert("hoodie.datasource.write.operation".into(), "insert".into());
@@ -663,6 +657,8 @@ mod tests {
             "hoodie.datasource.write.table.type".into(),
             "MERGE_ON_READ".into(),
         );
+        assert!(WriteConfig::from_properties(p.clone()).is_ok());
+        p.insert("hoodie.datasource.write.operation".into(), "upsert".into());
         assert!(matches!(
             WriteConfig::from_properties(p),
             Err(ConfigError::Conflict { .. })

@@ -119,14 +119,16 @@ pub fn plan_archive(
             .clone();
         let mut limit = min_opt(Some(keep_from), hard.clone());
         limit = min_opt(limit, bounds.config_ecr.clone());
+        // `None` from here on means "archive nothing", not "no bound": the later rules may only lower a cut.
+        let mut blocked = false;
         if bounds.cleaning {
             if !bounds.has_clean {
-                limit = None;
+                blocked = true;
             } else if config.cleaner_policy != CleanerPolicy::KeepLatestFileVersions {
-                limit = match &bounds.last_clean_cursor {
-                    Some(cursor) => min_opt(limit, Some(cursor.clone())),
-                    None => None,
-                };
+                match &bounds.last_clean_cursor {
+                    Some(cursor) => limit = min_opt(limit, Some(cursor.clone())),
+                    None => blocked = true,
+                }
             }
         }
         limit = min_opt(limit, bounds.uncompacted_logs.clone());
@@ -145,7 +147,7 @@ pub fn plan_archive(
                 limit = min_opt(limit, Some(replace.time.clone()));
             }
         }
-        cut = limit;
+        cut = if blocked { None } else { limit };
     }
 
     let mut archived: BTreeSet<Instant> = BTreeSet::new();
@@ -643,6 +645,37 @@ mod tests {
         assert_eq!(
             times(&plan_archive(&tl(&commits(1..=8)), &config(), &b)),
             vec![1]
+        );
+    }
+
+    #[test]
+    fn a_rule_that_forbids_archival_is_not_undone_by_a_later_bound() {
+        // No clean yet (or no cursor) means no archival at all; the merge-on-read bound (and the
+        // replacecommit bound) only ever lower a cut, so they must not turn "none" into a cut.
+        let b = ArchiveBounds {
+            has_clean: false,
+            uncompacted_logs: Some(t(5)),
+            ..open()
+        };
+        assert!(plan_archive(&tl(&commits(1..=8)), &config(), &b)
+            .instants
+            .is_empty());
+        let b = ArchiveBounds {
+            last_clean_cursor: None,
+            uncompacted_logs: Some(t(5)),
+            ..open()
+        };
+        assert!(plan_archive(&tl(&commits(1..=8)), &config(), &b)
+            .instants
+            .is_empty());
+        // With a clean, the bound applies.
+        let b = ArchiveBounds {
+            uncompacted_logs: Some(t(3)),
+            ..open()
+        };
+        assert_eq!(
+            times(&plan_archive(&tl(&commits(1..=8)), &config(), &b)),
+            [1, 2]
         );
     }
 }

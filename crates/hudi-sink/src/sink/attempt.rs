@@ -78,9 +78,10 @@ impl KafkaSink {
             begun.heartbeat_ms,
         );
         // The batch's timeline still shows the table as of the instant's base when its latest commit is that
-        // base and nothing but commits is pending (commits complete only in instant order, so none older can
-        // complete later): then the write need not list `.hoodie/` again.
-        let (stats, counts) = if shows_base(timeline, begun.base_instant.as_deref()) {
+        // base and nothing but writes is pending (writes complete in instant order, or below a lowered base:
+        // `commit/conflict.rs` `writer_base`): then the write need not list `.hoodie/` again.
+        let delta = self.writer.properties().is_merge_on_read();
+        let (stats, counts) = if shows_base(timeline, begun.base_instant.as_deref(), delta) {
             self.writer
                 .write_files_with_timeline(&begun.time, &prepared.write, timeline)
                 .await?
@@ -186,9 +187,14 @@ impl KafkaSink {
     }
 }
 
-/// Whether `timeline` shows the committed table as of `base` (the latest completed instant at begin): same latest
-/// commit, and no pending replacecommit or compaction that could complete below it.
-fn shows_base(timeline: &Timeline, base: Option<&str>) -> bool {
+/// Whether `timeline` shows the committed table as of `base` (the instant's base at begin): same latest
+/// commit and nothing but writes pending. On merge-on-read (`delta`) also none of them older than the base:
+/// one may have completed since, below the base, after a newer compaction (`commit/conflict.rs`
+/// `writer_base`); on copy-on-write writes complete in instant order, so an older one never completes.
+fn shows_base(timeline: &Timeline, base: Option<&str>, delta: bool) -> bool {
     timeline.latest_completed().map(|i| i.time.as_str()) == base
-        && timeline.pending().iter().all(|i| i.action.is_write())
+        && timeline
+            .pending()
+            .iter()
+            .all(|i| i.action.is_write() && (!delta || base.is_none_or(|b| i.time.as_str() > b)))
 }

@@ -17,7 +17,7 @@ mod table_writer;
 
 use thiserror::Error;
 
-pub(crate) use table_writer::{create_pending_instant, delete_base_files, rollback_failed};
+pub(crate) use table_writer::{create_pending_instant, delete_data_files, rollback_failed};
 pub use table_writer::{
     PreparedWrite, TableSchema, TableWriter, WriteCounts, WriteResult, IS_DELETED_FIELD,
 };

@@ -847,12 +847,12 @@ impl TableWriter {
                 let entry = groups
                     .entry((slice.partition_path.clone(), b))
                     .or_insert(None);
-                if entry.is_some() {
+                if let Some(other) = entry {
                     return Err(table_err(
                         storage,
                         format!(
-                            "bucket {b} of partition {:?} has more than one file group; the table is corrupt",
-                            slice.partition_path
+                            "bucket {b} of partition {:?} has more than one file group ({} and {}); the table is corrupt",
+                            slice.partition_path, other.file_name, slice.file_name
                         ),
                     ));
                 }
@@ -1527,23 +1527,14 @@ async fn log_file_written_by(
     path: &str,
     instant: &InstantTime,
 ) -> Result<bool, WriteError> {
-    let bytes = match storage.get(path).await {
-        Ok(b) => b,
-        Err(e) if e.is_not_found() => return Ok(false),
-        Err(e) => return Err(e.into()),
-    };
-    let Ok(blocks) = crate::log_file::block::read_blocks(path, &bytes) else {
-        tracing::warn!(path, "unreadable log file named by a marker left in place");
-        return Ok(false);
-    };
-    Ok(blocks.first().is_some_and(|b| {
-        b.header.get(&crate::log_file::HeaderKey::InstantTime) == Some(&instant.to_string())
-    }))
+    Ok(log_file_instant(storage, path).await?.as_ref() == Some(instant))
 }
 
-/// Deletes every base file of the table whose instant time `doomed` picks, found by one listing of the whole
-/// table (which also covers files whose marker was never written).
-pub(crate) async fn delete_base_files(
+/// Deletes every data file of the table written by an instant `doomed` picks, found by one listing of the
+/// whole table (which also covers files whose marker was never written): base files by the instant in their
+/// name, merge-on-read log files by the instant in their first block's header (a log is named after its
+/// slice, so each one is read: this runs only in the scheduled sweep, while some time is retired).
+pub(crate) async fn delete_data_files(
     storage: &dyn Storage,
     doomed: impl Fn(&InstantTime) -> bool,
 ) -> Result<(), WriteError> {
@@ -1556,9 +1547,35 @@ pub(crate) async fn delete_base_files(
             if doomed(&parsed.instant_time) {
                 storage.delete(&obj.path).await?;
             }
+        } else if crate::log_file::LogFileName::parse(name).is_ok() {
+            if let Some(instant) = log_file_instant(storage, &obj.path).await? {
+                if doomed(&instant) {
+                    storage.delete(&obj.path).await?;
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// The INSTANT_TIME header of the first block of the log file at `path` (`None`: absent or unreadable).
+async fn log_file_instant(
+    storage: &dyn Storage,
+    path: &str,
+) -> Result<Option<InstantTime>, WriteError> {
+    let bytes = match storage.get(path).await {
+        Ok(b) => b,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let Ok(blocks) = crate::log_file::block::read_blocks(path, &bytes) else {
+        tracing::warn!(path, "unreadable log file left in place");
+        return Ok(None);
+    };
+    Ok(blocks
+        .first()
+        .and_then(|b| b.header.get(&crate::log_file::HeaderKey::InstantTime))
+        .and_then(|t| InstantTime::parse(t).ok()))
 }
 
 pub(crate) async fn delete_markers(

@@ -350,14 +350,14 @@ impl Storage for InvStorage {
     }
 
     async fn put(&self, path: &str, data: Bytes) -> StorageResult<()> {
-        let n = self.before(path.ends_with(".commit")).await;
+        let n = self.before(is_commit_file(path)).await;
         let r = self.inner.put(path, data).await;
         self.after(n).await;
         r
     }
 
     async fn put_if_absent(&self, path: &str, data: Bytes) -> StorageResult<PutOutcome> {
-        let n = self.before(path.ends_with(".commit")).await;
+        let n = self.before(is_commit_file(path)).await;
         let r = self.inner.put_if_absent(path, data).await;
         self.after(n).await;
         r
@@ -1450,6 +1450,12 @@ fn hudi_rs_trips(base: &str) -> Vec<Trip> {
             deleted: r["_hoodie_is_deleted"].as_bool().unwrap_or(false),
         })
         .collect()
+}
+
+/// A completed write's timeline file (`<t>.commit`, `<t>.deltacommit`): the create the lease proof guards,
+/// where no freeze is injected (the window lease fencing cannot close; see the README's limit).
+fn is_commit_file(path: &str) -> bool {
+    path.ends_with(".commit") || path.ends_with(".deltacommit")
 }
 
 fn sorted(mut rows: Vec<Trip>) -> Vec<Trip> {

@@ -24,8 +24,16 @@ struct Seen {
     violations: Vec<(&'static str, String)>,
     /// What the table services did, by kind.
     services: BTreeMap<&'static str, u64>,
-    /// Merge-on-read: the instant in the header of every log file ever stored, by path.
-    log_instants: BTreeMap<String, String>,
+    /// Merge-on-read: the instants in the header of every log file ever stored at a path (a cleaned path may
+    /// be stored again by a late writer of the same version), by path.
+    log_instants: BTreeMap<String, Vec<String>>,
+    /// Merge-on-read: the log files on storage now, with the instant that stored each.
+    live_logs: BTreeMap<String, String>,
+    /// Merge-on-read: per instant being rolled back, its log files on storage, with their markers, when the
+    /// rollback retired it.
+    rolling_back: BTreeMap<String, BTreeSet<String>>,
+    /// Markers on storage now.
+    live_markers: BTreeSet<String>,
 }
 
 /// The file name suffixes of completed commit-like instants.
@@ -51,6 +59,29 @@ impl Seen {
     }
 
     fn on_delete(&mut self, path: &str) {
+        self.live_logs.remove(path);
+        self.live_markers.remove(path);
+        if let Some(time) = path
+            .strip_prefix(".hoodie/")
+            .and_then(|n| n.strip_suffix(".deltacommit.requested"))
+        {
+            // A rollback retires the time first and removes the requested file last, after the data files:
+            // none of the log files the instant had stored when it was retired may be left (the sweep would
+            // find them later, but until then they sit in live slices). A zombie's later logs are the next
+            // rollback's.
+            if let Some(logs) = self.rolling_back.remove(time) {
+                // Still there and still this instant's (another writer may have stored the freed version).
+                if let Some(log) = logs
+                    .iter()
+                    .find(|l| self.live_logs.get(*l).is_some_and(|t| t == time))
+                {
+                    self.violations.push((
+                        "a rollback deletes its log files",
+                        format!("{log} of {time} left after its rollback"),
+                    ));
+                }
+            }
+        }
         if let Some(name) = path.strip_prefix(".hoodie/").filter(|n| !n.contains('/')) {
             if let Some(time) = completed_time(name) {
                 // Readers count a file older than the first completed commit as committed: once this
@@ -104,12 +135,21 @@ impl Seen {
     }
 
     fn on_put(&mut self, path: &str, data: &Bytes) {
+        if path.starts_with(".hoodie/.temp/") {
+            self.live_markers.insert(path.to_string());
+        }
         if let Some(name) = path.strip_prefix(".hoodie/").filter(|n| !n.contains('/')) {
             if name.ends_with(".clean") {
                 *self.services.entry("cleans completed").or_default() += 1;
             }
             self.timeline.insert(name.to_string());
             if let Some(time) = completed_time(name) {
+                if std::env::var_os("SIM_TRACE").is_some() {
+                    let files: Vec<String> = CommitMetadata::from_json(data)
+                        .map(|m| m.write_stats().map(|s| s.path.clone()).collect())
+                        .unwrap_or_default();
+                    eprintln!("sim: {name} stored: {files:?}");
+                }
                 self.commits
                     .insert(time.to_string(), (name.to_string(), data.clone()));
             }
@@ -118,6 +158,20 @@ impl Seen {
             }
         } else if let Some(time) = path.strip_prefix(RETIRED_DIR) {
             self.retired.insert(time.to_string());
+            // Only logs whose marker is there: a rollback finds an instant's files by their markers (a
+            // zombie's log whose marker an earlier rollback removed is the sweep's).
+            let logs = self
+                .live_logs
+                .iter()
+                .filter(|(l, t)| {
+                    *t == time
+                        && self
+                            .live_markers
+                            .contains(&format!(".hoodie/.temp/{time}/{l}.marker.APPEND"))
+                })
+                .map(|(l, _)| l.clone())
+                .collect();
+            self.rolling_back.insert(time.to_string(), logs);
         } else if path.contains(".log.") && !path.starts_with(".hoodie/") {
             let instant = hudi_sink::log_file::block::read_blocks(path, data)
                 .ok()
@@ -130,7 +184,11 @@ impl Seen {
                 });
             match instant {
                 Some(t) => {
-                    self.log_instants.insert(path.to_string(), t);
+                    self.live_logs.insert(path.to_string(), t.clone());
+                    self.log_instants
+                        .entry(path.to_string())
+                        .or_default()
+                        .push(t);
                 }
                 None => self
                     .violations
@@ -154,9 +212,11 @@ impl Seen {
         for op in &plan.operations {
             for name in &op.delta_file_paths {
                 let path = hudi_sink::storage::join_path(&[&op.partition_path, name]);
+                // The latest store of the path is the one the plan reads.
                 let committed = self
                     .log_instants
                     .get(&path)
+                    .and_then(|ts| ts.last())
                     .is_some_and(|t| self.commits.contains_key(t));
                 if !committed {
                     self.violations.push((
@@ -231,9 +291,12 @@ impl Recorder {
         lock(&self.seen).violations.clone()
     }
 
-    /// The instant in the header of the log file at `path`, as it was stored.
-    fn log_instant(&self, path: &str) -> Option<String> {
-        lock(&self.seen).log_instants.get(path).cloned()
+    /// Whether `instant` stored a log file at `path` (its header names it).
+    fn log_stored_by(&self, path: &str, instant: &str) -> bool {
+        lock(&self.seen)
+            .log_instants
+            .get(path)
+            .is_some_and(|ts| ts.iter().any(|t| t == instant))
     }
 }
 
@@ -482,7 +545,7 @@ pub(super) async fn check_invariants(
         for stat in meta.commit.write_stats() {
             // A log file is named after its slice; its header names the instant (checked below).
             let log = stat.file_name().starts_with('.');
-            if log && store.log_instant(&stat.path).as_deref() != Some(time.as_str()) {
+            if log && !store.log_stored_by(&stat.path, time) {
                 return Err(fail(
                     "committed files exist with their size",
                     format!("log {} is not a file of {time}", stat.path),
