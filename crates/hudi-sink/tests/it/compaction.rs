@@ -705,6 +705,12 @@ async fn a_spark_table_appended_to_by_the_sink_then_compacted_reads_row_exact() 
     let path = dir.path().join("trips");
     let golden = golden_table_in(&mor_testdata_dir(), "v6_trips_8i1u");
     copy_dir(&golden.path, &path);
+    // Spark left the timeline timezone unset (Hudi then assumes the JVM's zone); this writer makes UTC
+    // instants and refuses a table that does not say UTC, as a user whose Spark runs in UTC would set it.
+    let props_path = path.join(".hoodie/hoodie.properties");
+    let mut text = std::fs::read_to_string(&props_path).expect("properties");
+    text.push_str("hoodie.table.timeline.timezone=UTC\n");
+    std::fs::write(&props_path, text).expect("properties");
     let mut reader = HudiReader::start();
     let before = keyed(reader.rows(&path, &["snapshot"]), true, "spark snapshot");
     assert!(!before.is_empty());

@@ -603,6 +603,7 @@ async fn run_layout(layout: &Layout) {
     }
     if layout.mor {
         check_log_files(&base, layout.name);
+        compact_and_check(&writer, layout, &base, &mut model, &mut history).await;
     }
     // daft supports table version 6 (it reads snapshots only).
     if layout.daft {
@@ -648,6 +649,103 @@ async fn merge_on_read_complex_key_reads_back_row_exact() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn merge_on_read_nonpartitioned_reads_back_row_exact() {
     run_layout(&LAYOUTS[6]).await;
+}
+
+/// Compacts every file group with logs, then checks with hudi-rs: the snapshot is unchanged, the
+/// read-optimized view (base files only) equals it, time travel to every earlier instant still reads what it
+/// read; then one more upsert batch lands on the compacted slices and reads back, as of it and before it.
+async fn compact_and_check(
+    writer: &TableWriter,
+    layout: &Layout,
+    base: &std::path::Path,
+    model: &mut Model,
+    history: &mut Vec<(String, Model)>,
+) {
+    use hudi_sink::lock::{LeaseOptions, Lock, MemoryLock};
+    use hudi_sink::services::{ServiceContext, ServicesConfig};
+    let storage = LocalStorage::new(base);
+    let lock = MemoryLock::new("t", LeaseOptions::hudi(std::time::Duration::from_secs(60)));
+    let guard = lock
+        .acquire(std::time::Duration::from_secs(5))
+        .await
+        .expect("lock");
+    let config = ServicesConfig {
+        compact_max_delta_commits: 1,
+        compaction_max_file_groups: 1_000,
+        ..ServicesConfig::default()
+    };
+    let ctx = ServiceContext {
+        storage: &storage,
+        guard: &guard,
+        clock: &SystemClock,
+        config: &config,
+    };
+    let timeline = hudi_sink::table::timeline::Timeline::load(&storage)
+        .await
+        .expect("timeline");
+    let report = hudi_sink::services::compact::compact(
+        &ctx,
+        &timeline,
+        None,
+        &hudi_sink::base_file::writer::BaseFileOptions::default(),
+    )
+    .await
+    .expect("compaction")
+    .expect("logs to compact");
+    guard.release().await.expect("release");
+    let what = |s: &str| format!("{} {s} after compaction {}", layout.name, report.instant);
+    let read = read_rows(base, "hudi", &["snapshot"]);
+    model.assert_matches_in(&read, None, layout.mor, &what("snapshot"));
+    let read = read_rows(base, "hudi", &["read_optimized"]);
+    model.assert_matches_in(&read, None, false, &what("read-optimized"));
+    for (t, m) in history.iter() {
+        let read = read_rows(base, "hudi", &["as_of", t]);
+        m.assert_matches_in(&read, None, layout.mor, &what(&format!("as of {t}")));
+    }
+    // One more batch: appends to the compacted slices (updates of every stored key and new ones).
+    let specs: Vec<Spec> = (0..260)
+        .map(|id| Spec {
+            id,
+            seq: 50,
+            deleted: id % 7 == 0,
+        })
+        .collect();
+    let batch = batch_for(writer, layout, &specs, 99);
+    let result = writer
+        .write_with(
+            WriteOperation::Upsert,
+            std::slice::from_ref(&batch),
+            BTreeMap::new(),
+        )
+        .await
+        .expect("write after compaction");
+    let t = result.instant.to_string();
+    model.apply(layout, WriteOperation::Upsert, &batch, &specs, &t);
+    let read = read_rows(base, "hudi", &["snapshot"]);
+    model.assert_matches_in(
+        &read,
+        None,
+        layout.mor,
+        &what("snapshot after the next write"),
+    );
+    let before = history.last().map(|(t, _)| t.clone()).unwrap_or_default();
+    let read = read_rows(base, "hudi", &["incremental", &before, &t]);
+    model.assert_matches_in(
+        &read,
+        Some(&before),
+        layout.mor,
+        &what("incremental over the compaction"),
+    );
+    history.push((t, model.clone()));
+    for (t, m) in history.iter() {
+        let read = read_rows(base, "hudi", &["as_of", t]);
+        m.assert_matches_in(
+            &read,
+            None,
+            layout.mor,
+            &what(&format!("as of {t} after the next write")),
+        );
+    }
 }
 
 /// A merge-on-read table's timeline holds deltacommits only, and every log file the writer appended decodes
