@@ -402,7 +402,7 @@ fn streamer_properties_ingest_then_services_and_show() {
     ]);
     let idle = serde_json::json!({
         "clean_instant": null, "files_cleaned": 0, "instants_archived": 0, "cluster_instant": null,
-        "file_groups_clustered": 0, "resumed": 0,
+        "file_groups_clustered": 0, "compaction_instant": null, "file_groups_compacted": 0, "resumed": 0,
     });
     assert_eq!(services_report(&out), idle, "{out}");
     assert!(!orphan.exists(), "the failed write was rolled back");

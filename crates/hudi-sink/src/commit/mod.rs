@@ -135,8 +135,13 @@ impl Coordinator {
         if let Some(action) = self.write_action.get() {
             return Ok(*action);
         }
-        let props = crate::table::properties::TableProperties::load(self.storage.as_ref()).await?;
-        Ok(*self.write_action.get_or_init(|| props.write_action()))
+        match crate::table::properties::TableProperties::load(self.storage.as_ref()).await {
+            Ok(props) => Ok(*self.write_action.get_or_init(|| props.write_action())),
+            // No table yet (writers create it before they begin; a bare store in tests): a plain commit,
+            // not remembered.
+            Err(e) if e.is_not_found() => Ok(crate::table::instant::Action::Commit),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The table storage.
