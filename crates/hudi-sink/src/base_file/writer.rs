@@ -388,6 +388,7 @@ pub type MetaSchemaRef = Arc<arrow_schema::Schema>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn java_order_differs_from_utf8_for_supplementary_characters() {
@@ -398,5 +399,111 @@ mod tests {
         assert_eq!(java_string_cmp(bmp_high, emoji), Ordering::Greater); // Java order
         assert_eq!(java_string_cmp("a", "b"), Ordering::Less);
         assert_eq!(java_string_cmp("é", "e"), Ordering::Greater);
+    }
+
+    fn writer_inputs() -> (crate::write::TableSchema, BaseFileOptions, Vec<RecordBatch>) {
+        use arrow_array::Int64Array;
+        let avro = crate::schema::avro::AvroSchema::parse(
+            r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"v","type":"long"}]}"#,
+        )
+        .expect("avro");
+        let schema = crate::write::TableSchema::try_new(avro).expect("schema");
+        let batches = (0..3)
+            .map(|b| {
+                let rows = 0..1000u64;
+                let columns: Vec<ArrayRef> = schema
+                    .file
+                    .fields()
+                    .iter()
+                    .map(|f| -> ArrayRef {
+                        if f.data_type() == &arrow_schema::DataType::Int64 {
+                            Arc::new(Int64Array::from_iter_values(rows.clone().map(|i| i as i64)))
+                        } else {
+                            Arc::new(StringArray::from_iter_values(
+                                rows.clone().map(|i| format!("{}-{b}-{i:04}", f.name())),
+                            ))
+                        }
+                    })
+                    .collect();
+                RecordBatch::try_new(schema.file.clone(), columns).expect("batch")
+            })
+            .collect();
+        let options = BaseFileOptions {
+            row_group_bytes: 8 * 1024,
+            ..BaseFileOptions::default()
+        };
+        (schema, options, batches)
+    }
+
+    /// Streams into a sink drained after every batch; returns the drained bytes and how many were taken
+    /// before the file was closed.
+    fn streamed(max_keys: u64) -> (Vec<u8>, usize) {
+        let (schema, options, batches) = writer_inputs();
+        let mut writer = BaseFileWriter::try_new_streaming(
+            Vec::new(),
+            schema.file.clone(),
+            schema.parquet.clone(),
+            schema.avro_with_meta_json.clone(),
+            &options,
+            max_keys,
+        )
+        .expect("writer");
+        let mut out = Vec::new();
+        for batch in &batches {
+            writer.write(batch).expect("write");
+            out.append(writer.sink_mut());
+        }
+        let before_close = out.len();
+        let (rest, file) = writer.finish_into().expect("finish");
+        out.extend(rest);
+        assert_eq!(file.num_rows, 3000);
+        (out, before_close)
+    }
+
+    fn footer_keys(data: Vec<u8>) -> BTreeMap<String, String> {
+        crate::base_file::reader::read_footer(&Bytes::from(data))
+            .expect("footer")
+            .key_values
+    }
+
+    #[test]
+    fn a_streamed_file_is_the_in_memory_file_byte_for_byte() {
+        let (schema, options, batches) = writer_inputs();
+        let mut whole = BaseFileWriter::try_new(
+            schema.file.clone(),
+            schema.parquet.clone(),
+            schema.avro_with_meta_json.clone(),
+            &options,
+        )
+        .expect("writer");
+        for batch in &batches {
+            whole.write(batch).expect("write");
+        }
+        let whole = whole.finish().expect("finish");
+        let (data, before_close) = streamed(3000);
+        assert_eq!(data, whole.data.to_vec());
+        // Row groups reached the sink as they closed, long before the footer.
+        assert!(
+            before_close > data.len() / 2,
+            "{before_close} of {}",
+            data.len()
+        );
+
+        // A bound above the row count: the same footer keys and key range, a filter for the bound.
+        let (bounded, _) = streamed(5000);
+        let (want, got) = (footer_keys(data), footer_keys(bounded));
+        assert_eq!(
+            want.keys().collect::<Vec<_>>(),
+            got.keys().collect::<Vec<_>>()
+        );
+        for key in [
+            MIN_RECORD_KEY,
+            MAX_RECORD_KEY,
+            AVRO_SCHEMA_KEY,
+            BLOOM_FILTER_TYPE_CODE_KEY,
+        ] {
+            assert_eq!(want.get(key), got.get(key), "{key}");
+        }
+        assert_ne!(want.get(BLOOM_FILTER_KEY), got.get(BLOOM_FILTER_KEY));
     }
 }

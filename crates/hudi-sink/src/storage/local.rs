@@ -465,4 +465,48 @@ mod tests {
         assert_eq!(store.head("a/d.txt").await.expect("head"), None);
         assert!(store.put("../escape", Bytes::new()).await.is_err());
     }
+
+    #[tokio::test]
+    async fn an_unfinished_upload_leaves_no_file_behind() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = LocalStorage::new(dir.path());
+        let files = || -> Vec<String> {
+            let mut out = Vec::new();
+            for entry in std::fs::read_dir(dir.path().join("p")).expect("read dir") {
+                out.push(
+                    entry
+                        .expect("entry")
+                        .file_name()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
+            }
+            out
+        };
+        let mut upload = store.put_multipart("p/f.parquet").await.expect("start");
+        upload
+            .write(Bytes::from_static(b"abc"))
+            .await
+            .expect("write");
+        assert_eq!(files().len(), 1, "the temporary file");
+        assert!(!dir.path().join("p/f.parquet").exists());
+        upload.abort().await.expect("abort");
+        assert!(files().is_empty(), "{:?}", files());
+        let mut upload = store.put_multipart("p/f.parquet").await.expect("start");
+        upload
+            .write(Bytes::from_static(b"abc"))
+            .await
+            .expect("write");
+        drop(upload);
+        assert!(files().is_empty(), "{:?}", files());
+        let mut upload = store.put_multipart("p/f.parquet").await.expect("start");
+        upload
+            .write(Bytes::from_static(b"ab"))
+            .await
+            .expect("write");
+        upload.write(Bytes::from_static(b"c")).await.expect("write");
+        assert_eq!(upload.complete().await.expect("complete"), 3);
+        assert_eq!(files(), ["f.parquet"]);
+        assert_eq!(&store.get("p/f.parquet").await.expect("get")[..], b"abc");
+    }
 }
