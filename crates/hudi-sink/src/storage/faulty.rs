@@ -27,6 +27,8 @@ use bytes::Bytes;
 
 use super::{MultipartUpload, ObjectMeta, PutOutcome, Storage, StorageError, StorageResult};
 
+mod upload;
+
 /// One kind of [`Storage`] call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operation {
@@ -450,37 +452,6 @@ impl FaultyStorage {
     }
 }
 
-/// An upload of the inner store under the rules of its [`FaultyStorage`] ([`Operation::WritePart`],
-/// [`Operation::CompleteUpload`], [`Operation::AbortUpload`], all on the object's path).
-struct FaultyUpload<'a> {
-    storage: &'a FaultyStorage,
-    path: String,
-    inner: Box<dyn MultipartUpload + 'a>,
-}
-
-#[async_trait]
-impl MultipartUpload for FaultyUpload<'_> {
-    async fn write(&mut self, data: Bytes) -> StorageResult<()> {
-        self.storage
-            .run(Operation::WritePart, &self.path, self.inner.write(data))
-            .await
-    }
-
-    async fn complete(self: Box<Self>) -> StorageResult<u64> {
-        let this = *self;
-        this.storage
-            .run(Operation::CompleteUpload, &this.path, this.inner.complete())
-            .await
-    }
-
-    async fn abort(self: Box<Self>) -> StorageResult<()> {
-        let this = *self;
-        this.storage
-            .run(Operation::AbortUpload, &this.path, this.inner.abort())
-            .await
-    }
-}
-
 #[async_trait]
 impl Storage for FaultyStorage {
     fn base_uri(&self) -> &str {
@@ -528,7 +499,7 @@ impl Storage for FaultyStorage {
         &'a self,
         path: &str,
     ) -> StorageResult<Box<dyn MultipartUpload + 'a>> {
-        Ok(Box::new(FaultyUpload {
+        Ok(Box::new(upload::FaultyUpload {
             storage: self,
             path: path.to_string(),
             inner: self.inner.put_multipart(path).await?,

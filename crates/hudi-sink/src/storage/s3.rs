@@ -10,7 +10,8 @@
 //!   may answer 409 `ConditionalRequestConflict` to one of them; that one is retried here (bounded, with
 //!   jittered backoff) until it gets a definite 200 or 412. S3 objects become visible whole, so nobody reads
 //!   a partial commit file.
-//! - **atomic replace**: a single `PutObject` (no multipart upload): readers see the old or the new bytes.
+//! - **atomic replace**: a single `PutObject`, or the `CompleteMultipartUpload` of an upload: readers see the
+//!   old or the new bytes.
 //! - **list**: `ListObjectsV2`, every page, keys stripped of the root prefix, sorted by path. Zero-byte
 //!   "folder" keys ending in `/` (made by consoles) are not objects of the table and are skipped.
 //! - **idempotent delete**: `DeleteObject` of a missing key succeeds on S3 already.
@@ -57,16 +58,15 @@ use super::{
 
 mod multipart;
 
+use multipart::DEFAULT_PART_BYTES;
+pub use multipart::MIN_PART_BYTES;
+
 /// The SDK's own default connect timeout, the default of [`S3Options::connect_timeout`].
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(3100);
 /// First backoff after a 409 `ConditionalRequestConflict`; doubled per retry, full jitter.
 const CONFLICT_BACKOFF_BASE: Duration = Duration::from_millis(50);
 /// Largest backoff after a 409 `ConditionalRequestConflict`.
 const CONFLICT_BACKOFF_MAX: Duration = Duration::from_secs(2);
-/// S3's smallest part of a multipart upload (all but the last).
-pub const MIN_PART_BYTES: usize = 5 * 1024 * 1024;
-/// Default part size of [`Storage::put_multipart`].
-const DEFAULT_PART_BYTES: usize = 8 * 1024 * 1024;
 
 /// How the S3 client is built by [`S3Storage::from_uri`].
 ///

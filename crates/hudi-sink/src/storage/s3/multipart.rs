@@ -15,6 +15,11 @@ use super::S3Storage;
 use crate::storage::multipart::concat;
 use crate::storage::{MultipartUpload, Storage, StorageError, StorageResult};
 
+/// S3's smallest part of a multipart upload (all but the last).
+pub const MIN_PART_BYTES: usize = 5 * 1024 * 1024;
+/// Default part size of [`Storage::put_multipart`].
+pub(super) const DEFAULT_PART_BYTES: usize = 8 * 1024 * 1024;
+
 /// One object being uploaded in parts.
 #[derive(Debug)]
 pub(super) struct S3Upload<'a> {
