@@ -7,7 +7,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::file::metadata::ParquetMetaDataReader;
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
 use super::bloom::{BloomFilter, BloomFilterType};
 use super::writer::{BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_CODE_KEY, MAX_RECORD_KEY, MIN_RECORD_KEY};
@@ -141,13 +141,25 @@ pub async fn read_footer_from_storage(
     path: &str,
     size: u64,
 ) -> Result<BaseFileFooter, BaseFileError> {
+    Ok(footer_of(
+        &read_metadata_from_storage(storage, path, size).await?,
+    ))
+}
+
+/// The decoded Parquet metadata of a stored file of `size` bytes, with two ranged reads (length trailer,
+/// then footer).
+pub async fn read_metadata_from_storage(
+    storage: &dyn Storage,
+    path: &str,
+    size: u64,
+) -> Result<ParquetMetaData, BaseFileError> {
     if size < 12 {
         return Err(BaseFileError::Footer {
             reason: format!("{path}: {size} bytes is too small for a Parquet file"),
         });
     }
     let tail = storage.get_range(path, size - 8..size).await?;
-    if &tail[4..8] != b"PAR1" {
+    if tail.len() != 8 || &tail[4..8] != b"PAR1" {
         return Err(BaseFileError::Footer {
             reason: format!("{path}: missing PAR1 magic"),
         });
@@ -160,12 +172,15 @@ pub async fn read_footer_from_storage(
         })?;
     let footer = storage.get_range(path, start..size).await?;
     // The footer bytes end with the 8-byte trailer, which is what the metadata decoder expects.
-    let meta =
-        ParquetMetaDataReader::decode_metadata(&footer[..footer.len() - 8]).map_err(|source| {
-            BaseFileError::Parquet {
-                context: format!("decode footer of {path}"),
-                source,
-            }
+    let body = footer
+        .len()
+        .checked_sub(8)
+        .and_then(|n| footer.get(..n))
+        .ok_or_else(|| BaseFileError::Footer {
+            reason: format!("{path}: short footer read"),
         })?;
-    Ok(footer_of(&meta))
+    ParquetMetaDataReader::decode_metadata(body).map_err(|source| BaseFileError::Parquet {
+        context: format!("decode footer of {path}"),
+        source,
+    })
 }

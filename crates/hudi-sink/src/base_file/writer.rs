@@ -5,9 +5,13 @@
 //! - the bloom filter covers every record key in the file, added in row order, so that a Spark upsert with
 //!   the BLOOM index finds every key (a false negative there means a duplicate record);
 //! - min/max keys use Java `String.compareTo` order (UTF-16 code units), as Hudi compares them;
-//! - the whole file is built in memory and handed back as bytes; its exact size goes into the write stat.
+//! - [`BaseFileWriter::try_new`] builds the whole file in memory and hands it back as bytes (its exact
+//!   size goes into the write stat); [`BaseFileWriter::try_new_streaming`] writes into any sink instead,
+//!   each row group as it closes, with a filter sized up front for an upper bound of the key count (the
+//!   footer's layout and keys are the same; the filter is the one Hudi writes for that `num_entries`).
 
 use std::cmp::Ordering;
+use std::io::Write;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -90,19 +94,37 @@ pub fn java_string_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
-/// Streams record batches (meta columns first) into one in-memory Parquet base file.
-pub struct BaseFileWriter {
-    writer: ArrowWriter<Vec<u8>>,
-    bloom: BloomSizing,
+/// Where the record keys go.
+enum Keys {
     /// The record-key columns written so far: the filter is built at the end, when the key count is known.
-    keys: Vec<ArrayRef>,
+    Kept(BloomSizing, Vec<ArrayRef>),
+    /// A filter sized up front; keys are added as rows are written.
+    Filter(BloomFilter),
+}
+
+/// What a finished streamed file holds (its bytes went to the sink).
+#[derive(Debug, Clone)]
+pub struct StreamedBaseFile {
+    /// Rows in the file.
+    pub num_rows: u64,
+    /// Smallest record key (Java order); `None` for an empty file.
+    pub min_record_key: Option<String>,
+    /// Largest record key (Java order); `None` for an empty file.
+    pub max_record_key: Option<String>,
+}
+
+/// Streams record batches (meta columns first) into one Parquet base file, in memory (`W = Vec<u8>`) or
+/// into any sink.
+pub struct BaseFileWriter<W: Write + Send = Vec<u8>> {
+    writer: ArrowWriter<W>,
+    keys: Keys,
     min_key: Option<String>,
     max_key: Option<String>,
     num_rows: u64,
     avro_schema_json: String,
 }
 
-impl std::fmt::Debug for BaseFileWriter {
+impl<W: Write + Send> std::fmt::Debug for BaseFileWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BaseFileWriter")
             .field("num_rows", &self.num_rows)
@@ -118,6 +140,66 @@ impl BaseFileWriter {
         parquet_schema: SchemaDescriptor,
         avro_schema_json: String,
         options: &BaseFileOptions,
+    ) -> Result<Self, BaseFileError> {
+        let keys = Keys::Kept(options.bloom.clone(), Vec::new());
+        Self::build(
+            Vec::new(),
+            schema,
+            parquet_schema,
+            avro_schema_json,
+            options,
+            keys,
+        )
+    }
+
+    /// Adds the Hudi footer keys and closes the file.
+    pub fn finish(self) -> Result<WrittenBaseFile, BaseFileError> {
+        let (data, file) = self.finish_into()?;
+        Ok(WrittenBaseFile {
+            data: Bytes::from(data),
+            num_rows: file.num_rows,
+            min_record_key: file.min_record_key,
+            max_record_key: file.max_record_key,
+        })
+    }
+}
+
+impl<W: Write + Send> BaseFileWriter<W> {
+    /// A writer into `sink` (row groups reach it as they close), whose bloom filter is sized for `max_keys`
+    /// record keys, an upper bound of the rows to come (more keys only raise the false-positive rate; a
+    /// dynamic filter grows).
+    pub fn try_new_streaming(
+        sink: W,
+        schema: SchemaRef,
+        parquet_schema: SchemaDescriptor,
+        avro_schema_json: String,
+        options: &BaseFileOptions,
+        max_keys: u64,
+    ) -> Result<Self, BaseFileError> {
+        let count = usize::try_from(max_keys).unwrap_or(usize::MAX);
+        let filter = options
+            .bloom
+            .filter_for(count)
+            .map_err(|e| BaseFileError::Schema {
+                reason: format!("bloom filter for {count} keys: {e}"),
+            })?;
+        Self::build(
+            sink,
+            schema,
+            parquet_schema,
+            avro_schema_json,
+            options,
+            Keys::Filter(filter),
+        )
+    }
+
+    fn build(
+        sink: W,
+        schema: SchemaRef,
+        parquet_schema: SchemaDescriptor,
+        avro_schema_json: String,
+        options: &BaseFileOptions,
+        keys: Keys,
     ) -> Result<Self, BaseFileError> {
         match schema.fields().get(RECORD_KEY_INDEX) {
             Some(f) if f.name() == RECORD_KEY_COL => {}
@@ -146,15 +228,16 @@ impl BaseFileWriter {
             .with_properties(props)
             .with_skip_arrow_metadata(true)
             .with_parquet_schema(parquet_schema);
-        let writer = ArrowWriter::try_new_with_options(Vec::new(), schema, writer_options)
-            .map_err(|source| BaseFileError::Parquet {
-                context: "create writer".into(),
-                source,
+        let writer =
+            ArrowWriter::try_new_with_options(sink, schema, writer_options).map_err(|source| {
+                BaseFileError::Parquet {
+                    context: "create writer".into(),
+                    source,
+                }
             })?;
         Ok(Self {
             writer,
-            bloom: options.bloom.clone(),
-            keys: Vec::new(),
+            keys,
             min_key: None,
             max_key: None,
             num_rows: 0,
@@ -198,7 +281,18 @@ impl BaseFileWriter {
                 self.max_key = Some(key.to_string());
             }
         }
-        self.keys.push(batch.column(RECORD_KEY_INDEX).clone());
+        match &mut self.keys {
+            Keys::Kept(_, columns) => columns.push(batch.column(RECORD_KEY_INDEX).clone()),
+            Keys::Filter(bloom) => {
+                for key in keys.iter().flatten() {
+                    bloom
+                        .add(key.as_bytes())
+                        .map_err(|e| BaseFileError::Schema {
+                            reason: format!("record key {key:?}: {e}"),
+                        })?;
+                }
+            }
+        }
         self.writer
             .write(batch)
             .map_err(|source| BaseFileError::Parquet {
@@ -219,16 +313,20 @@ impl BaseFileWriter {
         self.num_rows
     }
 
-    /// The file's filter: sized for its key count, every key added in row order.
+    /// The file's filter: sized for its key count (or the bound given up front), every key added in row
+    /// order.
     fn bloom_filter(&mut self) -> Result<BloomFilter, BaseFileError> {
+        let (sizing, columns) = match &mut self.keys {
+            Keys::Filter(bloom) => return Ok(bloom.clone()),
+            Keys::Kept(sizing, columns) => (sizing, std::mem::take(columns)),
+        };
         let count = usize::try_from(self.num_rows).unwrap_or(usize::MAX);
-        let mut bloom = self
-            .bloom
+        let mut bloom = sizing
             .filter_for(count)
             .map_err(|e| BaseFileError::Schema {
                 reason: format!("bloom filter for {count} keys: {e}"),
             })?;
-        for column in std::mem::take(&mut self.keys) {
+        for column in columns {
             let keys = column.as_string::<i32>();
             for key in keys.iter().flatten() {
                 bloom
@@ -241,8 +339,14 @@ impl BaseFileWriter {
         Ok(bloom)
     }
 
-    /// Adds the Hudi footer keys and closes the file.
-    pub fn finish(mut self) -> Result<WrittenBaseFile, BaseFileError> {
+    /// The sink, to take the bytes of the row groups closed so far (they are only appended to it).
+    pub fn sink_mut(&mut self) -> &mut W {
+        self.writer.inner_mut()
+    }
+
+    /// Adds the Hudi footer keys, closes the file and hands back the sink, which then holds (or has
+    /// received) the whole file.
+    pub fn finish_into(mut self) -> Result<(W, StreamedBaseFile), BaseFileError> {
         let bloom = self.bloom_filter()?;
         let mut kv = vec![
             (AVRO_SCHEMA_KEY, std::mem::take(&mut self.avro_schema_json)),
@@ -260,19 +364,21 @@ impl BaseFileWriter {
             self.writer
                 .append_key_value_metadata(KeyValue::new(k.to_string(), v));
         }
-        let data = self
+        let sink = self
             .writer
             .into_inner()
             .map_err(|source| BaseFileError::Parquet {
                 context: "close file".into(),
                 source,
             })?;
-        Ok(WrittenBaseFile {
-            data: Bytes::from(data),
-            num_rows: self.num_rows,
-            min_record_key: self.min_key,
-            max_record_key: self.max_key,
-        })
+        Ok((
+            sink,
+            StreamedBaseFile {
+                num_rows: self.num_rows,
+                min_record_key: self.min_key,
+                max_record_key: self.max_key,
+            },
+        ))
     }
 }
 
@@ -282,6 +388,7 @@ pub type MetaSchemaRef = Arc<arrow_schema::Schema>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn java_order_differs_from_utf8_for_supplementary_characters() {
@@ -292,5 +399,111 @@ mod tests {
         assert_eq!(java_string_cmp(bmp_high, emoji), Ordering::Greater); // Java order
         assert_eq!(java_string_cmp("a", "b"), Ordering::Less);
         assert_eq!(java_string_cmp("é", "e"), Ordering::Greater);
+    }
+
+    fn writer_inputs() -> (crate::write::TableSchema, BaseFileOptions, Vec<RecordBatch>) {
+        use arrow_array::Int64Array;
+        let avro = crate::schema::avro::AvroSchema::parse(
+            r#"{"type":"record","name":"r","fields":[{"name":"id","type":"string"},{"name":"v","type":"long"}]}"#,
+        )
+        .expect("avro");
+        let schema = crate::write::TableSchema::try_new(avro).expect("schema");
+        let batches = (0..3)
+            .map(|b| {
+                let rows = 0..1000u64;
+                let columns: Vec<ArrayRef> = schema
+                    .file
+                    .fields()
+                    .iter()
+                    .map(|f| -> ArrayRef {
+                        if f.data_type() == &arrow_schema::DataType::Int64 {
+                            Arc::new(Int64Array::from_iter_values(rows.clone().map(|i| i as i64)))
+                        } else {
+                            Arc::new(StringArray::from_iter_values(
+                                rows.clone().map(|i| format!("{}-{b}-{i:04}", f.name())),
+                            ))
+                        }
+                    })
+                    .collect();
+                RecordBatch::try_new(schema.file.clone(), columns).expect("batch")
+            })
+            .collect();
+        let options = BaseFileOptions {
+            row_group_bytes: 8 * 1024,
+            ..BaseFileOptions::default()
+        };
+        (schema, options, batches)
+    }
+
+    /// Streams into a sink drained after every batch; returns the drained bytes and how many were taken
+    /// before the file was closed.
+    fn streamed(max_keys: u64) -> (Vec<u8>, usize) {
+        let (schema, options, batches) = writer_inputs();
+        let mut writer = BaseFileWriter::try_new_streaming(
+            Vec::new(),
+            schema.file.clone(),
+            schema.parquet.clone(),
+            schema.avro_with_meta_json.clone(),
+            &options,
+            max_keys,
+        )
+        .expect("writer");
+        let mut out = Vec::new();
+        for batch in &batches {
+            writer.write(batch).expect("write");
+            out.append(writer.sink_mut());
+        }
+        let before_close = out.len();
+        let (rest, file) = writer.finish_into().expect("finish");
+        out.extend(rest);
+        assert_eq!(file.num_rows, 3000);
+        (out, before_close)
+    }
+
+    fn footer_keys(data: Vec<u8>) -> BTreeMap<String, String> {
+        crate::base_file::reader::read_footer(&Bytes::from(data))
+            .expect("footer")
+            .key_values
+    }
+
+    #[test]
+    fn a_streamed_file_is_the_in_memory_file_byte_for_byte() {
+        let (schema, options, batches) = writer_inputs();
+        let mut whole = BaseFileWriter::try_new(
+            schema.file.clone(),
+            schema.parquet.clone(),
+            schema.avro_with_meta_json.clone(),
+            &options,
+        )
+        .expect("writer");
+        for batch in &batches {
+            whole.write(batch).expect("write");
+        }
+        let whole = whole.finish().expect("finish");
+        let (data, before_close) = streamed(3000);
+        assert_eq!(data, whole.data.to_vec());
+        // Row groups reached the sink as they closed, long before the footer.
+        assert!(
+            before_close > data.len() / 2,
+            "{before_close} of {}",
+            data.len()
+        );
+
+        // A bound above the row count: the same footer keys and key range, a filter for the bound.
+        let (bounded, _) = streamed(5000);
+        let (want, got) = (footer_keys(data), footer_keys(bounded));
+        assert_eq!(
+            want.keys().collect::<Vec<_>>(),
+            got.keys().collect::<Vec<_>>()
+        );
+        for key in [
+            MIN_RECORD_KEY,
+            MAX_RECORD_KEY,
+            AVRO_SCHEMA_KEY,
+            BLOOM_FILTER_TYPE_CODE_KEY,
+        ] {
+            assert_eq!(want.get(key), got.get(key), "{key}");
+        }
+        assert_ne!(want.get(BLOOM_FILTER_KEY), got.get(BLOOM_FILTER_KEY));
     }
 }

@@ -146,23 +146,58 @@ pub fn merge_file_slice<R: ChunkReader + Clone + 'static>(
             None => (Arc::new(arrow_schema::Schema::empty()), None),
         },
     };
-    let log_batches = log
-        .batches()
-        .iter()
-        .map(|b| conform(b, &schema))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(SliceMerger {
-        schema,
-        base,
-        matched: vec![false; log.versions().len()],
-        log,
-        log_batches,
-        next_insert: 0,
-        counts: MergeCounts::default(),
-    })
+    SliceMerger::with_schema(schema, base, log)
+}
+
+/// Merges log records into base rows that the caller decodes itself (compaction reads the base file row
+/// group by row group with ranged reads): every base batch goes through [`BaseRowMerger::merge`], in file
+/// order, then [`BaseRowMerger::into_inserts`] gives the log-only upserts. Same rules as [`SliceMerger`].
+pub struct BaseRowMerger {
+    inner: SliceMerger<bytes::Bytes>,
+}
+
+impl BaseRowMerger {
+    /// A merger whose output has `schema` (the base file's).
+    pub fn new(schema: SchemaRef, log: LogRecords) -> Result<Self, MergeError> {
+        Ok(Self {
+            inner: SliceMerger::with_schema(schema, None, log)?,
+        })
+    }
+
+    /// `batch` of base rows with the log merged in (possibly empty, when every row was deleted).
+    pub fn merge(&mut self, batch: &RecordBatch) -> Result<RecordBatch, MergeError> {
+        self.inner.merge_base_batch(batch)
+    }
+
+    /// The log-only upserts, once every base row has been merged; its [`SliceMerger::counts`] cover the
+    /// base rows merged too.
+    pub fn into_inserts(self) -> SliceMerger<bytes::Bytes> {
+        self.inner
+    }
 }
 
 impl<R: ChunkReader + Clone + 'static> SliceMerger<R> {
+    fn with_schema(
+        schema: SchemaRef,
+        base: Option<BaseStream<R>>,
+        log: LogRecords,
+    ) -> Result<Self, MergeError> {
+        let log_batches = log
+            .batches()
+            .iter()
+            .map(|b| conform(b, &schema))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SliceMerger {
+            schema,
+            base,
+            matched: vec![false; log.versions().len()],
+            log,
+            log_batches,
+            next_insert: 0,
+            counts: MergeCounts::default(),
+        })
+    }
+
     /// The schema of every batch produced.
     pub fn schema(&self) -> SchemaRef {
         self.schema.clone()

@@ -132,9 +132,17 @@ fn scan(logs: &[Vec<u8>], committed: &CommittedInstants, mode: &MergeMode) -> Lo
 
 /// The merged slice as key → (commit time, ts, v), in output order.
 fn merged(base: Option<Bytes>, log: LogRecords) -> Vec<(String, String, i64, String)> {
+    rows_of(
+        merge_file_slice(base, log)
+            .expect("merge")
+            .map(|b| b.expect("batch")),
+    )
+}
+
+/// Output rows as key → (commit time, ts, v), in order.
+fn rows_of(batches: impl Iterator<Item = RecordBatch>) -> Vec<(String, String, i64, String)> {
     let mut out = Vec::new();
-    for batch in merge_file_slice(base, log).expect("merge") {
-        let batch = batch.expect("batch");
+    for batch in batches {
         let s = |name: &str| {
             batch
                 .column_by_name(name)
@@ -488,4 +496,56 @@ fn log_rows_take_the_file_schema_types_by_name() {
     assert_eq!(out.column(2).null_count(), 2);
     let wrong: SchemaRef = Arc::new(Schema::new(vec![Field::new("extra", DataType::Utf8, true)]));
     assert!(super::merge::conform(&log, &wrong).is_err());
+}
+
+#[tokio::test]
+async fn ranged_row_groups_merge_as_the_whole_file_does() {
+    use crate::base_file::ranged::RangedBaseFile;
+    use crate::storage::faulty::{FaultyStorage, Operation};
+    use crate::storage::{MemoryStorage, Storage};
+
+    let keys: Vec<String> = (0..50).map(|i| format!("k{i:02}")).collect();
+    let stored: Vec<Row> = keys.iter().map(|k| (k.as_str(), 1, "v0", false)).collect();
+    let data = base_file(&stored, 10);
+    let logs = [
+        upserts(
+            T1,
+            &[
+                ("k07", 2, "new", false),
+                ("k33", 0, "loses", false),
+                ("n1", 1, "ins", false),
+            ],
+        ),
+        deletes(T2, &[DeleteRecord::new("k21", "")]),
+    ];
+    let log = || scan(&logs, &all_committed(), &event_time());
+    let mut whole = merge_file_slice(Some(data.clone()), log()).expect("merge");
+    let want = rows_of(whole.by_ref().map(|b| b.expect("batch")));
+    let want_counts = whole.counts();
+
+    let storage = FaultyStorage::new(Arc::new(MemoryStorage::new("mem://t")));
+    storage
+        .put("p/base.parquet", data.clone())
+        .await
+        .expect("put");
+    storage.clear_log();
+    let base = RangedBaseFile::open(&storage, "p/base.parquet", data.len() as u64)
+        .await
+        .expect("open");
+    assert_eq!((base.num_row_groups(), base.num_rows()), (5, 50));
+    let mut merger = super::BaseRowMerger::new(base.schema(), log()).expect("merger");
+    let mut out = Vec::new();
+    for index in 0..base.num_row_groups() {
+        for batch in base.row_group(&storage, index, 4).await.expect("row group") {
+            out.push(merger.merge(&batch.expect("decode")).expect("merge"));
+        }
+    }
+    let mut inserts = merger.into_inserts();
+    out.extend(inserts.by_ref().map(|b| b.expect("insert")));
+    assert_eq!(rows_of(out.into_iter()), want);
+    assert_eq!(inserts.counts(), want_counts);
+    assert!(want.iter().any(|r| r.0 == "n1") && !want.iter().any(|r| r.0 == "k21"));
+    // Two reads of the tail, then one ranged read per row group, each well under the whole file.
+    assert_eq!(storage.count(Operation::Get), 0);
+    assert_eq!(storage.count(Operation::GetRange), 2 + 5);
 }

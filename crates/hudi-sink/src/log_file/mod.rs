@@ -51,7 +51,7 @@ pub mod writer;
 pub use block::{BlockType, HeaderKey};
 pub use delete_block::{DeleteRecord, OrderingValue};
 pub use error::{ContentError, LogFileError};
-pub use merge::{merge_file_slice, MergeCounts, SliceMerger};
+pub use merge::{merge_file_slice, BaseRowMerger, MergeCounts, SliceMerger};
 pub use name::{LogFileName, LogFileNameError};
 pub use reader::{read_log_file, DataBlockFormat, LogBlock};
 pub use scan::{

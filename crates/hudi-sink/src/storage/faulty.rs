@@ -25,7 +25,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{ObjectMeta, PutOutcome, Storage, StorageError, StorageResult};
+use super::{MultipartUpload, ObjectMeta, PutOutcome, Storage, StorageError, StorageResult};
+
+mod upload;
 
 /// One kind of [`Storage`] call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -46,11 +48,17 @@ pub enum Operation {
     Delete,
     /// [`Storage::delete_many`] (the path is the first one).
     DeleteMany,
+    /// [`MultipartUpload::write`] of an upload from [`Storage::put_multipart`] (the path is the object's).
+    WritePart,
+    /// [`MultipartUpload::complete`].
+    CompleteUpload,
+    /// [`MultipartUpload::abort`].
+    AbortUpload,
 }
 
 impl Operation {
     /// Every operation.
-    pub const ALL: [Operation; 8] = [
+    pub const ALL: [Operation; 11] = [
         Operation::Get,
         Operation::GetRange,
         Operation::Head,
@@ -59,6 +67,9 @@ impl Operation {
         Operation::List,
         Operation::Delete,
         Operation::DeleteMany,
+        Operation::WritePart,
+        Operation::CompleteUpload,
+        Operation::AbortUpload,
     ];
 
     /// The trait method's name, as it appears in [`StorageError::Injected`].
@@ -72,6 +83,9 @@ impl Operation {
             Operation::List => "list",
             Operation::Delete => "delete",
             Operation::DeleteMany => "delete_many",
+            Operation::WritePart => "write_part",
+            Operation::CompleteUpload => "complete_upload",
+            Operation::AbortUpload => "abort_upload",
         }
     }
 
@@ -79,7 +93,12 @@ impl Operation {
     pub fn is_write(self) -> bool {
         matches!(
             self,
-            Operation::Put | Operation::PutIfAbsent | Operation::Delete | Operation::DeleteMany
+            Operation::Put
+                | Operation::PutIfAbsent
+                | Operation::Delete
+                | Operation::DeleteMany
+                | Operation::CompleteUpload
+                | Operation::AbortUpload
         )
     }
 }
@@ -476,6 +495,17 @@ impl Storage for FaultyStorage {
             .await
     }
 
+    async fn put_multipart<'a>(
+        &'a self,
+        path: &str,
+    ) -> StorageResult<Box<dyn MultipartUpload + 'a>> {
+        Ok(Box::new(upload::FaultyUpload {
+            storage: self,
+            path: path.to_string(),
+            inner: self.inner.put_multipart(path).await?,
+        }))
+    }
+
     async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
         let first = paths.first().map(String::as_str).unwrap_or_default();
         self.run(Operation::DeleteMany, first, self.inner.delete_many(paths))
@@ -727,9 +757,50 @@ mod tests {
                 "put_if_absent",
                 "list",
                 "delete",
-                "delete_many"
+                "delete_many",
+                "write_part",
+                "complete_upload",
+                "abort_upload"
             ]
         );
         assert!(Operation::Delete.is_write() && !Operation::List.is_write());
+    }
+
+    #[tokio::test]
+    async fn multipart_uploads_obey_the_rules() {
+        let (inner, f) = faulty();
+        f.add_rule(FaultRule::fail(Operation::CompleteUpload).path_exact("p/a"));
+        f.add_rule(FaultRule::effect_then_fail(Operation::CompleteUpload).path_exact("p/b"));
+        f.add_rule(
+            FaultRule::fail(Operation::WritePart)
+                .on_call(2)
+                .path_exact("p/c"),
+        );
+        for path in ["p/a", "p/b"] {
+            let mut upload = f.put_multipart(path).await.expect("start");
+            upload
+                .write(Bytes::from_static(b"xy"))
+                .await
+                .expect("write");
+            let err = upload.complete().await.expect_err("injected");
+            injected_on(err, "complete_upload", path);
+        }
+        // Failed before its effect: nothing stored; after: stored, answer lost.
+        assert_eq!(inner.head("p/a").await.expect("head"), None);
+        assert_eq!(&inner.get("p/b").await.expect("get")[..], b"xy");
+        let mut upload = f.put_multipart("p/c").await.expect("start");
+        upload
+            .write(Bytes::from_static(b"1"))
+            .await
+            .expect("first write");
+        let err = upload
+            .write(Bytes::from_static(b"2"))
+            .await
+            .expect_err("second");
+        injected_on(err, "write_part", "p/c");
+        upload.abort().await.expect("abort");
+        assert_eq!(inner.head("p/c").await.expect("head"), None);
+        assert_eq!(f.count(Operation::WritePart), 4);
+        assert_eq!(f.count(Operation::AbortUpload), 1);
     }
 }

@@ -4,6 +4,9 @@
 //! replace); `put_if_absent` hard-links it to the target, which fails if the target exists, so exactly one
 //! of several racing creators wins and nobody ever sees a partial file.
 //!
+//! A multipart upload ([`Storage::put_multipart`]) appends to such a temporary file and renames it over the
+//! target on completion; an aborted or dropped upload deletes it, so the final name never holds a partial file.
+//!
 //! Directories are objects' prefixes, as on S3: a delete removes the parent directories it leaves empty (up to
 //! the root), so that a table whose markers come and go (`.hoodie/.temp/<t>/…`) keeps no trail of empty
 //! directories for every listing to walk. A write whose directory vanished that way re-creates it.
@@ -15,7 +18,10 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{validate_relative_path, ObjectMeta, PutOutcome, Storage, StorageError, StorageResult};
+use super::{
+    validate_relative_path, MultipartUpload, ObjectMeta, PutOutcome, Storage, StorageError,
+    StorageResult,
+};
 
 /// A directory holding one table.
 #[derive(Debug, Clone)]
@@ -56,23 +62,28 @@ fn io_err(path: &str) -> impl FnOnce(std::io::Error) -> StorageError + '_ {
     }
 }
 
-/// Writes `data` to a fresh temporary file beside `target` and syncs it.
-fn write_temp(target: &Path, data: &[u8]) -> std::io::Result<tempfile::TempPath> {
-    use std::io::Write;
+/// A fresh, empty temporary file beside `target`.
+fn create_temp(target: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     let dir = target.parent().unwrap_or_else(|| Path::new("."));
     let mut attempts = 0;
-    let mut tmp = loop {
+    loop {
         std::fs::create_dir_all(dir)?;
         match tempfile::Builder::new()
             .prefix(".tmp-hudi-sink-")
             .tempfile_in(dir)
         {
-            Ok(tmp) => break tmp,
+            Ok(tmp) => return Ok(tmp),
             // A concurrent delete removed the directory as it became empty: make it again.
             Err(e) if e.kind() == ErrorKind::NotFound && attempts < 8 => attempts += 1,
             Err(e) => return Err(e),
         }
-    };
+    }
+}
+
+/// Writes `data` to a fresh temporary file beside `target` and syncs it.
+fn write_temp(target: &Path, data: &[u8]) -> std::io::Result<tempfile::TempPath> {
+    use std::io::Write;
+    let mut tmp = create_temp(target)?;
     tmp.write_all(data)?;
     tmp.as_file().sync_all()?;
     Ok(tmp.into_temp_path())
@@ -119,6 +130,76 @@ fn list_recursive(dir: &Path, rel: &str, out: &mut Vec<ObjectMeta>) -> std::io::
         }
     }
     Ok(())
+}
+
+/// Runs blocking file work off the async threads; a panicked task becomes an I/O error on `path`.
+async fn blocking<T: Send + 'static>(
+    path: &str,
+    work: impl FnOnce() -> StorageResult<T> + Send + 'static,
+) -> StorageResult<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StorageError::Io {
+            path: path.into(),
+            source: std::io::Error::other(e),
+        })?
+}
+
+/// A [`MultipartUpload`] into a temporary file beside the target, renamed over it on completion.
+#[derive(Debug)]
+struct LocalUpload {
+    path: String,
+    full: PathBuf,
+    /// `None` only while a blocking write holds it (or after a failed one).
+    file: Option<tempfile::NamedTempFile>,
+    size: u64,
+}
+
+impl LocalUpload {
+    fn take_file(&mut self) -> StorageResult<tempfile::NamedTempFile> {
+        self.file.take().ok_or_else(|| StorageError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other("upload used after a failed write"),
+        })
+    }
+}
+
+#[async_trait]
+impl MultipartUpload for LocalUpload {
+    async fn write(&mut self, data: Bytes) -> StorageResult<()> {
+        use std::io::Write;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut file = self.take_file()?;
+        let p = self.path.clone();
+        let len = data.len() as u64;
+        let file = blocking(&self.path, move || {
+            file.write_all(&data).map_err(io_err(&p))?;
+            Ok(file)
+        })
+        .await?;
+        self.file = Some(file);
+        self.size += len;
+        Ok(())
+    }
+
+    async fn complete(mut self: Box<Self>) -> StorageResult<u64> {
+        let file = self.take_file()?;
+        let (p, full, size) = (self.path.clone(), self.full.clone(), self.size);
+        blocking(&self.path, move || {
+            file.as_file().sync_all().map_err(io_err(&p))?;
+            file.persist(&full).map_err(|e| io_err(&p)(e.error))?;
+            Ok(size)
+        })
+        .await
+    }
+
+    async fn abort(mut self: Box<Self>) -> StorageResult<()> {
+        let file = self.take_file()?;
+        let p = self.path.clone();
+        blocking(&self.path, move || file.close().map_err(io_err(&p))).await
+    }
 }
 
 #[async_trait]
@@ -202,6 +283,22 @@ impl Storage for LocalStorage {
             path: path.into(),
             source: std::io::Error::other(e),
         })?
+    }
+
+    async fn put_multipart<'a>(
+        &'a self,
+        path: &str,
+    ) -> StorageResult<Box<dyn MultipartUpload + 'a>> {
+        let full = self.resolve(path)?;
+        let p = path.to_string();
+        let target = full.clone();
+        let file = blocking(path, move || create_temp(&target).map_err(io_err(&p))).await?;
+        Ok(Box::new(LocalUpload {
+            path: path.to_string(),
+            full,
+            file: Some(file),
+            size: 0,
+        }))
     }
 
     async fn list(&self, prefix: &str) -> StorageResult<Vec<ObjectMeta>> {
@@ -367,5 +464,49 @@ mod tests {
         store.delete("a/d.txt").await.expect("delete twice");
         assert_eq!(store.head("a/d.txt").await.expect("head"), None);
         assert!(store.put("../escape", Bytes::new()).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn an_unfinished_upload_leaves_no_file_behind() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = LocalStorage::new(dir.path());
+        let files = || -> Vec<String> {
+            let mut out = Vec::new();
+            for entry in std::fs::read_dir(dir.path().join("p")).expect("read dir") {
+                out.push(
+                    entry
+                        .expect("entry")
+                        .file_name()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
+            }
+            out
+        };
+        let mut upload = store.put_multipart("p/f.parquet").await.expect("start");
+        upload
+            .write(Bytes::from_static(b"abc"))
+            .await
+            .expect("write");
+        assert_eq!(files().len(), 1, "the temporary file");
+        assert!(!dir.path().join("p/f.parquet").exists());
+        upload.abort().await.expect("abort");
+        assert!(files().is_empty(), "{:?}", files());
+        let mut upload = store.put_multipart("p/f.parquet").await.expect("start");
+        upload
+            .write(Bytes::from_static(b"abc"))
+            .await
+            .expect("write");
+        drop(upload);
+        assert!(files().is_empty(), "{:?}", files());
+        let mut upload = store.put_multipart("p/f.parquet").await.expect("start");
+        upload
+            .write(Bytes::from_static(b"ab"))
+            .await
+            .expect("write");
+        upload.write(Bytes::from_static(b"c")).await.expect("write");
+        assert_eq!(upload.complete().await.expect("complete"), 3);
+        assert_eq!(files(), ["f.parquet"]);
+        assert_eq!(&store.get("p/f.parquet").await.expect("get")[..], b"abc");
     }
 }

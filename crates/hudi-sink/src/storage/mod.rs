@@ -8,6 +8,9 @@
 //! - [`Storage::put`] replaces an object atomically (readers see the old or the new bytes, never a mix).
 //! - [`Storage::list`] returns every object under a prefix, recursively, with its exact size.
 //! - [`Storage::delete`] of a missing object succeeds (deletes are retried).
+//! - [`Storage::put_multipart`] writes one object in pieces: nothing is visible under the path until
+//!   [`MultipartUpload::complete`] returns, then the whole object is (an atomic replace, like `put`); an
+//!   aborted or abandoned upload never shows up in a listing.
 //!
 //! Backends: [`local::LocalStorage`] (a directory), [`s3::S3Storage`] (feature `aws`),
 //! [`memory::MemoryStorage`] (tests), and [`faulty::FaultyStorage`], which wraps any of them to inject
@@ -17,6 +20,7 @@ mod error;
 pub mod faulty;
 pub mod local;
 pub mod memory;
+mod multipart;
 #[cfg(feature = "aws")]
 pub mod s3;
 
@@ -31,6 +35,7 @@ pub use error::{StorageError, StorageResult};
 pub use faulty::FaultyStorage;
 pub use local::LocalStorage;
 pub use memory::MemoryStorage;
+pub use multipart::{BufferedUpload, MultipartUpload};
 #[cfg(feature = "aws")]
 pub use s3::{S3Options, S3Storage};
 
@@ -78,6 +83,17 @@ pub trait Storage: Send + Sync + Debug {
 
     /// Deletes an object; succeeds when it does not exist.
     async fn delete(&self, path: &str) -> StorageResult<()>;
+
+    /// Starts writing the object at `path` in pieces ([`MultipartUpload`]), for files too large to hold in
+    /// memory whole. The default buffers every piece and makes one [`Storage::put`] on completion (test
+    /// doubles); S3 and the local file system stream instead.
+    async fn put_multipart<'a>(
+        &'a self,
+        path: &str,
+    ) -> StorageResult<Box<dyn MultipartUpload + 'a>> {
+        validate_relative_path(path)?;
+        Ok(Box::new(BufferedUpload::new(self, path)))
+    }
 
     /// Deletes every object in `paths`, absent ones included. S3 deletes up to 1,000 keys per request, so a
     /// clean-up of many small objects (markers) costs one request instead of one per object; elsewhere it is

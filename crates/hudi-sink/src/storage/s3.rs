@@ -10,7 +10,8 @@
 //!   may answer 409 `ConditionalRequestConflict` to one of them; that one is retried here (bounded, with
 //!   jittered backoff) until it gets a definite 200 or 412. S3 objects become visible whole, so nobody reads
 //!   a partial commit file.
-//! - **atomic replace**: a single `PutObject` (no multipart upload): readers see the old or the new bytes.
+//! - **atomic replace**: a single `PutObject`, or the `CompleteMultipartUpload` of an upload: readers see the
+//!   old or the new bytes.
 //! - **list**: `ListObjectsV2`, every page, keys stripped of the root prefix, sorted by path. Zero-byte
 //!   "folder" keys ending in `/` (made by consoles) are not objects of the table and are skipped.
 //! - **idempotent delete**: `DeleteObject` of a missing key succeeds on S3 already.
@@ -25,7 +26,11 @@
 //! bucket. Without `s3:ListBucket`, S3 answers 403 instead of 404 for a missing key, and a missing object
 //! (a table not created yet) would surface as an access error instead of [`StorageError::NotFound`].
 //! A missing bucket is an error, never an absent object (except for `head`, whose 404 carries no code).
-//! Objects are written with one `PutObject` each, which S3 caps at 5 GB (base files are far smaller).
+//! Objects are written with one `PutObject` each, which S3 caps at 5 GB, except through
+//! [`Storage::put_multipart`] (compaction's base files): `CreateMultipartUpload`, one `UploadPart` per
+//! [`S3Storage::with_part_size`] bytes (8 MiB by default, at least S3's 5 MiB), `CompleteMultipartUpload`,
+//! which makes the object visible whole; an object smaller than one part is a single `PutObject`. A failed
+//! upload is aborted (`AbortMultipartUpload`, which needs `s3:AbortMultipartUpload`).
 //!
 //! One ambiguity is inherent to S3 and is left to the caller: when an attempt of a conditional put times
 //! out after S3 applied it, the SDK's retry finds the object present and this storage reports
@@ -46,7 +51,15 @@ use aws_sdk_s3::Client;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::{validate_relative_path, ObjectMeta, PutOutcome, Storage, StorageError, StorageResult};
+use super::{
+    validate_relative_path, MultipartUpload, ObjectMeta, PutOutcome, Storage, StorageError,
+    StorageResult,
+};
+
+mod multipart;
+
+use multipart::DEFAULT_PART_BYTES;
+pub use multipart::MIN_PART_BYTES;
 
 /// The SDK's own default connect timeout, the default of [`S3Options::connect_timeout`].
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(3100);
@@ -149,6 +162,8 @@ pub struct S3Storage {
     conflict_attempts: u32,
     /// `MaxKeys` per `ListObjectsV2` page; `None` = S3's default (1,000).
     list_page_size: Option<i32>,
+    /// Bytes per `UploadPart` of a multipart upload.
+    part_size: usize,
 }
 
 impl S3Storage {
@@ -171,6 +186,7 @@ impl S3Storage {
             operation_timeout: defaults.operation_timeout,
             conflict_attempts: defaults.max_attempts,
             list_page_size: None,
+            part_size: DEFAULT_PART_BYTES,
         }
     }
 
@@ -203,6 +219,13 @@ impl S3Storage {
     /// useful to exercise pagination with few objects.
     pub fn with_list_page_size(mut self, n: i32) -> Self {
         self.list_page_size = Some(n.max(1));
+        self
+    }
+
+    /// Uploads multipart objects in parts of `bytes` (at least [`MIN_PART_BYTES`]; S3 allows 10,000 parts, so
+    /// 8 MiB parts cap an object at 80 GB). Larger parts mean fewer requests and more memory per upload.
+    pub fn with_part_size(mut self, bytes: usize) -> Self {
+        self.part_size = bytes.max(MIN_PART_BYTES);
         self
     }
 
@@ -536,6 +559,13 @@ impl Storage for S3Storage {
             .await
             .map_err(|e| self.remote("PutObject", path, &e))?;
         Ok(())
+    }
+
+    async fn put_multipart<'a>(
+        &'a self,
+        path: &str,
+    ) -> StorageResult<Box<dyn MultipartUpload + 'a>> {
+        Ok(Box::new(multipart::S3Upload::new(self, path)?))
     }
 
     async fn put_if_absent(&self, path: &str, data: Bytes) -> StorageResult<PutOutcome> {

@@ -483,6 +483,20 @@ async fn only_committed_log_blocks_are_compacted() {
 }
 
 /// Base files named with `t`, anywhere in the table.
+/// Every file under `dir`, as paths.
+fn walkdir(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            out.extend(walkdir(&path));
+        } else {
+            out.push(path.display().to_string());
+        }
+    }
+    out
+}
+
 fn files_of(table: &Path, t: &InstantTime) -> Vec<String> {
     crate::common::parquet_files(table)
         .into_iter()
@@ -527,6 +541,12 @@ async fn a_crash_at_any_storage_call_leaves_the_table_as_before_and_the_rollback
         };
         let read = without_file_name(&keyed(reader.rows(&base, &["snapshot"]), false, &what));
         assert_rows_eq(&read, &before, &format!("{what}: right after"));
+        // An upload cut short (its abort failing too) leaves no temporary file.
+        let leftovers: Vec<_> = walkdir(&base)
+            .into_iter()
+            .filter(|p| p.contains(".tmp-hudi-sink-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{what}: {leftovers:?}");
 
         // The rollback under the next lock, then the table reads as before and nothing is pending.
         let timeline = Timeline::load(inner.as_ref()).await.expect("timeline");

@@ -28,6 +28,8 @@ use crate::common::gen::{gen_batch, with_column};
 use crate::common::moto;
 use crate::common::python::read_rows;
 
+mod multipart;
+
 // ---------------------------------------------------------------------------------------------------------
 // The generic suite
 // ---------------------------------------------------------------------------------------------------------
@@ -140,6 +142,12 @@ const CHECKS: &[(&str, Check)] = &[
     ("hostile_paths", |s| Box::pin(check_hostile_paths(s))),
     ("special_characters", |s| {
         Box::pin(check_special_characters(s))
+    }),
+    ("multipart_content_and_size", |s| {
+        Box::pin(multipart::check_content_and_size(s))
+    }),
+    ("multipart_abort_leaves_nothing", |s| {
+        Box::pin(multipart::check_abort_leaves_nothing(s))
     }),
 ];
 

@@ -1,7 +1,10 @@
 //! Execution: each planned file slice merged into one new base file.
 //!
-//! Memory per group: the base file's bytes, one decoded row group batch at a time, the log records
-//! (`log_file::scan`), and the new file's encoded bytes (`BaseFileWriter` builds it in memory).
+//! Memory per group, independent of the base file's size: the log records (`log_file::scan`), one row
+//! group of the base file (fetched with a ranged read, `base_file::ranged`) decoded a batch at a time, the
+//! new file's row group being encoded (at most [`MAX_ROW_GROUP_BYTES`]), and one upload part: the new file
+//! goes to storage row group by row group through [`Storage::put_multipart`], and appears under its name
+//! only when complete (a failed group's upload is aborted).
 
 use std::sync::Arc;
 
@@ -9,11 +12,14 @@ use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use bytes::Bytes;
 
 use super::{service_error, CompactionPlanned, PlannedOperation};
-use crate::base_file::writer::{BaseFileOptions, BaseFileWriter};
-use crate::log_file::merge::conform;
-use crate::log_file::{merge_file_slice, scan_stored_log_files, CommittedInstants, MergeMode};
+use crate::base_file::ranged::RangedBaseFile;
+use crate::base_file::writer::{BaseFileOptions, BaseFileWriter, StreamedBaseFile};
+use crate::log_file::merge::{conform, MERGE_BATCH_ROWS};
+use crate::log_file::{
+    scan_stored_log_files, BaseRowMerger, CommittedInstants, MergeCounts, MergeMode,
+};
 use crate::schema::meta::FILE_NAME_COL;
-use crate::storage::{join_path, Storage};
+use crate::storage::{join_path, MultipartUpload, Storage};
 use crate::table::commit::WriteStat;
 use crate::table::file_name::{marker_path, BaseFileName, MarkerType, WriteToken};
 use crate::table::instant::InstantTime;
@@ -38,6 +44,83 @@ fn with_file_name(
         context: "set _hoodie_file_name",
         source,
     })
+}
+
+/// Largest row group a compaction writes (`hoodie.parquet.block.size` when smaller): the writer holds
+/// one encoded row group, and the next compaction of the group fetches one at a time, so this bounds both.
+pub const MAX_ROW_GROUP_BYTES: usize = 32 * 1024 * 1024;
+
+/// Where the merged rows go: the file being encoded, its upload, and how its rows are stamped.
+struct Output<'a> {
+    writer: BaseFileWriter<Vec<u8>>,
+    upload: &'a mut dyn MultipartUpload,
+    schema: &'a TableSchema,
+    file_name: &'a str,
+    file_name_index: usize,
+    what: String,
+}
+
+impl Output<'_> {
+    /// Writes `batch` (merged rows) and uploads the bytes of any row group it closed.
+    async fn write(&mut self, batch: &RecordBatch) -> Result<(), WriteError> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let batch = conform(batch, &self.schema.file)
+            .map_err(|e| service_error(format!("rows of {}: {e}", self.what)))?;
+        self.writer.write(&with_file_name(
+            &batch,
+            self.file_name_index,
+            self.file_name,
+        )?)?;
+        self.drain().await
+    }
+
+    async fn drain(&mut self) -> Result<(), WriteError> {
+        let bytes = std::mem::take(self.writer.sink_mut());
+        if !bytes.is_empty() {
+            self.upload.write(Bytes::from(bytes)).await?;
+        }
+        Ok(())
+    }
+
+    /// Closes the file and uploads its last bytes (the upload is still to be completed).
+    async fn finish(self) -> Result<StreamedBaseFile, WriteError> {
+        let (rest, file) = self.writer.finish_into()?;
+        if !rest.is_empty() {
+            self.upload.write(Bytes::from(rest)).await?;
+        }
+        Ok(file)
+    }
+}
+
+/// Streams the merge of `base` (row group by row group) with the log into `out`.
+async fn write_merged(
+    storage: &dyn Storage,
+    base: &RangedBaseFile,
+    mut merger: BaseRowMerger,
+    mut out: Output<'_>,
+) -> Result<(StreamedBaseFile, MergeCounts), WriteError> {
+    let what = out.what.clone();
+    let merge_error = |e: &dyn std::fmt::Display| service_error(format!("merging {what}: {e}"));
+    for index in 0..base.num_row_groups() {
+        let batches = base
+            .row_group(storage, index, MERGE_BATCH_ROWS)
+            .await
+            .map_err(|e| service_error(format!("base file {what}: {e}")))?;
+        for batch in batches {
+            let batch = batch.map_err(|e| merge_error(&e))?;
+            let merged = merger.merge(&batch).map_err(|e| merge_error(&e))?;
+            out.write(&merged).await?;
+        }
+    }
+    let mut inserts = merger.into_inserts();
+    for batch in inserts.by_ref() {
+        let batch = batch.map_err(|e| merge_error(&e))?;
+        out.write(&batch).await?;
+    }
+    let counts = inserts.counts();
+    Ok((out.finish().await?, counts))
 }
 
 /// Merges one slice into the new base file `<fileId>_<index>-0-0_<c>.parquet` (marker first) and returns
@@ -72,8 +155,10 @@ async fn compact_one(
         .iter()
         .filter(|(_, v)| !v.is_delete())
         .count() as u64;
-    let base: Bytes = storage.get(&slice.path()).await?;
-    let mut merger = merge_file_slice(Some(base), log)
+    let base = RangedBaseFile::open(storage, &slice.path(), slice.size)
+        .await
+        .map_err(|e| service_error(format!("base file {}: {e}", slice.path())))?;
+    let merger = BaseRowMerger::new(base.schema(), log)
         .map_err(|e| service_error(format!("base file {}: {e}", slice.path())))?;
     storage
         .put(
@@ -81,23 +166,36 @@ async fn compact_one(
             Bytes::new(),
         )
         .await?;
-    let mut writer = BaseFileWriter::try_new(
+    let mut file_options = options.clone();
+    file_options.row_group_bytes = options.row_group_bytes.min(MAX_ROW_GROUP_BYTES);
+    let writer = BaseFileWriter::try_new_streaming(
+        Vec::new(),
         schema.file.clone(),
         schema.parquet.clone(),
         schema.avro_with_meta_json.clone(),
-        options,
+        &file_options,
+        base.num_rows().saturating_add(log_upserts),
     )?;
-    for batch in merger.by_ref() {
-        let batch = batch.map_err(|e| service_error(format!("merging {}: {e}", slice.path())))?;
-        let batch = conform(&batch, &schema.file)
-            .map_err(|e| service_error(format!("rows of {}: {e}", slice.path())))?;
-        writer.write(&with_file_name(&batch, file_name_index, &file_name)?)?;
-    }
-    let counts = merger.counts();
-    let written = writer.finish()?;
     let path = join_path(&[partition, &file_name]);
-    let size = written.data.len() as u64;
-    storage.put(&path, written.data).await?;
+    let mut upload = storage.put_multipart(&path).await?;
+    let out = Output {
+        writer,
+        upload: upload.as_mut(),
+        schema,
+        file_name: &file_name,
+        file_name_index,
+        what: slice.path(),
+    };
+    let (written, counts) = match write_merged(storage, &base, merger, out).await {
+        Ok(done) => done,
+        Err(e) => {
+            if let Err(abort) = upload.abort().await {
+                tracing::warn!(path = %path, error = %abort, "aborting the upload of a failed compaction failed");
+            }
+            return Err(e);
+        }
+    };
+    let size = upload.complete().await?;
     let mut stat = WriteStat::new(&slice.file_id, partition, &path);
     stat.prev_commit = slice.base_instant.to_string();
     stat.num_writes = i64_of(written.num_rows);

@@ -17,8 +17,9 @@
 //! 2. Fence, then `<c>.compaction.requested` (Avro `HoodieCompactionPlan`, version 2: file names) and
 //!    `<c>.compaction.inflight` (empty), both create-if-absent.
 //! 3. [`execute`]: per group, a `MERGE` marker, then `<fileId>_<token>_<c>.parquet`: the base file streamed
-//!    row group by row group and merged with the log records (`log_file::merge_file_slice`, memory bounded
-//!    by the log records) under the table's merge mode, deletes dropped; rows keep `_hoodie_commit_time`
+//!    row group by row group with ranged reads, merged with the log records (`log_file::BaseRowMerger`)
+//!    and uploaded row group by row group (`Storage::put_multipart`), so memory is bounded by the log
+//!    records and one row group, not by the file; under the table's merge mode, deletes dropped; rows keep `_hoodie_commit_time`
 //!    and `_hoodie_commit_seqno`, `_hoodie_file_name` becomes the new file's name. A group whose rows were
 //!    all deleted still gets a base file, with no rows (as Spark's merge handle writes one): its slice at
 //!    `c` then hides the old slice, whose logs would otherwise be compacted again and again.
