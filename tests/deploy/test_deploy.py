@@ -402,9 +402,13 @@ class Parity(unittest.TestCase):
         coordinator = iac.blocks(self.module, "resource")[("aws_lambda_function", "coordinator")]
         self.assertEqual(ev.value(coordinator["timeout"]), 900)
         self.assertGreaterEqual(ev.value(coordinator["memory_size"]), 1769)
-        # The services' S3 work: read, write and delete objects under the table prefix, list only that prefix.
+        # The services' S3 work: read, write and delete objects under the table prefix (compaction uploads in
+        # parts and aborts a failed upload), list only that prefix.
         listed = {st["sid"]: st for st in json.loads(iac.LEAST_PRIVILEGE.read_text())["roles"]["coordinator"]}
-        self.assertEqual(listed["TableObjects"]["actions"], ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"])
+        self.assertEqual(
+            listed["TableObjects"]["actions"],
+            ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
+        )
         self.assertEqual(listed["TableObjects"]["resources"], ["arn:{partition}:s3:::{bucket}/{table_prefix}/*"])
         self.assertEqual(listed["TableList"]["actions"], ["s3:ListBucket"])
         self.assertEqual(listed["TableList"]["condition"], {"StringLike": {"s3:prefix": ["{table_prefix}/*"]}})

@@ -206,11 +206,12 @@ data "aws_iam_policy_document" "coordinator" {
   }
 
   # Timeline files and table services: clustering reads (Get) and writes (Put) base files, clean and rollback
-  # delete them (DeleteObject, also for DeleteObjects), archival deletes timeline files; every service lists
-  # the table (ListBucket on the table prefix only).
+  # delete them (DeleteObject, also for DeleteObjects), archival deletes timeline files; compaction uploads its
+  # base files in parts and aborts an upload that failed (AbortMultipartUpload); every service lists the table
+  # (ListBucket on the table prefix only).
   statement {
     sid       = "TableObjects"
-    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
     resources = ["${local.bucket_arn}/${var.table_prefix}/*"]
   }
 
