@@ -48,7 +48,7 @@ fn with_file_name(
 
 /// Largest row group a compaction writes (`hoodie.parquet.block.size` when smaller): the writer holds
 /// one encoded row group, and the next compaction of the group fetches one at a time, so this bounds both.
-pub const MAX_ROW_GROUP_BYTES: usize = 32 * 1024 * 1024;
+pub const MAX_ROW_GROUP_BYTES: usize = 16 * 1024 * 1024;
 
 /// Where the merged rows go: the file being encoded, its upload, and how its rows are stamped.
 struct Output<'a> {
