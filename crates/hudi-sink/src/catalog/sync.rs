@@ -197,6 +197,12 @@ pub async fn sync_table(
     } else {
         fields
     };
+    // The watermark stays below a pending write that may still complete after a newer instant (a deltacommit
+    // behind a compaction): the partitions of commits above it are read again by the next sync, never skipped
+    // (`commit/conflict.rs` `writer_base`).
+    let mark =
+        crate::commit::conflict::writer_base(timeline, props.table_type == TableType::MergeOnRead)
+            .map(|i| i.time.clone());
     for (name, view) in table_views(config, props.table_type) {
         let desired = table_def(config, &name, view, &schema, &fields, base_path)?;
         sync_one(
@@ -208,6 +214,7 @@ pub async fn sync_table(
             &desired,
             extractor,
             &fields,
+            mark.as_ref(),
             &mut report,
         )
         .await?;
@@ -226,6 +233,7 @@ async fn sync_one(
     desired: &TableDef,
     extractor: super::config::PartitionExtractor,
     fields: &[String],
+    mark: Option<&InstantTime>,
     report: &mut CatalogSyncReport,
 ) -> Result<(), CatalogError> {
     let db = config.database.as_str();
@@ -278,7 +286,7 @@ async fn sync_one(
             (merged, watermark, changed)
         }
     };
-    let Some(latest) = timeline.latest_completed().map(|i| i.time.clone()) else {
+    if timeline.latest_completed().is_none() {
         // A table with no commit yet has no partitions to register.
         if changed {
             report.call("UpdateTable");
@@ -359,9 +367,12 @@ async fn sync_one(
             }
         }
     }
-    if crate::mutation::is_disabled(crate::mutation::Mutation::CatalogWatermarkLast)
-        && watermark.as_ref().is_none_or(|w| *w < latest)
-    {
+    // The watermark never moves back (a slower concurrent sync may have moved it further already).
+    let advance_to = mark.filter(|m| watermark.as_ref().is_none_or(|w| w < *m));
+    if let (true, Some(latest)) = (
+        crate::mutation::is_disabled(crate::mutation::Mutation::CatalogWatermarkLast),
+        advance_to,
+    ) {
         // The mutation: the watermark moves before the partitions it covers exist.
         let mut early = target.clone();
         early
@@ -389,11 +400,9 @@ async fn sync_one(
         report.partitions_deleted += chunk.len() as u64;
     }
     let partitions_changed = !(creates.is_empty() && updates.is_empty() && deletes.is_empty());
-    // The watermark never moves back (a slower concurrent sync may have moved it further already).
-    let advance = watermark.as_ref().is_none_or(|w| *w < latest);
-    let move_watermark =
-        advance && (!config.condition_sync || partitions_changed || changed || watermark.is_none());
-    if move_watermark {
+    let move_watermark = advance_to.is_some()
+        && (!config.condition_sync || partitions_changed || changed || watermark.is_none());
+    if let (true, Some(latest)) = (move_watermark, advance_to) {
         target
             .parameters
             .insert(WATERMARK.to_string(), latest.to_string());
