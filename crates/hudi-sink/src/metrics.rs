@@ -51,6 +51,15 @@ pub fn metric_values(report: &SinkReport) -> Vec<(&'static str, &'static str, u6
     if let Some(lag) = report.max_lag_ms {
         metrics.push(("MaxLag", "Milliseconds", lag));
     }
+    if let Some(wait) = report.window_wait_ms {
+        metrics.push(("WindowWait", "Milliseconds", wait));
+    }
+    if let Some(n) = report.contributions_per_instant {
+        metrics.push(("ContributionsPerInstant", "Count", u64::from(n)));
+    }
+    if let Some(n) = report.excluded_members {
+        metrics.push(("ExcludedMembers", "Count", u64::from(n)));
+    }
     metrics
 }
 
@@ -208,6 +217,9 @@ mod tests {
             commit_latency_ms: 87,
             lock_wait_ms: 12,
             max_lag_ms: Some(4_500),
+            window_wait_ms: Some(1_200),
+            contributions_per_instant: Some(6),
+            excluded_members: Some(1),
         }
     }
 
@@ -260,7 +272,9 @@ mod tests {
             ("CommitConflicts", 1),
             ("CommitLatency", 87),
             ("CommitRetries", 2),
+            ("ContributionsPerInstant", 6),
             ("DeleteMisses", 1),
+            ("ExcludedMembers", 1),
             ("FilesWritten", 4),
             ("LockWait", 12),
             ("MaxLag", 4_500),
@@ -271,6 +285,7 @@ mod tests {
             ("RecordsIn", 20),
             ("RecordsSkipped", 2),
             ("RecordsWritten", 8),
+            ("WindowWait", 1_200),
         ];
         let actual: Vec<(&str, u64)> = v.iter().map(|(k, n)| (k.as_str(), *n)).collect();
         assert_eq!(actual, expected);

@@ -35,11 +35,18 @@ pub enum Mutation {
     CompactionCommittedLogsOnly,
     /// The rollback of a failed deltacommit deletes the log files it appended.
     RollbackDeletesLogFiles,
+    /// A window closes only when every member has submitted, or has been excluded once its lease is over.
+    WindowMembership,
+    /// A window member checks its lease before every upload, so that an excluded straggler stops.
+    StragglerFencing,
+    /// A window commits at most one contribution per offset: a redelivered batch whose earlier attempt's
+    /// contribution is in the same window is left out.
+    ContributionDedupe,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 11] = [
+    pub const ALL: [Mutation; 14] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -51,6 +58,9 @@ impl Mutation {
         Mutation::CatalogWatermarkLast,
         Mutation::CompactionCommittedLogsOnly,
         Mutation::RollbackDeletesLogFiles,
+        Mutation::WindowMembership,
+        Mutation::StragglerFencing,
+        Mutation::ContributionDedupe,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -67,6 +77,9 @@ impl Mutation {
             Mutation::CatalogWatermarkLast => "catalog-watermark-last",
             Mutation::CompactionCommittedLogsOnly => "compaction-committed-logs-only",
             Mutation::RollbackDeletesLogFiles => "rollback-deletes-log-files",
+            Mutation::WindowMembership => "window-membership",
+            Mutation::StragglerFencing => "straggler-fencing",
+            Mutation::ContributionDedupe => "contribution-dedupe",
         }
     }
 

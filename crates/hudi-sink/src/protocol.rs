@@ -39,6 +39,61 @@ pub enum CoordinatorRequest {
     },
     /// Run table services now (roll back expired failed writes, clean, archive, cluster).
     Services,
+    /// Join the open window of the commit interval (or open one): `commit/window`.
+    Join(JoinRequest),
+    /// Record a member's contribution to its window, and close the window if it is the last one.
+    Submit(SubmitRequest),
+    /// Has the window committed this member's contribution? Closes the window when it is due.
+    Close {
+        /// The window's instant.
+        instant: String,
+        /// The member asking.
+        member: String,
+    },
+}
+
+/// A writer joining the window of the current commit interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JoinRequest {
+    /// Who asks (Lambda request id or host), for logs.
+    pub writer: String,
+    /// The member's name in the window, unique per attempt (a file-name-safe string).
+    pub member: String,
+    /// `hudi.sink.commit.interval.ms` of the writer: the length of a new window.
+    pub interval_ms: u64,
+    /// The open window the writer saw in its listing of `.hoodie/`, if any: joined without another listing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<String>,
+    /// The offsets the writer's batch consumes: a batch the checkpoint already covers (a redelivery) is
+    /// answered `AlreadyCommitted` instead of opening a window for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offsets: Vec<TopicOffsets>,
+}
+
+/// What one member wrote in a window: everything its part of the commit needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Contribution {
+    /// The member's name in the window.
+    pub member: String,
+    /// Hudi operation type name (`UPSERT`, `INSERT`, `DELETE`).
+    pub operation: String,
+    /// One stat per written file.
+    pub write_stats: Vec<WriteStat>,
+    /// Avro schema of the data (`extraMetadata.schema`).
+    pub schema: String,
+    /// Offsets consumed, per topic (empty for a member that withdrew).
+    pub offsets: Vec<TopicOffsets>,
+}
+
+/// A member's contribution, for its window's instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubmitRequest {
+    /// The window's instant.
+    pub instant: String,
+    /// The window's end (from `Joined`): when to ask again while other members are still writing.
+    pub end_ms: i64,
+    /// What the member wrote.
+    pub contribution: Contribution,
 }
 
 /// Kafka offsets consumed by an instant for one topic-partition: `first..=last`.
@@ -122,6 +177,46 @@ pub enum CoordinatorResponse {
     },
     /// `Abort` or `Services` finished.
     Done,
+    /// The writer is a member of the window `instant`: it writes its files named with it until `lease_ms`.
+    Joined {
+        /// The window's instant.
+        instant: String,
+        /// The window's base: the latest completed instant when it opened (conflicts are checked after it).
+        base_instant: Option<String>,
+        /// The checkpoint when the window opened (`hudi.sink.checkpoint` JSON); the close checks it again.
+        checkpoint: String,
+        /// Epoch ms after which the window takes no new member and closes once every member submitted.
+        end_ms: i64,
+        /// Epoch ms until which the member may upload; after it the close may exclude it.
+        lease_ms: i64,
+    },
+    /// The window committed, with this member's contribution.
+    WindowCommitted {
+        /// The window's instant.
+        instant: String,
+        /// How many contributions the commit took.
+        contributions: u32,
+        /// How many members it left out.
+        excluded: u32,
+    },
+    /// The window is not closed yet: ask again (`Close`) at `until_ms`.
+    Waiting {
+        /// The window's instant.
+        instant: String,
+        /// Epoch ms of the next useful question.
+        until_ms: i64,
+    },
+    /// The window committed without this member's contribution: its offsets were committed by another
+    /// member (`checkpoint` covers them: re-filter), or it conflicted with another contribution or commit
+    /// (retry in a later window). Its files are deleted.
+    Excluded {
+        /// The window's instant.
+        instant: String,
+        /// Why.
+        reason: String,
+        /// The checkpoint after the window (`hudi.sink.checkpoint` JSON).
+        checkpoint: String,
+    },
 }
 
 /// Whether `checkpoint` already covers an offset of `offsets` (a range starting below the next offset to

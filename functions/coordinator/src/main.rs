@@ -73,6 +73,9 @@ fn describe(request: &CoordinatorRequest) -> (&'static str, Option<&str>) {
         CoordinatorRequest::Commit(c) => ("commit", Some(c.instant.as_str())),
         CoordinatorRequest::Abort { instant } => ("abort", Some(instant.as_str())),
         CoordinatorRequest::Services => ("services", None),
+        CoordinatorRequest::Join(j) => ("join", j.seen.as_deref()),
+        CoordinatorRequest::Submit(s) => ("submit", Some(s.instant.as_str())),
+        CoordinatorRequest::Close { instant, .. } => ("close", Some(instant.as_str())),
     }
 }
 
@@ -85,6 +88,10 @@ fn status(response: &CoordinatorResponse) -> &'static str {
         CoordinatorResponse::AlreadyCommitted { .. } => "already_committed",
         CoordinatorResponse::RolledBack { .. } => "rolled_back",
         CoordinatorResponse::Done => "done",
+        CoordinatorResponse::Joined { .. } => "joined",
+        CoordinatorResponse::WindowCommitted { .. } => "window_committed",
+        CoordinatorResponse::Waiting { .. } => "waiting",
+        CoordinatorResponse::Excluded { .. } => "excluded",
     }
 }
 

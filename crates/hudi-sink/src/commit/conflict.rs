@@ -271,6 +271,10 @@ impl<'a> Candidate<'a> {
             let ours = self.appends.get(&key).copied();
             let is_replaced = replaced.contains(&key);
             let conflict = match (written.get(&key), ours) {
+                // Appends of one window's members carry the same instant: they commute.
+                (Some(Some(_)), Some(_)) if !is_replaced && done.instant.time == *self.instant => {
+                    None
+                }
                 // Both appended: logs commute, if the later commit's log comes later.
                 (Some(Some(theirs)), Some(version)) if !is_replaced && *theirs < version => None,
                 (Some(Some(theirs)), Some(version)) if !is_replaced => {

@@ -40,6 +40,7 @@ pub mod heartbeat;
 mod rollback;
 mod services;
 mod steps;
+pub mod window;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -166,6 +167,15 @@ impl Coordinator {
             CoordinatorRequest::Services => {
                 self.run_services().await?;
                 Ok(CoordinatorResponse::Done)
+            }
+            CoordinatorRequest::Join(req) => self.join(req).await,
+            CoordinatorRequest::Submit(req) => {
+                let end_ms = req.end_ms;
+                self.submit(req, end_ms).await
+            }
+            CoordinatorRequest::Close { instant, member } => {
+                let instant = InstantTime::parse(&instant)?;
+                self.close_request(&instant, &member).await
             }
         }
     }

@@ -105,6 +105,7 @@ impl Coordinator {
         let storage = self.storage.as_ref();
         let mut listed = storage.list(".hoodie/.temp/").await?;
         listed.extend(storage.list(".hoodie/.heartbeat/").await?);
+        listed.extend(storage.list(super::window::WINDOW_DIR).await?);
         self.clean_leftovers_listed(guard, timeline, &listed).await
     }
 
@@ -117,9 +118,12 @@ impl Coordinator {
         listed: &[ObjectMeta],
     ) -> Result<(), WriteError> {
         let storage = self.storage.as_ref();
+        let window_dir = super::window::WINDOW_DIR;
         let mut zombies = std::collections::BTreeSet::new();
         let mut done = Vec::new();
-        for prefix in [".hoodie/.temp/", ".hoodie/.heartbeat/"] {
+        let mut completed_markers: std::collections::BTreeMap<InstantTime, Vec<ObjectMeta>> =
+            std::collections::BTreeMap::new();
+        for prefix in [".hoodie/.temp/", ".hoodie/.heartbeat/", window_dir] {
             for obj in listed.iter().filter(|o| o.path.starts_with(prefix)) {
                 let rest = &obj.path[prefix.len()..];
                 let instant = rest.split('/').next().unwrap_or_default();
@@ -131,16 +135,29 @@ impl Coordinator {
                         .instants()
                         .first()
                         .is_some_and(|first| instant < first.time);
-                if timeline.is_completed_commit(&instant) || archived {
+                if timeline.is_completed_commit(&instant) && prefix == ".hoodie/.temp/" {
+                    completed_markers
+                        .entry(instant)
+                        .or_default()
+                        .push(obj.clone());
+                } else if timeline.is_completed_commit(&instant) || archived {
                     // Completed, or archived (older than the active timeline and not rolled back).
                     done.push(obj.path.clone());
                 } else if !timeline.contains(&instant) {
-                    // Rolled back, yet written to since: a zombie writer (paused past its heartbeat, then
-                    // resumed) kept writing. Instants are created under the lock before their heartbeat and
-                    // markers, so a live write is never absent from the timeline.
-                    zombies.insert(instant);
+                    if prefix == window_dir {
+                        // A member that joined a window being rolled back: it wrote nothing.
+                        done.push(obj.path.clone());
+                    } else {
+                        // Rolled back, yet written to since: a zombie writer (paused past its heartbeat,
+                        // then resumed) kept writing. Instants are created under the lock before their
+                        // heartbeat and markers, so a live write is never absent from the timeline.
+                        zombies.insert(instant);
+                    }
                 }
             }
+        }
+        for (instant, markers) in completed_markers {
+            done.extend(self.sweep_unlisted(timeline, &instant, &markers).await?);
         }
         if !done.is_empty() {
             storage.delete_many(&done).await?;
@@ -149,6 +166,54 @@ impl Coordinator {
             self.rollback_fenced(guard, &instant).await?;
         }
         Ok(())
+    }
+
+    /// Markers left by the completed instant `instant`: by a coordinator that stopped before its clean-up,
+    /// or by a straggler of a window (a member excluded from the commit whose upload landed after it). Every
+    /// file they name that the commit does not list is deleted now (readers would take it for the instant's);
+    /// the markers themselves are returned for deletion only once the instant is older than the retired
+    /// grace, when no straggler can upload the file a marker names any more.
+    async fn sweep_unlisted(
+        &self,
+        timeline: &Timeline,
+        instant: &InstantTime,
+        markers: &[ObjectMeta],
+    ) -> Result<Vec<String>, WriteError> {
+        let storage = self.storage.as_ref();
+        let Some(done) = timeline
+            .instants()
+            .iter()
+            .find(|i| i.time == *instant && i.state == State::Completed)
+        else {
+            return Ok(Vec::new());
+        };
+        let listed: std::collections::BTreeSet<String> = timeline
+            .commit_metadata(storage, done)
+            .await?
+            .write_stats()
+            .map(|s| s.path.clone())
+            .collect();
+        let unlisted =
+            crate::write::files_named_by_markers(storage, instant, markers, &listed).await?;
+        if !unlisted.is_empty() {
+            tracing::warn!(%instant, files = ?unlisted, "deleting files a completed instant does not list");
+            storage.delete_many(&unlisted).await?;
+        }
+        let age = instant
+            .to_millis()
+            .map_or(i64::MAX, |ms| self.clock.now_millis().saturating_sub(ms));
+        let expired = age > self.config.services.retired_grace.as_millis() as i64;
+        // A marker of a listed file has done its work; one of an unlisted file stays while its writer could
+        // still upload it.
+        Ok(markers
+            .iter()
+            .filter(|m| {
+                expired
+                    || crate::table::file_name::Marker::parse(&m.path)
+                        .map_or(true, |marker| listed.contains(&marker.data_file_path()))
+            })
+            .map(|m| m.path.clone())
+            .collect())
     }
 
     /// Table service: deletes base files of rolled-back instants that a zombie writer (paused past its

@@ -173,7 +173,7 @@ impl Coordinator {
 
     /// Step 2: the table properties allow this sink to write (checked before every commit); the action of
     /// the table's writes.
-    async fn check_writable(&self) -> Result<Action, WriteError> {
+    pub(super) async fn check_writable(&self) -> Result<Action, WriteError> {
         let props = TableProperties::load(self.storage.as_ref()).await?;
         props.validate_writable()?;
         let action = props.write_action();
@@ -259,7 +259,7 @@ impl Coordinator {
 
     /// What the completed commit `done` changed: its write stats, and for a replacecommit the file groups
     /// it replaced.
-    async fn completed_write(
+    pub(super) async fn completed_write(
         &self,
         timeline: &Timeline,
         done: &Instant,

@@ -45,7 +45,7 @@ struct Begun {
     heartbeat_ms: Option<i64>,
 }
 
-fn unexpected(request: &'static str, answer: &CoordinatorResponse) -> WriteError {
+pub(super) fn unexpected(request: &'static str, answer: &CoordinatorResponse) -> WriteError {
     WriteError::Protocol {
         request,
         answer: format!("{answer:?}"),
@@ -103,11 +103,7 @@ impl KafkaSink {
                 .sum(),
             ..SinkReport::default()
         };
-        let op = match self.writer.config().operation {
-            crate::config::write_config::WriteOperation::Insert => OperationType::Insert,
-            crate::config::write_config::WriteOperation::Upsert => OperationType::Upsert,
-            crate::config::write_config::WriteOperation::Delete => OperationType::Delete,
-        };
+        let op = operation_of(self.writer.config().operation);
         // Not committing in time is safe (the instant is rolled back once its heartbeat expires), being
         // killed halfway through the commit request is too, but a clear error is better for the operator.
         self.check_deadline(options, "commit", Duration::ZERO)?;
@@ -187,11 +183,22 @@ impl KafkaSink {
     }
 }
 
+/// The Hudi operation type of a write operation.
+pub(super) fn operation_of(
+    operation: crate::config::write_config::WriteOperation,
+) -> OperationType {
+    match operation {
+        crate::config::write_config::WriteOperation::Insert => OperationType::Insert,
+        crate::config::write_config::WriteOperation::Upsert => OperationType::Upsert,
+        crate::config::write_config::WriteOperation::Delete => OperationType::Delete,
+    }
+}
+
 /// Whether `timeline` shows the committed table as of `base` (the instant's base at begin): same latest
 /// commit and nothing but writes pending. On merge-on-read (`delta`) also none of them older than the base:
 /// one may have completed since, below the base, after a newer compaction (`commit/conflict.rs`
 /// `writer_base`); on copy-on-write writes complete in instant order, so an older one never completes.
-fn shows_base(timeline: &Timeline, base: Option<&str>, delta: bool) -> bool {
+pub(super) fn shows_base(timeline: &Timeline, base: Option<&str>, delta: bool) -> bool {
     timeline.latest_completed().map(|i| i.time.as_str()) == base
         && timeline
             .pending()

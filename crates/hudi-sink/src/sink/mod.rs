@@ -31,6 +31,7 @@ mod report;
 mod route;
 #[cfg(test)]
 mod tests;
+mod window;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +58,8 @@ pub struct KafkaSink {
     writer_id: String,
     /// State of the backoff jitter generator; seedable so that a simulation replays the same sleeps.
     jitter: std::sync::atomic::AtomicU64,
+    /// Window memberships taken so far: each attempt joins under a new member name.
+    members: std::sync::atomic::AtomicU64,
     /// Batches prepared so far (the tests check that a retry reuses its preparation).
     #[cfg(test)]
     preparations: std::sync::atomic::AtomicU32,
@@ -80,6 +83,7 @@ impl KafkaSink {
             config,
             writer_id: writer_id.into(),
             jitter: std::sync::atomic::AtomicU64::new(uuid::Uuid::new_v4().as_u128() as u64),
+            members: std::sync::atomic::AtomicU64::new(0),
             #[cfg(test)]
             preparations: std::sync::atomic::AtomicU32::new(0),
         }
@@ -170,11 +174,22 @@ impl KafkaSink {
         let storage = self.writer.storage().clone();
         let records_in = batch.len() as u64;
         let mut skipped = 0u64;
-        // The table's checkpoint as this writer sees it; the coordinator re-checks at commit.
-        let timeline = Timeline::load(storage.as_ref()).await?;
-        if let Some((_, checkpoint)) = timeline.latest_checkpoint(storage.as_ref()).await? {
-            if !crate::mutation::is_disabled(crate::mutation::Mutation::CheckpointFilter) {
-                skipped += batch.drop_committed(&checkpoint) as u64;
+        // The table's checkpoint as this writer sees it; the coordinator re-checks at commit. The same
+        // listing shows the open window of the interval commit.
+        let listed = storage.list(crate::table::timeline::META_DIR).await?;
+        let timeline = Timeline::from_listing(&listed).map_err(crate::table::TableError::from)?;
+        let windowed = !self.config.commit_interval.is_zero();
+        let mut seen = if windowed {
+            crate::commit::window::open_window(&listed, &timeline)
+        } else {
+            None
+        };
+        // Under the interval commit the window's checkpoint comes with the join (one read less per batch).
+        if !windowed {
+            if let Some((_, checkpoint)) = timeline.latest_checkpoint(storage.as_ref()).await? {
+                if !crate::mutation::is_disabled(crate::mutation::Mutation::CheckpointFilter) {
+                    skipped += batch.drop_committed(&checkpoint) as u64;
+                }
             }
         }
         let mut conflicts = 0;
@@ -198,7 +213,12 @@ impl KafkaSink {
                 Some(ready) => ready,
                 None => self.prepare(&batch)?,
             };
-            let outcome = self.attempt(&ready, &options, &timeline).await?;
+            let outcome = if windowed {
+                self.attempt_window(&ready, &options, &timeline, seen.take().as_ref())
+                    .await?
+            } else {
+                self.attempt(&ready, &options, &timeline).await?
+            };
             prepared = Some(ready);
             last_attempt = started.elapsed();
             match outcome {

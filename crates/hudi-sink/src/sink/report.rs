@@ -31,6 +31,12 @@ pub struct SinkReport {
     pub commit_latency_ms: u64,
     /// Time the coordinator waited for the table lock over all requests of the batch, milliseconds.
     pub lock_wait_ms: u64,
+    /// Interval commit: milliseconds from the submit of the contribution to seeing it committed.
+    pub window_wait_ms: Option<u64>,
+    /// Interval commit: how many contributions the window's commit took.
+    pub contributions_per_instant: Option<u32>,
+    /// Interval commit: how many members the window's commit left out.
+    pub excluded_members: Option<u32>,
     /// Now minus the oldest record timestamp of the delivered batch, milliseconds (how far behind the
     /// stream this invocation is); `None` when no record carried a timestamp.
     pub max_lag_ms: Option<u64>,

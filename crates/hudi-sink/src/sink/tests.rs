@@ -45,6 +45,9 @@ impl CoordinatorClient for Scripted {
             CoordinatorRequest::Commit(_) => "commit",
             CoordinatorRequest::Abort { .. } => "abort",
             CoordinatorRequest::Services => "services",
+            CoordinatorRequest::Join(_) => "join",
+            CoordinatorRequest::Submit(_) => "submit",
+            CoordinatorRequest::Close { .. } => "close",
         };
         let first_commit = {
             let mut seen = self.seen.lock().map_err(|e| WriteError::Config {
@@ -119,6 +122,8 @@ async fn setup_with(
     let config = SinkConfig {
         deadline_reserve: Duration::from_secs(10),
         retry_backoff: Duration::from_millis(backoff_ms),
+        // These tests script the per-batch protocol (begin, commit).
+        commit_interval: Duration::ZERO,
         ..SinkConfig::default()
     };
     let dead_letters = Arc::new(StorageDeadLetterSink::new(Arc::new(MemoryStorage::new(

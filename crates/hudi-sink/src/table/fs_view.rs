@@ -336,7 +336,13 @@ struct Warm {
     pending: BTreeSet<InstantTime>,
     /// The greatest time on the timeline (rolled-back ones included) at the last sync.
     horizon: Option<InstantTime>,
+    /// Metadata of commits the caller read already (a window member reads its window's commit): applied
+    /// without reading it again.
+    primed: BTreeMap<InstantTime, super::commit::CommitMetadata>,
 }
+
+/// How many primed commits a view keeps (older ones are dropped: they are read again if ever needed).
+const MAX_PRIMED: usize = 4;
 
 impl fmt::Debug for FileSystemView {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -378,6 +384,20 @@ impl FileSystemView {
             warm.pending.insert(time.clone());
             if warm.horizon.as_ref().is_none_or(|h| h < time) {
                 warm.horizon = Some(time.clone());
+            }
+        }
+    }
+
+    /// Gives the view the metadata of the completed commit `time`, read by the caller: the next sync applies
+    /// it without reading it again (a cold view ignores it: its sync lists the table).
+    pub fn prime(&mut self, time: InstantTime, meta: super::commit::CommitMetadata) {
+        if let Some(warm) = self.warm.as_mut() {
+            if warm.applied.contains(&time) {
+                return;
+            }
+            warm.primed.insert(time, meta);
+            while warm.primed.len() > MAX_PRIMED {
+                warm.primed.pop_first();
             }
         }
     }
@@ -485,7 +505,10 @@ impl Warm {
                     delta: false,
                 });
             } else {
-                let meta = timeline.commit_metadata(storage, instant).await?;
+                let meta = match self.primed.remove(&instant.time) {
+                    Some(meta) => meta,
+                    None => timeline.commit_metadata(storage, instant).await?,
+                };
                 let stats = meta.write_stats().cloned().collect();
                 new.push(NewInstant {
                     time: instant.time.clone(),

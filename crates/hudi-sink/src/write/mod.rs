@@ -11,13 +11,16 @@
 //! checkpoints) reuses its stages: [`TableWriter::begin`], [`TableWriter::write_files`],
 //! [`TableWriter::commit`].
 
+pub mod lease;
 pub mod merge;
 pub mod ordering;
 mod table_writer;
 
 use thiserror::Error;
 
-pub(crate) use table_writer::{create_pending_instant, delete_data_files, rollback_failed};
+pub(crate) use table_writer::{
+    create_pending_instant, delete_data_files, files_named_by_markers, rollback_failed,
+};
 pub use table_writer::{
     PreparedWrite, TableSchema, TableWriter, WriteCounts, WriteResult, IS_DELETED_FIELD,
 };
@@ -111,6 +114,13 @@ pub enum WriteError {
     /// A log file name could not be made (a file id or version out of range).
     #[error(transparent)]
     LogFileName(Box<crate::log_file::LogFileNameError>),
+    /// A window member's lease ran out before an upload: the window may close without it, so it stops
+    /// writing (docs/architecture.md, "Interval commit"). The batch is redelivered.
+    #[error(
+        "window {instant}: the member's lease ended at {lease_ms} (epoch ms), before this upload; it stops so \
+         that no file of it lands in a window that may have closed without it, and the batch is redelivered"
+    )]
+    LeaseExpired { instant: String, lease_ms: i64 },
     /// Arrow kernels failed.
     #[error("arrow {context}: {source}")]
     Arrow {

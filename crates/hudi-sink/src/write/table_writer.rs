@@ -1,6 +1,6 @@
 //! [`TableWriter`]: creates a table and writes instants into it (insert, upsert, delete).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -763,6 +763,16 @@ impl TableWriter {
         self.write_files_on(instant, prepared, Some(timeline)).await
     }
 
+    /// Hands the writer's view the metadata of a completed commit the caller read (a window member reads its
+    /// window's commit), so that the next write applies it without reading it again.
+    pub async fn prime_commit(
+        &self,
+        time: InstantTime,
+        meta: crate::table::commit::CommitMetadata,
+    ) {
+        self.view.lock().await.prime(time, meta);
+    }
+
     /// The latest file slices as the writer's cached view last synced them (`None` while cold): what a bucketed
     /// write merges into, for checks against [`crate::table::fs_view::latest_file_slices`].
     pub async fn cached_file_slices(&self) -> Option<Vec<FileSlice>> {
@@ -1302,6 +1312,7 @@ impl TableWriter {
         marker: MarkerType,
     ) -> Result<(), WriteError> {
         let path = marker_path(instant, partition, file_name, marker);
+        crate::write::lease::check()?;
         self.storage.put(&path, Bytes::new()).await?;
         Ok(())
     }
@@ -1320,7 +1331,9 @@ impl TableWriter {
     ) -> Result<WriteStat, WriteError> {
         let path = join_path(&[partition, file_name]);
         let size = written.data.len() as u64;
+        crate::write::lease::check()?;
         self.storage.put(&path, written.data).await?;
+        crate::write::lease::check_after_upload(self.storage.as_ref(), &path).await?;
         let mut stat = WriteStat::new(file_id, partition, &path);
         if let Some(prev) = prev_commit {
             stat.prev_commit = prev;
@@ -1486,24 +1499,13 @@ pub(crate) async fn rollback_failed(
     storage.put(&retired, Bytes::new()).await?;
     let dir = format!("{}/", crate::table::file_name::marker_dir(instant));
     let markers = storage.list(&dir).await?;
-    let mut files = Vec::new();
-    for marker in &markers {
-        if let Ok(parsed) = crate::table::file_name::Marker::parse(&marker.path) {
-            // Only a file of this instant, whatever a damaged marker may name.
-            let ours = BaseFileName::parse(&parsed.data_file_name)
-                .is_ok_and(|name| name.instant_time == *instant)
-                || (crate::log_file::LogFileName::parse(&parsed.data_file_name).is_ok()
-                    && !crate::mutation::is_disabled(
-                        crate::mutation::Mutation::RollbackDeletesLogFiles,
-                    )
-                    && log_file_written_by(storage, &parsed.data_file_path(), instant).await?);
-            if ours {
-                files.push(parsed.data_file_path());
-            }
-        }
-    }
+    let files = files_named_by_markers(storage, instant, &markers, &BTreeSet::new()).await?;
     storage.delete_many(&files).await?;
     let mut rest: Vec<String> = markers.into_iter().map(|m| m.path).collect();
+    let window = storage
+        .list(&crate::commit::window::window_dir(instant))
+        .await?;
+    rest.extend(window.into_iter().map(|o| o.path));
     // Both actions' pending files: the instant is a commit on copy-on-write tables, a deltacommit on
     // merge-on-read ones (absent keys cost nothing in the one request).
     for action in [Action::Commit, Action::DeltaCommit] {
@@ -1517,6 +1519,38 @@ pub(crate) async fn rollback_failed(
     storage.delete_many(&rest).await?;
     tracing::info!(instant = %instant, files = files.len(), "rolled back failed instant");
     Ok(())
+}
+
+/// The data files written by `instant` that its markers among `markers` name, except those in `keep`: a base
+/// file by the instant in its name, a log file by the instant in its first block's header (a marker may name
+/// a log version another instant took first; see `append.rs`), whatever a damaged marker may name.
+pub(crate) async fn files_named_by_markers(
+    storage: &dyn Storage,
+    instant: &InstantTime,
+    markers: &[crate::storage::ObjectMeta],
+    keep: &BTreeSet<String>,
+) -> Result<Vec<String>, WriteError> {
+    let mut files = Vec::new();
+    for marker in markers {
+        let Ok(parsed) = crate::table::file_name::Marker::parse(&marker.path) else {
+            continue;
+        };
+        let path = parsed.data_file_path();
+        if parsed.instant_time != *instant || keep.contains(&path) || files.contains(&path) {
+            continue;
+        }
+        let ours = BaseFileName::parse(&parsed.data_file_name)
+            .is_ok_and(|name| name.instant_time == *instant)
+            || (crate::log_file::LogFileName::parse(&parsed.data_file_name).is_ok()
+                && !crate::mutation::is_disabled(
+                    crate::mutation::Mutation::RollbackDeletesLogFiles,
+                )
+                && log_file_written_by(storage, &path, instant).await?);
+        if ours {
+            files.push(path);
+        }
+    }
+    Ok(files)
 }
 
 /// Whether the log file at `path` holds blocks of `instant` (its first block's INSTANT_TIME header). A log

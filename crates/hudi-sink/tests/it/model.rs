@@ -334,6 +334,8 @@ pub fn local_props(
         ("hoodie.write.lock.wait_time_ms", "20000"),
         ("hudi.sink.retry.backoff.ms", "5"),
         ("hudi.sink.commit.max.attempts", "50"),
+        // Every writer of the table shares one instant per 100 ms window.
+        ("hudi.sink.commit.interval.ms", "100"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

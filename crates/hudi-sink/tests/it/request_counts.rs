@@ -80,6 +80,9 @@ impl CoordinatorClient for Counting {
             CoordinatorRequest::Commit(_) => "commit",
             CoordinatorRequest::Abort { .. } => "abort",
             CoordinatorRequest::Services => "services",
+            CoordinatorRequest::Join(_) => "join",
+            CoordinatorRequest::Submit(_) => "submit",
+            CoordinatorRequest::Close { .. } => "close",
         };
         let calls_before = self.storage.calls().len();
         let dynamodb_before = self.dynamodb.0.lock().expect("requests").len();
@@ -104,11 +107,13 @@ async fn counted_sink() -> Counted {
     let dir = tempfile::tempdir().expect("tempdir");
     let schema_file = dir.path().join("trips.avsc");
     std::fs::write(&schema_file, SCHEMA).expect("schema");
-    let props: BTreeMap<String, String> = local_props(
+    let mut props: BTreeMap<String, String> = local_props(
         &dir.path().join("trips"),
         &schema_file,
         &dir.path().join("dead"),
     );
+    // The per-batch protocol (begin, commit); the interval commit's requests are counted below.
+    props.insert("hudi.sink.commit.interval.ms".into(), "0".into());
     let storage = Arc::new(FaultyStorage::new(Arc::new(MemoryStorage::new(
         "memory://trips",
     ))));

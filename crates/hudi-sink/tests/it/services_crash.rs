@@ -155,7 +155,10 @@ async fn build(dir: &Path, reader: &mut HudiReader) -> Prepared {
     let schema = dir.join("trips.avsc");
     std::fs::write(&schema, SCHEMA).expect("schema");
     let dead_letters = dir.join("dead-letters");
-    let props = local_props(&base, &schema, &dead_letters);
+    let mut props = local_props(&base, &schema, &dead_letters);
+    // The table's shape (a failed commit left pending, a commit whose clean-up failed) is the per-batch
+    // protocol's.
+    props.insert("hudi.sink.commit.interval.ms".into(), "0".into());
     let sink_config = SinkConfig::from_properties(&props).expect("sink config");
     let tolerance = sink_config.heartbeat_tolerance();
     let b = Builder {

@@ -74,6 +74,7 @@ use crate::model::{esm_payload, local_props, stream_with_seed, Model, Msg, Trip,
 mod catalog;
 mod invariants;
 mod scenarios;
+mod window_scenarios;
 
 use catalog::{check_catalog, sim_catalog_config, SimCatalog};
 use invariants::{check_invariants, committed_batches, Recorder};
@@ -291,8 +292,8 @@ impl InvStorage {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }
         }
-        // A freeze right before the commit file's PUT is the one window lease fencing cannot close (see the
-        // README): it is left out here and named as a limit there.
+        // A freeze right before the commit file's PUT (or a window member's data file upload) is a window
+        // lease fencing cannot close (see the README): it is left out here and named as a limit there.
         if plan.freeze_at == Some(n) && !commit_put && self.world.faults_on.load(Ordering::SeqCst) {
             self.freeze("process frozen past the lease").await;
         }
@@ -350,14 +351,18 @@ impl Storage for InvStorage {
     }
 
     async fn put(&self, path: &str, data: Bytes) -> StorageResult<()> {
-        let n = self.before(is_commit_file(path)).await;
+        let n = self
+            .before(is_commit_file(path) || is_data_file(path))
+            .await;
         let r = self.inner.put(path, data).await;
         self.after(n).await;
         r
     }
 
     async fn put_if_absent(&self, path: &str, data: Bytes) -> StorageResult<PutOutcome> {
-        let n = self.before(is_commit_file(path)).await;
+        let n = self
+            .before(is_commit_file(path) || is_data_file(path))
+            .await;
         let r = self.inner.put_if_absent(path, data).await;
         self.after(n).await;
         r
@@ -439,12 +444,16 @@ impl CoordinatorClient for SimTransport {
             self.world.count("coordinator request lost");
             return Err(lost("request"));
         }
-        if let CoordinatorRequest::Commit(req) = &request {
-            if self.plan.pause_before_fence {
-                self.plan
-                    .checks_until_pause
-                    .store(req.write_stats.len() as u64, Ordering::SeqCst);
-            }
+        let checked = match &request {
+            CoordinatorRequest::Commit(req) => Some(req.write_stats.len()),
+            // A submit that closes the window checks at least this member's files.
+            CoordinatorRequest::Submit(req) => Some(req.contribution.write_stats.len()),
+            _ => None,
+        };
+        if let Some(files) = checked.filter(|_| self.plan.pause_before_fence) {
+            self.plan
+                .checks_until_pause
+                .store(files as u64, Ordering::SeqCst);
         }
         let answer = self.inner.call(request).await;
         if self.world.chance(2) {
@@ -897,6 +906,8 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         ),
         ("hudi.sink.retry.backoff.ms", "50"),
         ("hudi.sink.commit.max.attempts", "8"),
+        // Every invocation joins the window of its interval: several partitions' batches share an instant.
+        ("hudi.sink.commit.interval.ms", "1000"),
     ] {
         props.insert(k.to_string(), v.to_string());
     }
@@ -1456,6 +1467,13 @@ fn hudi_rs_trips(base: &str) -> Vec<Trip> {
 /// where no freeze is injected (the window lease fencing cannot close; see the README's limit).
 fn is_commit_file(path: &str) -> bool {
     path.ends_with(".commit") || path.ends_with(".deltacommit")
+}
+
+/// A base or log file: a window member checks its lease right before uploading one, and a freeze between
+/// that check and the upload's arrival is the window lease fencing cannot close (README, "Interval
+/// commit"); it is left out, like the freeze before a commit file.
+fn is_data_file(path: &str) -> bool {
+    !path.starts_with(".hoodie/") && (path.ends_with(".parquet") || path.contains(".log."))
 }
 
 fn sorted(mut rows: Vec<Trip>) -> Vec<Trip> {

@@ -107,8 +107,12 @@ impl TableWriter {
             self.put_marker(instant, partition, &file_name, MarkerType::Append)
                 .await?;
             let path = join_path(&[partition, &file_name]);
+            crate::write::lease::check()?;
             match self.storage.put_if_absent(&path, body.clone()).await? {
-                PutOutcome::Created => break path,
+                PutOutcome::Created => {
+                    crate::write::lease::check_after_upload(self.storage.as_ref(), &path).await?;
+                    break path;
+                }
                 PutOutcome::AlreadyExists => {
                     // Another writer of this slice (or a failed write not rolled back yet) took the
                     // version: the marker stays, naming a file this instant does not own; the rollback

@@ -34,6 +34,28 @@ struct Seen {
     rolling_back: BTreeMap<String, BTreeSet<String>>,
     /// Markers on storage now.
     live_markers: BTreeSet<String>,
+    /// Base files on storage now, with the instant in their name.
+    live_base_files: BTreeMap<String, String>,
+    /// Interval commit: the instants that are windows (their `window.json` was stored).
+    windows: BTreeSet<String>,
+    /// Files of pending windows deleted (an excluded member's), by instant: its commit may not list them.
+    deleted_from_windows: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The instant in a base file's name (`<fileId>_<token>_<t>.parquet`), for data files outside `.hoodie/`.
+fn base_file_instant(path: &str) -> Option<&str> {
+    if path.starts_with(".hoodie/") {
+        return None;
+    }
+    path.strip_suffix(".parquet")
+        .and_then(|p| p.rsplit('_').next())
+}
+
+/// The paths a completed commit's body lists.
+fn listed_paths(body: &Bytes) -> BTreeSet<String> {
+    CommitMetadata::from_json(body)
+        .map(|m| m.write_stats().map(|s| s.path.clone()).collect())
+        .unwrap_or_default()
 }
 
 /// The file name suffixes of completed commit-like instants.
@@ -58,9 +80,51 @@ impl Seen {
         pending && !done && !self.retired.contains(time)
     }
 
+    /// A data file of `time` lands: if `time` completed already, its commit must list the file (an excluded
+    /// window member's upload after the close would be visible as the instant's).
+    fn on_data_file(&mut self, path: &str, time: &str) {
+        if let Some((name, body)) = self.commits.get(time) {
+            if !listed_paths(body).contains(path) {
+                self.violations.push((
+                    "no file of an excluded member is ever visible",
+                    format!("{path} of {time} landed after {name}, which does not list it"),
+                ));
+            }
+        }
+    }
+
+    /// A commit of `time` is created: no data file named with it (by name or log header) that it does not
+    /// list may be on storage then.
+    fn on_commit(&mut self, name: &str, time: &str, body: &Bytes) {
+        let listed = listed_paths(body);
+        if let Some(gone) = self
+            .deleted_from_windows
+            .get(time)
+            .and_then(|deleted| deleted.iter().find(|p| listed.contains(*p)))
+        {
+            self.violations.push((
+                "committed files exist with their size",
+                format!("{name} lists {gone}, deleted before it as an excluded member's"),
+            ));
+        }
+        let unlisted = self
+            .live_base_files
+            .iter()
+            .chain(self.live_logs.iter())
+            .find(|(p, t)| *t == time && !listed.contains(*p))
+            .map(|(p, _)| p.clone());
+        if let Some(path) = unlisted {
+            self.violations.push((
+                "no file of an excluded member is ever visible",
+                format!("{name} created while {path}, named with it and not listed, is on storage"),
+            ));
+        }
+    }
+
     fn on_delete(&mut self, path: &str) {
         self.live_logs.remove(path);
         self.live_markers.remove(path);
+        self.live_base_files.remove(path);
         if let Some(time) = path
             .strip_prefix(".hoodie/")
             .and_then(|n| n.strip_suffix(".deltacommit.requested"))
@@ -127,7 +191,13 @@ impl Seen {
                 .next()
                 .unwrap_or_default();
             *self.services.entry("data files deleted").or_default() += 1;
-            if self.is_pending(time) {
+            if self.windows.contains(time) && self.is_pending(time) {
+                // A window's close deletes the files of excluded members before its commit.
+                self.deleted_from_windows
+                    .entry(time.to_string())
+                    .or_default()
+                    .insert(path.to_string());
+            } else if self.is_pending(time) {
                 self.violations
                     .push(("no file of a pending instant is deleted", path.to_string()));
             }
@@ -138,12 +208,26 @@ impl Seen {
         if path.starts_with(".hoodie/.temp/") {
             self.live_markers.insert(path.to_string());
         }
+        if let Some(time) = path
+            .strip_prefix(hudi_sink::commit::window::WINDOW_DIR)
+            .and_then(|rest| rest.strip_suffix("/window.json"))
+        {
+            self.windows.insert(time.to_string());
+        }
+        if let Some(time) = base_file_instant(path) {
+            let time = time.to_string();
+            self.on_data_file(path, &time);
+            self.live_base_files.insert(path.to_string(), time);
+        }
         if let Some(name) = path.strip_prefix(".hoodie/").filter(|n| !n.contains('/')) {
             if name.ends_with(".clean") {
                 *self.services.entry("cleans completed").or_default() += 1;
             }
             self.timeline.insert(name.to_string());
             if let Some(time) = completed_time(name) {
+                if !self.commits.contains_key(time) {
+                    self.on_commit(name, time, data);
+                }
                 if std::env::var_os("SIM_TRACE").is_some() {
                     let files: Vec<String> = CommitMetadata::from_json(data)
                         .map(|m| m.write_stats().map(|s| s.path.clone()).collect())
@@ -184,6 +268,7 @@ impl Seen {
                 });
             match instant {
                 Some(t) => {
+                    self.on_data_file(path, &t);
                     self.live_logs.insert(path.to_string(), t.clone());
                     self.log_instants
                         .entry(path.to_string())
@@ -287,7 +372,7 @@ impl Recorder {
         lock(&self.seen).services.clone()
     }
 
-    fn violations(&self) -> Vec<(&'static str, String)> {
+    pub(super) fn violations(&self) -> Vec<(&'static str, String)> {
         lock(&self.seen).violations.clone()
     }
 
@@ -609,6 +694,7 @@ pub(super) async fn check_invariants(
         }
     }
     check_retention(store, &timeline, &commits, services).await?;
+    check_windows(&commits)?;
 
     // Nothing of a failed instant survives the final commit.
     let done: BTreeSet<&str> = commits.iter().map(|(t, _, _)| t.as_str()).collect();
@@ -626,7 +712,12 @@ pub(super) async fn check_invariants(
                 .rsplit('_')
                 .next()
                 .unwrap_or_default();
+            // Named with a completed instant is not enough: that instant's commit must list it (an excluded
+            // window member's file is named with the window's instant).
             !done.contains(t)
+                || !commits.iter().any(|(time, _, meta)| {
+                    time == t && meta.commit.write_stats().any(|s| s.path == o.path)
+                })
         } else {
             o.path.starts_with(".hoodie/.temp/") || o.path.starts_with(".hoodie/.heartbeat/")
         };
@@ -641,6 +732,67 @@ pub(super) async fn check_invariants(
         .check_rows(rows)
         .map_err(|e| fail("table equals the model", e))?;
     Ok(commits.len() as u64)
+}
+
+/// The interval commit's invariants over every commit ever made: each acknowledged batch is committed
+/// exactly once (no offset is in two members' contributions, in one commit or in two), and at most one
+/// write instant completes per window (each window ends at a different interval boundary, and its instant
+/// lies in its own interval).
+fn check_windows(commits: &[(String, String, ReplaceCommitMetadata)]) -> Result<(), Failure> {
+    use hudi_sink::commit::window::WindowRecord;
+    // Per (topic, partition): the committed ranges, with who committed each.
+    type Committed = Vec<(i64, i64, String)>;
+    let mut ranges: BTreeMap<(String, i32), Committed> = BTreeMap::new();
+    let mut ends: BTreeMap<i64, String> = BTreeMap::new();
+    for (time, _, meta) in commits {
+        let Some(record) = WindowRecord::from_extra_metadata(&meta.commit.extra_metadata) else {
+            continue;
+        };
+        if let Some(other) = ends.insert(record.end_ms, time.clone()) {
+            return Err(fail(
+                "instants ≤ windows elapsed",
+                format!(
+                    "{other} and {time} both close the window ending at {}",
+                    record.end_ms
+                ),
+            ));
+        }
+        let instant_ms = hudi_sink::table::instant::InstantTime::parse(time)
+            .ok()
+            .and_then(|t| t.to_millis())
+            .unwrap_or(0);
+        if instant_ms >= record.end_ms {
+            return Err(fail(
+                "instants ≤ windows elapsed",
+                format!(
+                    "{time} is not inside its window ending at {}",
+                    record.end_ms
+                ),
+            ));
+        }
+        for (member, offsets) in &record.members {
+            for topic in offsets {
+                for r in &topic.ranges {
+                    let seen = ranges
+                        .entry((topic.topic.clone(), r.partition))
+                        .or_default();
+                    if let Some((first, last, by)) =
+                        seen.iter().find(|(f, l, _)| r.first <= *l && *f <= r.last)
+                    {
+                        return Err(fail(
+                            "every acknowledged batch is committed exactly once",
+                            format!(
+                                "{time} commits {}/{} {}..={} of {member}, already committed ({first}..={last}) by {by}",
+                                topic.topic, r.partition, r.first, r.last
+                            ),
+                        ));
+                    }
+                    seen.push((r.first, r.last, format!("{member} in {time}")));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The rows of the table's latest file slices as a snapshot reader reads them: base files, merged with their

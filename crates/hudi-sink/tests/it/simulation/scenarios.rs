@@ -140,7 +140,7 @@ impl CoordinatorClient for DuplicatedCommit {
     }
 }
 
-fn trip_msgs(partition: i32, city: &str) -> Vec<Msg> {
+pub(super) fn trip_msgs(partition: i32, city: &str) -> Vec<Msg> {
     (1..=3)
         .map(|offset| {
             let uuid = format!("{city}-{offset}");
@@ -166,7 +166,7 @@ fn trip_msgs(partition: i32, city: &str) -> Vec<Msg> {
 }
 
 /// The table properties of a scenario (its paths are never touched: the table lives in memory).
-fn scenario_props() -> BTreeMap<String, String> {
+pub(super) fn scenario_props() -> BTreeMap<String, String> {
     let dir = std::path::Path::new("/nonexistent-scenario");
     let mut props = local_props(
         &dir.join("trips"),
@@ -188,6 +188,8 @@ async fn duplicated_commit_with_a_held_create() -> Result<(), Failure> {
     ))));
     let store: Arc<dyn Storage> = recorder.clone();
     let mut props = scenario_props();
+    // The per-batch protocol: the interleaving is one of its commit requests.
+    props.insert("hudi.sink.commit.interval.ms".into(), "0".into());
     props.insert(
         "hudi.sink.heartbeat.interval.ms".into(),
         BEAT_MS.to_string(),
@@ -446,6 +448,14 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "uncleaned-replacecommit-stays-on-the-timeline",
         uncleaned_replacecommit_stays_on_the_timeline_boxed,
+    ),
+    (
+        "a-straggler-wakes-after-its-window-closed",
+        super::window_scenarios::straggler_wakes_after_its_window_closed_boxed,
+    ),
+    (
+        "a-batch-delivered-twice-into-one-window",
+        super::window_scenarios::batch_delivered_twice_into_one_window_boxed,
     ),
 ];
 

@@ -1,0 +1,216 @@
+//! `join`: a writer becomes a member of the open window, or opens the next one under the lock
+//! (docs/architecture.md, "Interval commit").
+//!
+//! ```text
+//! seen window? ─ member.<m> ─ window.json: open and before its end? ─ Joined            (no lock: 2 requests)
+//! else lock ─ list .hoodie/ ─ roll back expired writes, leftovers ─ a window opened meanwhile? join it
+//!   ─ the checkpoint covers the batch (a redelivery)? AlreadyCommitted
+//!   ─ this slot has a write instant already? Waiting{next slot}
+//!   ─ t; <t> requested, inflight; heartbeat; window.json; member.<m> ─ Joined
+//! ```
+
+use bytes::Bytes;
+
+use crate::commit::heartbeat::write_heartbeat;
+use crate::lock::LockGuard;
+use crate::mutation::{is_disabled, Mutation};
+use crate::protocol::{checkpoint_covers, Contribution, CoordinatorResponse, JoinRequest};
+use crate::table::instant::{Action, InstantTime};
+use crate::table::timeline::Timeline;
+use crate::write::WriteError;
+
+use super::super::Coordinator;
+use super::{
+    contribution_path, is_valid_member, member_path, open_window, slot_of, window_object_path,
+    WindowObject,
+};
+
+/// A request naming something the protocol refuses (a bad member name, an unparsable instant).
+pub(super) fn bad_request(reason: String) -> WriteError {
+    WriteError::Protocol {
+        request: "window",
+        answer: reason,
+    }
+}
+
+impl Coordinator {
+    /// Serves `join`.
+    pub(crate) async fn join(&self, req: JoinRequest) -> Result<CoordinatorResponse, WriteError> {
+        if !is_valid_member(&req.member) {
+            return Err(bad_request(format!(
+                "member name {:?}: letters, digits, '-', '_' and '.' only",
+                req.member
+            )));
+        }
+        if let Some(seen) = req.seen.as_deref() {
+            let seen = InstantTime::parse(seen)?;
+            if let Some(joined) = self.try_join(&seen, &req.member).await? {
+                return Ok(joined);
+            }
+        }
+        let guard = self.lock().await?;
+        let result = self.open_locked(&guard, &req).await;
+        self.unlock(guard, result).await
+    }
+
+    /// The window object of `instant`, `None` once the window is gone (committed and cleaned up, or rolled
+    /// back).
+    pub(super) async fn window_object(
+        &self,
+        instant: &InstantTime,
+    ) -> Result<Option<WindowObject>, WriteError> {
+        match self.storage.get(&window_object_path(instant)).await {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| WriteError::Table {
+                    base_path: self.storage.base_uri().to_string(),
+                    reason: format!("unreadable window object of {instant}: {e}"),
+                }),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Joins window `instant` without the lock: the member object first, then the window object. A closer
+    /// marks the window closing before it lists the members, so either it sees this member (and waits for
+    /// it) or this read sees the mark (and the member leaves with an empty contribution).
+    async fn try_join(
+        &self,
+        instant: &InstantTime,
+        member: &str,
+    ) -> Result<Option<CoordinatorResponse>, WriteError> {
+        self.storage
+            .put(&member_path(instant, member), Bytes::new())
+            .await?;
+        let Some(window) = self.window_object(instant).await? else {
+            return Ok(None);
+        };
+        if window.closing || self.clock.now_millis() >= window.end_ms {
+            self.withdraw(instant, member).await?;
+            return Ok(None);
+        }
+        Ok(Some(self.joined(instant, &window)))
+    }
+
+    /// Leaves window `instant` with an empty contribution, so that no closer waits for this member.
+    pub(super) async fn withdraw(
+        &self,
+        instant: &InstantTime,
+        member: &str,
+    ) -> Result<(), WriteError> {
+        let empty = Contribution {
+            member: member.to_string(),
+            operation: "UPSERT".into(),
+            write_stats: Vec::new(),
+            schema: String::new(),
+            offsets: Vec::new(),
+        };
+        let body = serde_json::to_vec(&empty).map_err(|e| bad_request(e.to_string()))?;
+        self.storage
+            .put(&contribution_path(instant, member), Bytes::from(body))
+            .await?;
+        Ok(())
+    }
+
+    fn joined(&self, instant: &InstantTime, window: &WindowObject) -> CoordinatorResponse {
+        CoordinatorResponse::Joined {
+            instant: instant.to_string(),
+            base_instant: window.base_instant.clone(),
+            checkpoint: window.checkpoint.clone(),
+            end_ms: window.end_ms,
+            lease_ms: self.lease_end(window.end_ms),
+        }
+    }
+
+    /// Until when a member of a window ending at `end_ms` may upload: half the heartbeat tolerance after the
+    /// end. A closer excludes a member that has not submitted only a whole tolerance after the end, so the
+    /// other half covers a skew between the machines' clocks.
+    pub(super) fn lease_end(&self, end_ms: i64) -> i64 {
+        end_ms + self.config.heartbeat_tolerance.as_millis() as i64 / 2
+    }
+
+    /// Under the lock: joins a window another writer opened meanwhile, or opens the window of the current
+    /// slot when it has no write instant yet.
+    async fn open_locked(
+        &self,
+        guard: &LockGuard,
+        req: &JoinRequest,
+    ) -> Result<CoordinatorResponse, WriteError> {
+        let storage = self.storage.as_ref();
+        let mut listed = storage.list(crate::table::timeline::META_DIR).await?;
+        let mut timeline = Timeline::from_listing(&listed)?;
+        if !is_disabled(Mutation::RollbackBeforeCommit)
+            && !self
+                .rollback_expired(guard, &timeline, None)
+                .await?
+                .is_empty()
+        {
+            listed = storage.list(crate::table::timeline::META_DIR).await?;
+            timeline = Timeline::from_listing(&listed)?;
+        }
+        if timeline
+            .pending()
+            .iter()
+            .any(|i| i.action == Action::Compaction)
+        {
+            crate::services::compact::roll_back_pending_compactions(
+                &self.service_context(guard),
+                &timeline,
+            )
+            .await?;
+        }
+        self.clean_leftovers_listed(guard, &timeline, &listed)
+            .await?;
+        if let Some(open) = open_window(&listed, &timeline) {
+            if let Some(joined) = self.try_join(&open, &req.member).await? {
+                return Ok(joined);
+            }
+        }
+        let checkpoint = self.latest_checkpoint(&timeline).await?;
+        if checkpoint_covers(&checkpoint, &req.offsets) && !is_disabled(Mutation::CheckpointFilter)
+        {
+            return Ok(CoordinatorResponse::AlreadyCommitted {
+                checkpoint: checkpoint.to_sink_json(),
+            });
+        }
+        let interval = req.interval_ms.max(1);
+        let instant = InstantTime::next_after(self.clock.as_ref(), timeline.last_used_time());
+        let instant_ms = instant
+            .to_millis()
+            .unwrap_or_else(|| self.clock.now_millis());
+        let slot = slot_of(instant_ms, interval);
+        // One write instant per slot: the slot's window closed already (or is closing).
+        if let Some(last) = timeline.instants().iter().rev().find(|i| {
+            i.action.is_write()
+                && i.time
+                    .to_millis()
+                    .is_some_and(|ms| slot_of(ms, interval) >= slot)
+        }) {
+            return Ok(CoordinatorResponse::Waiting {
+                instant: last.time.to_string(),
+                until_ms: (slot + 1) * interval as i64,
+            });
+        }
+        let action = self.write_action().await?;
+        crate::write::create_pending_instant(storage, &instant, action).await?;
+        write_heartbeat(storage, self.clock.as_ref(), &instant).await?;
+        let base = crate::commit::conflict::writer_base(&timeline, action == Action::DeltaCommit)
+            .map(|i| i.time.to_string());
+        let window = WindowObject {
+            instant: instant.to_string(),
+            end_ms: (slot + 1) * interval as i64,
+            base_instant: base,
+            checkpoint: checkpoint.to_sink_json(),
+            closing: false,
+        };
+        let body = serde_json::to_vec(&window).map_err(|e| bad_request(e.to_string()))?;
+        storage
+            .put(&window_object_path(&instant), Bytes::from(body))
+            .await?;
+        storage
+            .put(&member_path(&instant, &req.member), Bytes::new())
+            .await?;
+        tracing::info!(%instant, writer = %req.writer, end_ms = window.end_ms, "window opened");
+        Ok(self.joined(&instant, &window))
+    }
+}
