@@ -43,6 +43,7 @@ impl Engine {
         let mut watched: Option<Watched> = None;
         let mut last_seen: Option<LockRecord> = None;
         let mut last_error: Option<LockError> = None;
+        let mut polls = 0u32;
         // Released locks are deleted, so the common case is no record at all: try the conditional create
         // first and read only when it fails (one request instead of two per uncontended acquisition).
         match self.create_if_absent().await {
@@ -75,7 +76,8 @@ impl Engine {
                     last_error: last_error.map(|e| e.to_string()),
                 });
             }
-            tokio::time::sleep(self.options.refresh_period).await;
+            polls += 1;
+            tokio::time::sleep(self.options.poll_delay(polls)).await;
         }
     }
 

@@ -38,7 +38,7 @@
 //!   - absent: create it, condition `attribute_not_exists(key)`;
 //!   - present and released: overwrite, condition `attribute_exists(key) AND isReleased = "1"`;
 //!   - present and held: remember its version and the local time of the first sighting, and extend the wait
-//!     budget once by its lease; poll every `refresh_period`; if the version changed, start watching anew; if
+//!     budget once by its lease; poll after 25 ms, doubling up to `refresh_period`; if the version changed, start watching anew; if
 //!     it stayed the same for more than its `leaseDuration`, steal with condition
 //!     `attribute_exists(key) AND recordVersionNumber = <watched>` (the owner is not checked).
 //!   - A failed condition means someone else won; keep polling until `wait` (+ the holder's lease, once) has
@@ -94,6 +94,8 @@ pub const WAIT_TIME_MS_KEY: &str = "hoodie.write.lock.wait_time_ms";
 pub const DEFAULT_WAIT_TIME_MS: u64 = 60_000;
 /// The lock client's polling period while waiting (`DEFAULT_BUFFER_MS`; Hudi does not change it).
 pub const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_millis(1_000);
+/// The first sleep of a waiting contender (then doubling up to the refresh period).
+const FIRST_POLL_DELAY: Duration = Duration::from_millis(25);
 
 /// One lock record as every backend stores it (the DynamoDB item's attributes).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,6 +146,15 @@ impl LeaseOptions {
         let options = Self::hudi(Duration::from_millis(wait_time_ms(props)?));
         options.validate()?;
         Ok(options)
+    }
+
+    /// How long a waiting contender sleeps before its `poll`-th read (from 1): 25 ms, doubling up to the
+    /// refresh period. A lock held for a few requests (a window's commit) changes hands within tens of
+    /// milliseconds, and a long wait still polls once per refresh period.
+    pub fn poll_delay(&self, poll: u32) -> Duration {
+        FIRST_POLL_DELAY
+            .saturating_mul(1u32 << poll.saturating_sub(1).min(16))
+            .min(self.refresh_period)
     }
 
     /// With another polling period for waiting contenders (tests use a short one for fast hand-overs).
@@ -327,6 +338,16 @@ pub(crate) fn duration_from_millis(ms: i64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_waiting_contender_polls_soon_then_backs_off_to_the_refresh_period() {
+        let d = LeaseOptions::default();
+        let delays: Vec<u128> = (1..=8).map(|n| d.poll_delay(n).as_millis()).collect();
+        assert_eq!(delays, vec![25, 50, 100, 200, 400, 800, 1_000, 1_000]);
+        assert_eq!(d.poll_delay(u32::MAX), Duration::from_secs(1));
+        let short = d.with_refresh_period(Duration::from_millis(60));
+        assert_eq!(short.poll_delay(3), Duration::from_millis(60));
+    }
 
     #[test]
     fn hudi_timing_from_wait_time() {
