@@ -59,7 +59,8 @@ def stream(batches):
     shutil.rmtree(tmp, ignore_errors=True)
     subprocess.run([CLI, "generate", "--out", tmp, "--records", str(batches * RECORDS_PER_BATCH),
                     "--keys", str(KEYS), "--partitions", str(KAFKA_PARTITIONS),
-                    "--records-per-file", str(RECORDS_PER_BATCH), "--seed", str(SEED), "--model", model + ".tmp"],
+                    "--records-per-file", str(RECORDS_PER_BATCH), "--seed", str(SEED), "--model", model + ".tmp",
+                    "--model-batch-bytes", "0"],
                    cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     made = len([f for f in os.listdir(tmp) if f.endswith(".json")])
     if made != batches:
@@ -75,7 +76,9 @@ def ingest(name, events, batches, sets, env):
     os.makedirs(work, exist_ok=True)
     report = os.path.join(work, "report.jsonl")
     log = os.path.join(work, "ingest.log")
-    cmd = ["taskset", "-c", str(cpu()), CLI, "ingest", "--config", PROPS, "--report-jsonl", report]
+    # Every event file is its own batch and window (1 ms slots: no wait), so that each line is one commit.
+    cmd = ["taskset", "-c", str(cpu()), CLI, "ingest", "--config", PROPS, "--report-jsonl", report,
+           "--commit-interval-ms", "1", "--max-batch-bytes", "1"]
     for kv in sets:
         cmd += ["--set", kv]
     cmd.append(events)

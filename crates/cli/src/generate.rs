@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::ValueEnum;
 use hudi_sink::generate::{
     event_file_name, generate, GenerateOptions, GenerateReport, SchemaKind, SourceKind,
-    DEFAULT_START_MS, MAX_PAYLOAD_BYTES,
+    DEFAULT_MODEL_BATCH_BYTES, DEFAULT_START_MS, MAX_PAYLOAD_BYTES,
 };
 
 use crate::ingest::{human_bytes, BoxError};
@@ -84,6 +84,10 @@ pub struct Args {
     /// Also write the rows the table must hold after ingesting every file, as JSON lines in key order.
     #[arg(long, value_name = "FILE")]
     model: Option<PathBuf>,
+    /// The model folds consecutive files into one batch up to this many bytes, as `ingest` does under the
+    /// interval commit (its `--max-batch-bytes`); 0 for one batch per file (`ingest --commit-interval-ms 0`).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MODEL_BATCH_BYTES)]
+    model_batch_bytes: u64,
 }
 
 /// Writes the files and prints what they hold.
@@ -109,6 +113,7 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         topic: args.topic,
         seed: args.seed,
         start_ms: args.start_ms,
+        model_batch_bytes: args.model_batch_bytes,
     };
     let topic = opts.topic().to_string();
     let started = std::time::Instant::now();

@@ -22,18 +22,30 @@ pub struct Args {
     /// Override or add a property (repeatable), e.g. `--set hoodie.base.path=/tmp/trips`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// Print one JSON report per event file and a JSON total on stdout (the summary goes to stderr).
+    /// Print one JSON report per batch (with its event files) and a JSON total on stdout (the summary goes to
+    /// stderr).
     #[arg(long)]
     pub json: bool,
-    /// Also write one JSON line per processed event file to FILE: `event_file`, `ms` (wall time of reading,
-    /// decoding and processing it) and `report`; flushed line by line, so a long run can be watched.
+    /// Also write one JSON line per processed batch to FILE: `event_files`, `ms` (wall time of reading,
+    /// decoding and processing them) and `report`; flushed line by line, so a long run can be watched.
     #[arg(long, value_name = "FILE")]
     pub report_jsonl: Option<PathBuf>,
+    /// Commit interval (`hudi.sink.commit.interval.ms`, default 5000): consecutive event files are written as
+    /// one batch per interval, up to `--max-batch-bytes` of event files; 0 commits every file on its own.
+    #[arg(long, value_name = "MS")]
+    pub commit_interval_ms: Option<u64>,
+    /// Under the interval commit, the most event-file bytes read into one batch.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BATCH_BYTES)]
+    pub max_batch_bytes: u64,
     /// Event files (`aws:kafka` or `SelfManagedKafka` payloads); a directory stands for its `*.json` files
     /// in name order.
     #[arg(required = true)]
     pub events: Vec<PathBuf>,
 }
+
+/// 64 MiB of event files per batch: about ten full ESM payloads, decoded in a few hundred MB (the grouping
+/// `generate --model` assumes by default).
+pub const DEFAULT_MAX_BATCH_BYTES: u64 = hudi_sink::generate::DEFAULT_MODEL_BATCH_BYTES;
 
 /// Applies `--set KEY=VALUE` overrides in order (a later one wins).
 pub fn apply_overrides(
@@ -49,17 +61,26 @@ pub fn apply_overrides(
     Ok(())
 }
 
-/// Processes each event file in order through one sink; prints progress, a summary and the accounting line.
+/// Processes the event files in order through one sink, one batch per commit interval (the same window
+/// protocol as the writer Lambda); prints progress, a summary and the accounting line.
 pub async fn run(args: Args) -> Result<(), BoxError> {
     let Args {
         config,
         overrides,
         json,
         report_jsonl,
+        commit_interval_ms,
+        max_batch_bytes,
         events,
     } = args;
     let mut props = load_properties(&config).await?;
     apply_overrides(&mut props, &overrides)?;
+    if let Some(ms) = commit_interval_ms {
+        props.insert("hudi.sink.commit.interval.ms".into(), ms.to_string());
+    }
+    let windowed = !hudi_sink::sink::SinkConfig::from_properties(&props)?
+        .commit_interval
+        .is_zero();
     // Every file is found (and sized, for the bar) before anything is written.
     let files = expand(&events)?;
     let total_bytes: u64 = files.iter().map(|(_, size)| size).sum();
@@ -69,31 +90,32 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
     let mut total = SinkReport::default();
     let mut commits = 0u64;
     let mut done_bytes = 0u64;
-    for (path, size) in &files {
+    let mut next = 0;
+    while next < files.len() {
         let batch_started = Instant::now();
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let batch =
-            KafkaBatch::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (batch, group) = read_batch(&files[next..], windowed, max_batch_bytes)?;
+        next += group.len();
+        let names: Vec<String> = group.iter().map(|p| p.display().to_string()).collect();
         let report = match sink.process(batch).await {
             Ok(r) => r,
             Err(e) => {
                 progress.clear();
-                return Err(format!("{}: {e}", path.display()).into());
+                return Err(format!("{}: {e}", names.join(", ")).into());
             }
         };
         if let Some(t) = timings.as_mut() {
-            t.write(path, batch_started.elapsed(), &report)?;
+            t.write(&names, batch_started.elapsed(), &report)?;
         }
         if json {
             println!(
                 "{}",
-                serde_json::json!({ "event_file": path.display().to_string(), "report": report })
+                serde_json::json!({ "event_files": names, "report": report })
             );
         }
         commits += u64::from(report.instant.is_some());
-        done_bytes += size;
+        done_bytes += group.iter().map(|p| file_size(p).unwrap_or(0)).sum::<u64>();
         add(&mut total, &report);
-        progress.update(total.records_in, done_bytes, commits);
+        progress.update(group.len(), total.records_in, done_bytes, commits);
     }
     progress.clear();
     let elapsed = progress.started.elapsed();
@@ -147,7 +169,40 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// The `--report-jsonl` file: one line per processed event file, flushed at once (a crash keeps every
+/// The next batch from `files`: one file, or under the interval commit (`windowed`) the consecutive files
+/// of one event source up to `max_bytes` (at least one), their records in file order. Returns the batch and
+/// the files it holds.
+fn read_batch(
+    files: &[(PathBuf, u64)],
+    windowed: bool,
+    max_bytes: u64,
+) -> Result<(KafkaBatch, Vec<&Path>), BoxError> {
+    let read = |path: &Path| -> Result<KafkaBatch, BoxError> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(KafkaBatch::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?)
+    };
+    let (first, first_size) = &files[0];
+    let mut batch = read(first)?;
+    let mut group = vec![first.as_path()];
+    let mut bytes = *first_size;
+    if windowed {
+        for (path, size) in &files[1..] {
+            if bytes + size > max_bytes {
+                break;
+            }
+            let more = read(path)?;
+            if more.source != batch.source {
+                break;
+            }
+            batch.records.extend(more.records);
+            group.push(path.as_path());
+            bytes += size;
+        }
+    }
+    Ok((batch, group))
+}
+
+/// The `--report-jsonl` file: one line per processed batch (its event files), flushed at once (a crash keeps every
 /// finished line, and a benchmark can follow the file while the ingest runs).
 struct Timings {
     path: PathBuf,
@@ -166,12 +221,12 @@ impl Timings {
 
     fn write(
         &mut self,
-        event_file: &Path,
+        event_files: &[String],
         took: Duration,
         report: &SinkReport,
     ) -> Result<(), BoxError> {
         let line = serde_json::json!({
-            "event_file": event_file.display().to_string(),
+            "event_files": event_files,
             "ms": took.as_secs_f64() * 1000.0,
             "report": report,
         });
@@ -286,8 +341,8 @@ impl Progress {
         p
     }
 
-    fn update(&mut self, records: u64, done_bytes: u64, commits: u64) {
-        self.done_files += 1;
+    fn update(&mut self, files: usize, records: u64, done_bytes: u64, commits: u64) {
+        self.done_files += files;
         self.draw(records, done_bytes, commits);
     }
 

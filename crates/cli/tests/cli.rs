@@ -156,7 +156,8 @@ fn generate_ingest_show_round_trip() {
     assert_eq!(number_after(&out, "dead-lettered "), 0, "{out}");
     assert_eq!(number_after(&out, "already committed "), 0, "{out}");
     assert_eq!(number_after(&out, "ingested "), 5, "{out}");
-    assert!(out.contains(": 5 commits"), "{out}");
+    // The interval commit (5 s by default): the five files are one batch, one instant.
+    assert!(out.contains(": 1 commits"), "{out}");
 
     let actual = read_table(&table);
     assert_eq!(actual.len(), expected.len(), "row count");
@@ -173,11 +174,11 @@ fn generate_ingest_show_round_trip() {
 
     let out = ok(&["show", "--table", &s(&table)]);
     assert!(out.contains("hoodie.table.name=trips"), "{out}");
-    assert_eq!(number_after(&out, "timeline ("), 5, "{out}");
+    assert_eq!(number_after(&out, "timeline ("), 1, "{out}");
     assert_eq!(
         out.matches(".commit ").count(),
-        5,
-        "five completed commits:\n{out}"
+        1,
+        "one completed commit:\n{out}"
     );
     assert!(
         out.contains("checkpoint (next offset per Kafka partition"),
@@ -218,7 +219,7 @@ fn ingest_fails_clearly_on_a_file_that_is_not_an_event() {
 }
 
 #[test]
-fn ingest_writes_one_timing_line_per_event_file() {
+fn ingest_writes_one_timing_line_per_batch() {
     let dir = tempfile::tempdir().expect("tempdir");
     let events = dir.path().join("events");
     let report = dir.path().join("report.jsonl");
@@ -253,8 +254,11 @@ fn ingest_writes_one_timing_line_per_event_file() {
         &format!("hudi.sink.dead.letter.path={}", s(&dir.path().join("dl"))),
         "--report-jsonl",
         &s(&report),
+        "--commit-interval-ms",
+        "0",
         &s(&events),
     ]);
+    // One instant per batch: every file on its own.
     assert!(out.contains(": 7 commits"), "{out}");
 
     let lines: Vec<Value> = std::fs::read_to_string(&report)
@@ -264,7 +268,11 @@ fn ingest_writes_one_timing_line_per_event_file() {
         .collect();
     let named: Vec<&str> = lines
         .iter()
-        .map(|l| l["event_file"].as_str().expect("event_file"))
+        .map(|l| {
+            let files = l["event_files"].as_array().expect("event_files");
+            assert_eq!(files.len(), 1, "{l}");
+            files[0].as_str().expect("event file")
+        })
         .collect();
     assert_eq!(named, files, "one line per event file, in order");
     let mut instants = std::collections::BTreeSet::new();
@@ -275,6 +283,86 @@ fn ingest_writes_one_timing_line_per_event_file() {
         let instant = line["report"]["instant"].as_str().expect("committed");
         assert!(instants.insert(instant.to_string()), "{line}");
     }
+}
+
+/// Under the interval commit, consecutive event files are one batch per window, up to `--max-batch-bytes`;
+/// each window is one instant, whose checkpoint covers every file of it.
+#[test]
+fn ingest_commits_once_per_interval_with_several_files_per_instant() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let events = dir.path().join("events");
+    let report = dir.path().join("report.jsonl");
+    let s = |p: &Path| p.display().to_string();
+    ok(&[
+        "generate",
+        "--out",
+        &s(&events),
+        "--records",
+        "120",
+        "--keys",
+        "50",
+        "--records-per-file",
+        "20",
+        "--seed",
+        "4",
+    ]);
+    let mut sizes: Vec<u64> = std::fs::read_dir(&events)
+        .expect("events dir")
+        .map(|e| e.expect("entry").metadata().expect("size").len())
+        .collect();
+    sizes.sort();
+    assert_eq!(sizes.len(), 6);
+    // Room for two files (the largest two) per batch: three batches of two.
+    let cap = sizes[4] + sizes[5];
+    let table = dir.path().join("trips");
+    let out = ok(&[
+        "ingest",
+        "--config",
+        "examples/local.properties",
+        "--set",
+        &format!("hoodie.base.path={}", s(&table)),
+        "--set",
+        &format!("hudi.sink.dead.letter.path={}", s(&dir.path().join("dl"))),
+        "--report-jsonl",
+        &s(&report),
+        "--commit-interval-ms",
+        "300",
+        "--max-batch-bytes",
+        &cap.to_string(),
+        &s(&events),
+    ]);
+    assert!(out.contains(": 3 commits"), "{out}");
+    let lines: Vec<Value> = std::fs::read_to_string(&report)
+        .expect("report file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let mut windows = std::collections::BTreeSet::new();
+    for line in &lines {
+        assert_eq!(
+            line["event_files"].as_array().map(Vec::len),
+            Some(2),
+            "{line}"
+        );
+        assert_eq!(line["report"]["records_in"], 40, "{line}");
+        assert_eq!(line["report"]["contributions_per_instant"], 1, "{line}");
+        let instant = line["report"]["instant"]
+            .as_str()
+            .expect("committed")
+            .to_string();
+        // One instant per 300 ms slot.
+        let part = |r: std::ops::Range<usize>| -> u64 { instant[r].parse().expect("time") };
+        let ms =
+            part(8..10) * 3_600_000 + part(10..12) * 60_000 + part(12..14) * 1_000 + part(14..17);
+        assert!(
+            windows.insert(ms / 300),
+            "two instants in one slot: {lines:?}"
+        );
+    }
+    // The three instants are the table's whole timeline, and the table holds every record.
+    let commits = completed_commits(&table);
+    assert_eq!(commits.len(), 3, "{commits:?}");
 }
 
 /// One `aws:kafka` event: two good trips and one value that is not JSON (base64 as the ESM delivers them).

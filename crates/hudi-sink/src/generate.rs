@@ -24,6 +24,10 @@
 //! with `(seed, i)`, so the same options give byte-identical files, and the model re-creates a row from its
 //! record index instead of keeping every value in memory. Memory is one payload plus a few words per key.
 
+mod batching;
+
+pub use batching::DEFAULT_MODEL_BATCH_BYTES;
+
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
@@ -188,6 +192,10 @@ pub struct GenerateOptions {
     pub seed: u64,
     /// Kafka timestamp of the first record (epoch ms); each later record is 1 ms later.
     pub start_ms: i64,
+    /// The model folds consecutive files into one batch up to this many file bytes, as `hudi-sink ingest`
+    /// does under the interval commit ([`DEFAULT_MODEL_BATCH_BYTES`]); 0: one batch per file (as the
+    /// per-batch protocol, or Lambda invocations of one file each, write them).
+    pub model_batch_bytes: u64,
 }
 
 impl Default for GenerateOptions {
@@ -207,6 +215,7 @@ impl Default for GenerateOptions {
             topic: None,
             seed: 42,
             start_ms: DEFAULT_START_MS,
+            model_batch_bytes: DEFAULT_MODEL_BATCH_BYTES,
         }
     }
 }
@@ -498,6 +507,8 @@ pub struct Generator {
     pending: Option<Record>,
     report: GenerateReport,
     header: String,
+    /// The model's batch being gathered (files fold together up to `model_batch_bytes`).
+    batch: batching::ModelBatch,
 }
 
 impl Generator {
@@ -525,6 +536,7 @@ impl Generator {
             pending: None,
             report: GenerateReport::default(),
             header,
+            batch: batching::ModelBatch::default(),
         })
     }
 
@@ -584,9 +596,11 @@ impl Generator {
             self.fold_record(&record, &mut fold, &mut order);
         }
         if count == 0 {
+            // The last batch of the model.
+            let (fold, order) = self.batch.take();
+            self.apply_batch(&fold, &order);
             return Ok(None);
         }
-        self.apply_batch(&fold, &order);
         let mut bytes = Vec::with_capacity(size);
         bytes.extend_from_slice(self.header.as_bytes());
         let mut first = true;
@@ -607,6 +621,16 @@ impl Generator {
                 bytes: bytes.len(),
                 limit,
             });
+        }
+        let cap = self.opts.model_batch_bytes;
+        if self.batch.full_for(size as u64, cap) {
+            let (done, done_order) = self.batch.take();
+            self.apply_batch(&done, &done_order);
+        }
+        self.batch.add_file(fold, order, size as u64);
+        if cap == 0 {
+            let (done, done_order) = self.batch.take();
+            self.apply_batch(&done, &done_order);
         }
         let index = self.report.files;
         self.report.files += 1;
@@ -738,53 +762,11 @@ impl Generator {
                 forced: false,
             },
         };
-        let merged = match (fold.get(&record.key).copied(), incoming) {
-            (None, v) => {
-                order.push(record.key);
-                v
-            }
-            (Some(_), Fold::Tombstone) => Fold::Tombstone,
-            (
-                Some(Fold::Tombstone),
-                Fold::Row {
-                    index,
-                    ordering,
-                    deleted,
-                    ..
-                },
-            ) => Fold::Row {
-                index,
-                ordering,
-                deleted,
-                forced: true,
-            },
-            (
-                Some(
-                    current @ Fold::Row {
-                        ordering: cur,
-                        forced,
-                        ..
-                    },
-                ),
-                Fold::Row {
-                    index,
-                    ordering,
-                    deleted,
-                    ..
-                },
-            ) => {
-                if ordering >= cur {
-                    Fold::Row {
-                        index,
-                        ordering,
-                        deleted,
-                        forced,
-                    }
-                } else {
-                    current
-                }
-            }
-        };
+        let prior = fold.get(&record.key).copied();
+        if prior.is_none() {
+            order.push(record.key);
+        }
+        let merged = batching::fold_step(prior, incoming);
         fold.insert(record.key, merged);
     }
 

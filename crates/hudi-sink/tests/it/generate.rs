@@ -76,13 +76,15 @@ fn props(schema: SchemaKind, dir: &Path) -> BTreeMap<String, String> {
             "hudi.sink.dead.letter.path",
             dir.join("dead-letters").display().to_string(),
         ),
+        // One window per file, in 50 ms slots.
+        ("hudi.sink.commit.interval.ms", "50".into()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
 
-/// Ingests every event file of `events` in name order, as `hudi-sink ingest` does; returns the summed
+/// Ingests every event file of `events` in name order, one batch each; returns the summed
 /// accounting and the number of commits.
 async fn ingest(props: &BTreeMap<String, String>, events: &Path) -> (SinkReport, u64) {
     let sink = build_sink(props, "generate-test").await.expect("sink");
@@ -168,6 +170,11 @@ fn assert_table_equals_model(schema: SchemaKind, table: &Path, model: &Path) -> 
 }
 
 async fn generate_ingest_compare(opts: GenerateOptions) -> (GenerateReport, SinkReport, u64) {
+    // The files are ingested one batch each (as Lambda invocations would): the model folds per file.
+    let opts = GenerateOptions {
+        model_batch_bytes: 0,
+        ..opts
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let schema = opts.schema;
     let events = dir.path().join("events");
