@@ -23,6 +23,7 @@ mod mor_clean;
 mod mor_merge_golden;
 mod mor_slices;
 mod request_counts;
+mod request_counts_window;
 mod schema_golden;
 mod services_crash;
 mod services_golden;
