@@ -38,13 +38,20 @@ async fn main() -> Result<(), Error> {
 }
 
 /// Who begins instants, for the coordinator's logs and heartbeats: the function and its log stream
-/// (one per execution environment), so that a stuck instant can be traced to its logs.
+/// (one per execution environment), so that a stuck instant can be traced to its logs. It also names this
+/// environment's window members, so it must differ between environments running at once: without a log
+/// stream (`cargo lambda watch --concurrency` sets only `AWS_LAMBDA_INSTANCE_ID`) the instance id stands in.
 fn writer_id() -> String {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    match (
+    writer_id_of(
         var("AWS_LAMBDA_FUNCTION_NAME"),
-        var("AWS_LAMBDA_LOG_STREAM_NAME"),
-    ) {
+        var("AWS_LAMBDA_LOG_STREAM_NAME").or_else(|| var("AWS_LAMBDA_INSTANCE_ID")),
+    )
+}
+
+/// [`writer_id`] from the function name and the environment's stream (or instance) name.
+fn writer_id_of(function: Option<String>, environment: Option<String>) -> String {
+    match (function, environment) {
         (Some(function), Some(stream)) => format!("{function}/{stream}"),
         (Some(function), None) => function,
         _ => "writer".to_string(),
@@ -128,6 +135,21 @@ async fn handle(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn environments_have_distinct_writer_ids() {
+        let some = |s: &str| Some(s.to_string());
+        assert_eq!(
+            writer_id_of(some("w"), some("2026/01/01/[1]abc")),
+            "w/2026/01/01/[1]abc"
+        );
+        assert_ne!(
+            writer_id_of(some("w"), some("instance-1")),
+            writer_id_of(some("w"), some("instance-2"))
+        );
+        assert_eq!(writer_id_of(some("w"), None), "w");
+        assert_eq!(writer_id_of(None, some("x")), "writer");
+    }
 
     #[test]
     fn only_a_deadline_in_the_future_is_honoured() {

@@ -34,8 +34,8 @@ use crate::common::moto::{
 use crate::common::python::{python, read_rows};
 use crate::common::workspace_root;
 
-const WRITER: &str = "hudi-sink-writer";
-const COORDINATOR: &str = "hudi-sink-coordinator";
+pub(crate) const WRITER: &str = "hudi-sink-writer";
+pub(crate) const COORDINATOR: &str = "hudi-sink-coordinator";
 /// The writer samples, in the order they are delivered (the expected table below follows from it).
 const SAMPLES: &[&str] = &[
     "msk-basic.json",
@@ -47,10 +47,10 @@ const SAMPLES: &[&str] = &[
 /// Lease of the dead holder the test plants in the lock table: the coordinator must wait that long.
 const STALE_LEASE_MS: u64 = 1_500;
 /// A hang guard for one invocation (not a timing assertion): far above any real run.
-const INVOKE_LIMIT: Duration = Duration::from_secs(600);
+pub(crate) const INVOKE_LIMIT: Duration = Duration::from_secs(600);
 
 /// A child process group killed (with everything it started) when dropped, also when the test fails.
-struct Proc {
+pub(crate) struct Proc {
     name: String,
     child: Child,
     /// Reaped already (its id may belong to someone else by now).
@@ -119,11 +119,11 @@ impl Proc {
         (status, self.stdout().join("\n"), self.stderr().join("\n"))
     }
 
-    fn stdout(&self) -> Vec<String> {
+    pub(crate) fn stdout(&self) -> Vec<String> {
         self.stdout.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
-    fn stderr(&self) -> Vec<String> {
+    pub(crate) fn stderr(&self) -> Vec<String> {
         self.stderr.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
@@ -170,7 +170,7 @@ fn collect_lines(
     })
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -235,14 +235,19 @@ fn function_binaries() -> BTreeMap<String, PathBuf> {
 }
 
 /// The table, lock table and properties in moto, and the environment both functions run with.
-struct Deployment {
-    bucket: String,
+pub(crate) struct Deployment {
+    pub(crate) bucket: String,
     lock_table: String,
     lock_key: String,
     env: Vec<(String, String)>,
 }
 
 async fn deploy(watch_port: u16) -> Deployment {
+    deploy_with(watch_port, "").await
+}
+
+/// [`deploy`] with `extra` property lines appended to the table's properties.
+pub(crate) async fn deploy_with(watch_port: u16, extra: &str) -> Deployment {
     let endpoint = moto().endpoint.clone();
     let bucket = new_bucket("lambda-watch").await;
     let lock_table = unique_name("hudi-locks");
@@ -291,7 +296,8 @@ async fn deploy(watch_port: u16) -> Deployment {
          hoodie.write.lock.dynamodb.endpoint_url={endpoint}\n\
          hoodie.write.lock.wait_time_ms=20000\n\
          hudi.sink.dead.letter.path=s3://{bucket}/dead-letters\n\
-         hudi.sink.coordinator.function={COORDINATOR}\n"
+         hudi.sink.coordinator.function={COORDINATOR}\n\
+         {extra}"
     );
     put(&s3, &bucket, "config/trips.properties", props.into_bytes()).await;
     let env = [
@@ -331,7 +337,7 @@ async fn put(s3: &aws_sdk_s3::Client, bucket: &str, key: &str, body: Vec<u8>) {
 }
 
 /// Every object under `prefix`, with its bytes, by key.
-async fn objects(bucket: &str, prefix: &str) -> BTreeMap<String, Vec<u8>> {
+pub(crate) async fn objects(bucket: &str, prefix: &str) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     for key in object_sizes(bucket, prefix).await.into_keys() {
         let body = object_bytes(bucket, &key).await;
@@ -341,15 +347,26 @@ async fn objects(bucket: &str, prefix: &str) -> BTreeMap<String, Vec<u8>> {
 }
 
 /// The watch server and the function processes of one run.
-struct Lambdas {
+pub(crate) struct Lambdas {
     port: u16,
     watch: Proc,
     /// Function processes started by the test (`--only-lambda-apis`); empty when watch starts them.
-    functions: BTreeMap<String, Proc>,
+    pub(crate) functions: BTreeMap<String, Proc>,
 }
 
 impl Lambdas {
     fn start(deployment: &Deployment, port: u16) -> Lambdas {
+        Lambdas::start_scaled(deployment, port, 1, 1)
+    }
+
+    /// [`Lambdas::start`] with `writers` and `coordinators` execution environments (processes polling the
+    /// same runtime API, each taking one invocation at a time, as Lambda scales a function out).
+    pub(crate) fn start_scaled(
+        deployment: &Deployment,
+        port: u16,
+        writers: usize,
+        coordinators: usize,
+    ) -> Lambdas {
         let watch_builds = std::env::var("HUDI_SINK_WATCH_MODE").is_ok_and(|m| m == "cargo");
         let binaries = (!watch_builds).then(function_binaries);
         let mut cmd = Command::new(cargo());
@@ -359,6 +376,9 @@ impl Lambdas {
             .args(["--invoke-port", &port.to_string()]);
         if watch_builds {
             cmd.arg("--ignore-changes");
+            // Watch spawns another instance while invocations queue and none is idle, up to this many.
+            let concurrency = writers.max(coordinators).max(1);
+            cmd.args(["--concurrency", &concurrency.to_string()]);
             for (k, v) in &deployment.env {
                 cmd.args(["--env-var", &format!("{k}={v}")]);
             }
@@ -376,19 +396,37 @@ impl Lambdas {
         }
         let mut functions = BTreeMap::new();
         for (name, exe) in binaries.into_iter().flatten() {
-            // What `cargo lambda watch` sets for a function it starts itself.
-            let mut cmd = Command::new(exe);
-            cmd.current_dir(workspace_root())
-                .envs(deployment.env.iter().map(|(k, v)| (k, v)))
-                .env("AWS_LAMBDA_FUNCTION_NAME", &name)
-                .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
-                .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "4096")
-                .env("AWS_LAMBDA_MAX_CONCURRENCY", "1")
-                .env(
-                    "AWS_LAMBDA_RUNTIME_API",
-                    format!("http://127.0.0.1:{port}/.rt/{name}"),
-                );
-            functions.insert(name.clone(), Proc::spawn(&name, cmd));
+            let instances = if name == WRITER {
+                writers
+            } else {
+                coordinators
+            };
+            for i in 0..instances.max(1) {
+                // What `cargo lambda watch` sets for a function it starts itself, and the log stream Lambda
+                // gives each execution environment.
+                let mut cmd = Command::new(&exe);
+                cmd.current_dir(workspace_root())
+                    .envs(deployment.env.iter().map(|(k, v)| (k, v)))
+                    .env("AWS_LAMBDA_FUNCTION_NAME", &name)
+                    .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+                    .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "4096")
+                    .env("AWS_LAMBDA_MAX_CONCURRENCY", "1")
+                    .env(
+                        "AWS_LAMBDA_LOG_STREAM_NAME",
+                        format!("2026/01/01/[1]environment{i}"),
+                    )
+                    .env(
+                        "AWS_LAMBDA_RUNTIME_API",
+                        format!("http://127.0.0.1:{port}/.rt/{name}"),
+                    );
+                // The first instance under the function's name (`writer()` finds it), others numbered.
+                let key = if i == 0 {
+                    name.clone()
+                } else {
+                    format!("{name}#{i}")
+                };
+                functions.insert(key.clone(), Proc::spawn(&key, cmd));
+            }
         }
         Lambdas {
             port,
@@ -402,7 +440,12 @@ impl Lambdas {
         self.functions.get(WRITER).unwrap_or(&self.watch)
     }
 
-    fn diagnostics(&self) -> String {
+    /// What watch printed (the functions' output too when watch started them).
+    pub(crate) fn watch_stdout(&self) -> Vec<String> {
+        self.watch.stdout()
+    }
+
+    pub(crate) fn diagnostics(&self) -> String {
         let mut s = self.watch.tail();
         for p in self.functions.values() {
             s.push('\n');
@@ -411,7 +454,7 @@ impl Lambdas {
         s
     }
 
-    fn all_alive(&mut self) -> bool {
+    pub(crate) fn all_alive(&mut self) -> bool {
         self.watch.alive() && self.functions.values_mut().all(Proc::alive)
     }
 
@@ -447,7 +490,7 @@ impl Lambdas {
     }
 
     /// Invokes `function` and returns its JSON answer; fails with every process's output otherwise.
-    fn invoke_ok(&self, function: &str, data: Data<'_>) -> Value {
+    pub(crate) fn invoke_ok(&self, function: &str, data: Data<'_>) -> Value {
         let what = format!("{function} {data:?}");
         let out = self.invoke(function, data);
         assert!(
@@ -470,7 +513,7 @@ struct Invoked {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Data<'a> {
+pub(crate) enum Data<'a> {
     File(&'a Path),
     Ascii(&'a str),
 }
@@ -631,7 +674,7 @@ fn read_table(bucket: &str) -> BTreeMap<String, Row> {
 }
 
 /// Completed instants on the table's timeline.
-async fn completed_commits(bucket: &str) -> Vec<String> {
+pub(crate) async fn completed_commits(bucket: &str) -> Vec<String> {
     objects(bucket, "tables/trips/.hoodie/")
         .await
         .into_keys()
@@ -645,7 +688,7 @@ async fn completed_commits(bucket: &str) -> Vec<String> {
 }
 
 /// Checks one EMF document against the specification and returns its metric values by name.
-fn check_emf(doc: &Value) -> BTreeMap<String, u64> {
+pub(crate) fn check_emf(doc: &Value) -> BTreeMap<String, u64> {
     let aws = &doc["_aws"];
     assert!(aws["Timestamp"].is_i64(), "Timestamp: {doc}");
     let directives = aws["CloudWatchMetrics"]

@@ -15,6 +15,7 @@ mod generate;
 mod hostile_partitions;
 mod keygen_golden;
 mod lambda_watch;
+mod lambda_window;
 mod lock_dynamodb;
 mod lock_file;
 mod log_file_golden;
