@@ -60,6 +60,9 @@ pub struct KafkaSink {
     jitter: std::sync::atomic::AtomicU64,
     /// Window memberships taken so far: each attempt joins under a new member name.
     members: std::sync::atomic::AtomicU64,
+    /// This process's part of its member names (random, or from the jitter seed): a writer id may come back
+    /// in a new process (a Lambda environment restarts its runtime), whose counter starts again at 0.
+    member_nonce: std::sync::atomic::AtomicU32,
     /// Batches prepared so far (the tests check that a retry reuses its preparation).
     #[cfg(test)]
     preparations: std::sync::atomic::AtomicU32,
@@ -84,6 +87,7 @@ impl KafkaSink {
             writer_id: writer_id.into(),
             jitter: std::sync::atomic::AtomicU64::new(uuid::Uuid::new_v4().as_u128() as u64),
             members: std::sync::atomic::AtomicU64::new(0),
+            member_nonce: std::sync::atomic::AtomicU32::new(uuid::Uuid::new_v4().as_u128() as u32),
             #[cfg(test)]
             preparations: std::sync::atomic::AtomicU32::new(0),
         }
@@ -93,6 +97,8 @@ impl KafkaSink {
     pub fn with_jitter_seed(self, seed: u64) -> Self {
         self.jitter
             .store(seed, std::sync::atomic::Ordering::Relaxed);
+        self.member_nonce
+            .store((seed >> 32) as u32 ^ seed as u32, std::sync::atomic::Ordering::Relaxed);
         self
     }
 

@@ -12,7 +12,9 @@
 //!             └ Waiting{until} → sleep until then, Close ─ (the same answers)
 //! ```
 //!
-//! Waiting asks the coordinator at the window's end and then at doubling intervals, never in a tight loop;
+//! Waiting reads the window's commit file once about one write's time after the submit (the other members
+//! joined about as early and write about as long), then at doubling gaps up to the time the coordinator
+//! named, when it asks the coordinator again (which closes the window if it is due); never a tight loop;
 //! a wait that would run into the invocation's deadline fails the batch instead (it is redelivered, and a
 //! contribution that was committed meanwhile is found in the checkpoint).
 
@@ -42,6 +44,8 @@ struct Joined {
     checkpoint: String,
     end_ms: i64,
     lease_ms: i64,
+    /// When the join was answered.
+    at: tokio::time::Instant,
 }
 
 impl KafkaSink {
@@ -53,8 +57,11 @@ impl KafkaSink {
         timeline: &Timeline,
         seen: Option<&InstantTime>,
     ) -> Result<Attempt, WriteError> {
+        let nonce = self
+            .member_nonce
+            .load(std::sync::atomic::Ordering::Relaxed);
         let member = member_name(
-            &self.writer_id,
+            &format!("{}-{nonce:08x}", self.writer_id),
             self.members
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         );
@@ -112,6 +119,9 @@ impl KafkaSink {
         // A contribution submitted after the lease could name files the close already deleted.
         lease.check()?;
         let contribution = self.contribution(&member, stats, prepared.offsets.clone());
+        // The other members joined about when this one did and write about as long: the first look for the
+        // commit comes that long after the submit, then at doubling gaps, up to the coordinator's time.
+        let mut gap = joined.at.elapsed().max(Duration::from_millis(50));
         let submitted = std::time::Instant::now();
         let submitted_ms = self.clock.now_millis();
         let mut answer = self
@@ -153,9 +163,22 @@ impl KafkaSink {
                     return Ok(Attempt::RolledBack(instant))
                 }
                 CoordinatorResponse::Waiting { until_ms, .. } => {
-                    self.sleep_until(options, "window wait", until_ms).await?;
+                    let soon = self
+                        .clock
+                        .now_millis()
+                        .saturating_add(i64::try_from(gap.as_millis()).unwrap_or(i64::MAX));
+                    let next = soon.min(until_ms);
+                    self.sleep_until(options, "window wait", next).await?;
                     answer = match self.read_window_commit(&joined.time, &member).await? {
                         Some(settled) => settled,
+                        // Not yet, and not the coordinator's time yet: look again later.
+                        None if next < until_ms => {
+                            gap *= 2;
+                            CoordinatorResponse::Waiting {
+                                instant: joined.instant.clone(),
+                                until_ms,
+                            }
+                        }
                         None => {
                             self.coordinator
                                 .call(CoordinatorRequest::Close {
@@ -211,6 +234,7 @@ impl KafkaSink {
                         checkpoint,
                         end_ms,
                         lease_ms,
+                        at: tokio::time::Instant::now(),
                     }));
                 }
                 CoordinatorResponse::Waiting { until_ms, .. } => {

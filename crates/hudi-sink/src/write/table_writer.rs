@@ -173,7 +173,13 @@ pub struct TableWriter {
     /// The latest slice of every file group, kept across batches (a warm Lambda lists no partition) and synced
     /// from the timeline by every bucketed write.
     view: tokio::sync::Mutex<FileSystemView>,
+    /// Partitions whose `.hoodie_partition_metadata` this writer saw or wrote: not checked again while warm
+    /// (at most [`MAX_KNOWN_PARTITIONS`], then forgotten and checked again).
+    known_partitions: std::sync::Mutex<BTreeSet<String>>,
 }
+
+/// Partitions a writer remembers as having their metadata file.
+const MAX_KNOWN_PARTITIONS: usize = 10_000;
 
 /// The `hoodie.properties` of a new table written from `config`.
 fn new_table_properties(
@@ -477,6 +483,7 @@ impl TableWriter {
             is_deleted,
             bucket,
             view: tokio::sync::Mutex::new(FileSystemView::new()),
+            known_partitions: std::sync::Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -997,12 +1004,27 @@ impl TableWriter {
         instant: &InstantTime,
         partition: &str,
     ) -> Result<(), WriteError> {
+        let known = |p: &str| {
+            self.known_partitions
+                .lock()
+                .map(|k| k.contains(p))
+                .unwrap_or(false)
+        };
+        if known(partition) {
+            return Ok(());
+        }
         let path = metafile_path(partition);
         if self.storage.head(&path).await?.is_none() {
             let meta = PartitionMetadata::for_partition(partition, instant.clone());
             self.storage
                 .put_if_absent(&path, Bytes::from(meta.to_bytes()))
                 .await?;
+        }
+        if let Ok(mut k) = self.known_partitions.lock() {
+            if k.len() >= MAX_KNOWN_PARTITIONS {
+                k.clear();
+            }
+            k.insert(partition.to_string());
         }
         Ok(())
     }
