@@ -92,6 +92,10 @@ pub struct SubmitRequest {
     pub instant: String,
     /// The window's end (from `Joined`): when to ask again while other members are still writing.
     pub end_ms: i64,
+    /// When members that have not submitted are excluded (the window end plus twice the lease's margin,
+    /// from `Joined`); 0: the coordinator's heartbeat tolerance after the end.
+    #[serde(default)]
+    pub exclude_ms: i64,
     /// What the member wrote.
     pub contribution: Contribution,
 }

@@ -97,8 +97,10 @@ impl KafkaSink {
     pub fn with_jitter_seed(self, seed: u64) -> Self {
         self.jitter
             .store(seed, std::sync::atomic::Ordering::Relaxed);
-        self.member_nonce
-            .store((seed >> 32) as u32 ^ seed as u32, std::sync::atomic::Ordering::Relaxed);
+        self.member_nonce.store(
+            (seed >> 32) as u32 ^ seed as u32,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         self
     }
 

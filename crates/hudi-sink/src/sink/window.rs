@@ -36,6 +36,10 @@ use super::heartbeat::heartbeat;
 use super::prepare::Prepared;
 use super::{KafkaSink, ProcessOptions, SinkReport};
 
+/// The earliest first look for the window's commit after the submit: about what a close takes (a dozen
+/// requests and the lock).
+const FIRST_LOOK: Duration = Duration::from_millis(250);
+
 /// A window this member joined.
 struct Joined {
     instant: String,
@@ -48,6 +52,13 @@ struct Joined {
     at: tokio::time::Instant,
 }
 
+impl Joined {
+    /// When the window's missing members are excluded: the lease's margin once more after the lease.
+    fn exclude_ms(&self) -> i64 {
+        self.lease_ms + (self.lease_ms - self.end_ms)
+    }
+}
+
 impl KafkaSink {
     /// Writes `prepared` as a member of the open window (`seen`: the one the batch's listing showed).
     pub(super) async fn attempt_window(
@@ -57,9 +68,7 @@ impl KafkaSink {
         timeline: &Timeline,
         seen: Option<&InstantTime>,
     ) -> Result<Attempt, WriteError> {
-        let nonce = self
-            .member_nonce
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let nonce = self.member_nonce.load(std::sync::atomic::Ordering::Relaxed);
         let member = member_name(
             &format!("{}-{nonce:08x}", self.writer_id),
             self.members
@@ -79,6 +88,7 @@ impl KafkaSink {
                 .call(CoordinatorRequest::Submit(SubmitRequest {
                     instant: joined.instant.clone(),
                     end_ms: joined.end_ms,
+                    exclude_ms: joined.exclude_ms(),
                     contribution: empty,
                 }))
                 .await?;
@@ -91,7 +101,12 @@ impl KafkaSink {
             self.config.heartbeat_interval,
             None,
         );
-        let lease = Lease::new(self.clock.clone(), joined.instant.clone(), joined.lease_ms);
+        let lease = Lease::new(
+            self.clock.clone(),
+            joined.instant.clone(),
+            joined.lease_ms,
+            &member,
+        );
         let delta = self.writer.properties().is_merge_on_read();
         let write = async {
             if shows_base(timeline, joined.base_instant.as_deref(), delta) {
@@ -121,7 +136,7 @@ impl KafkaSink {
         let contribution = self.contribution(&member, stats, prepared.offsets.clone());
         // The other members joined about when this one did and write about as long: the first look for the
         // commit comes that long after the submit, then at doubling gaps, up to the coordinator's time.
-        let mut gap = joined.at.elapsed().max(Duration::from_millis(50));
+        let mut gap = joined.at.elapsed().max(FIRST_LOOK);
         let submitted = std::time::Instant::now();
         let submitted_ms = self.clock.now_millis();
         let mut answer = self
@@ -129,6 +144,7 @@ impl KafkaSink {
             .call(CoordinatorRequest::Submit(SubmitRequest {
                 instant: joined.instant.clone(),
                 end_ms: joined.end_ms,
+                exclude_ms: joined.exclude_ms(),
                 contribution,
             }))
             .await?;

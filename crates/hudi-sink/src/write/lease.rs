@@ -18,15 +18,22 @@ pub struct Lease {
     clock: Arc<dyn Clock>,
     instant: String,
     until_ms: i64,
+    stage: u64,
 }
 
 impl Lease {
-    /// A lease of `instant` that ends at `until_ms` on `clock`.
-    pub fn new(clock: Arc<dyn Clock>, instant: impl Into<String>, until_ms: i64) -> Self {
+    /// A lease of `instant` that ends at `until_ms` on `clock`, for the member named `member`.
+    pub fn new(
+        clock: Arc<dyn Clock>,
+        instant: impl Into<String>,
+        until_ms: i64,
+        member: &str,
+    ) -> Self {
         Self {
             clock,
             instant: instant.into(),
             until_ms,
+            stage: member_stage(member),
         }
     }
 
@@ -49,6 +56,32 @@ tokio::task_local! {
 /// Runs `work` under `lease`: every upload of the table writer on this task checks it first.
 pub async fn with_lease<F: Future>(lease: Lease, work: F) -> F::Output {
     LEASE.scope(lease, work).await
+}
+
+/// A member's number in its files' write tokens (public: the close tells whose files its markers name) (`<task>-<stage>-<attempt>`): FNV-1a of its name, in 31 bits
+/// and never 0 (the stage of writes outside a window).
+pub fn member_stage(member: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in member.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    (hash >> 33).max(1)
+}
+
+/// The write-token stage of the current task's files: its window member's number, 0 outside a window.
+pub(crate) fn stage() -> u64 {
+    LEASE.try_with(|l| l.stage).unwrap_or(0)
+}
+
+/// Whether the current task writes as a window member.
+pub(crate) fn in_window() -> bool {
+    LEASE.try_with(|_| ()).is_ok()
+}
+
+/// The instant of the current task's window, if any.
+pub(crate) fn instant() -> Option<String> {
+    LEASE.try_with(|l| l.instant.clone()).ok()
 }
 
 /// Checks the lease of the current task, if it has one (writes outside a window have none).
@@ -81,9 +114,11 @@ mod tests {
     async fn uploads_stop_when_the_lease_ends_and_only_inside_its_scope() {
         let clock = Arc::new(ManualClock::new(1_000));
         assert!(check().is_ok(), "no lease: writes outside a window");
-        let lease = Lease::new(clock.clone(), "20261201000000000", 2_000);
+        assert_eq!(stage(), 0);
+        let lease = Lease::new(clock.clone(), "20261201000000000", 2_000, "w.1");
         with_lease(lease, async {
             assert!(check().is_ok());
+            assert!(stage() > 0 && in_window());
             clock.set(1_999);
             assert!(check().is_ok());
             clock.set(2_000);

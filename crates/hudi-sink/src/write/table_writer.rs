@@ -1354,7 +1354,17 @@ impl TableWriter {
         let path = join_path(&[partition, file_name]);
         let size = written.data.len() as u64;
         crate::write::lease::check()?;
-        self.storage.put(&path, written.data).await?;
+        if crate::write::lease::in_window() {
+            // Under a window, a name is never reused: another member's file of the same group is not replaced.
+            if self.storage.put_if_absent(&path, written.data).await? == PutOutcome::AlreadyExists {
+                return Err(WriteError::InstantExists {
+                    instant: crate::write::lease::instant().unwrap_or_default(),
+                    file: path,
+                });
+            }
+        } else {
+            self.storage.put(&path, written.data).await?;
+        }
         crate::write::lease::check_after_upload(self.storage.as_ref(), &path).await?;
         let mut stat = WriteStat::new(file_id, partition, &path);
         if let Some(prev) = prev_commit {
@@ -1459,13 +1469,15 @@ fn footer_may_contain(
     })
 }
 
-/// `<fileId>_<task>-0-0_<t>.parquet`: Hudi's write token shape with the file's index in the instant as task.
+/// `<fileId>_<task>-<stage>-0_<t>.parquet`: Hudi's write token shape with the file's index in the instant as task,
+/// and as stage the window member's number (0 outside a window): members of one window write the same file
+/// group under the same instant, and their files must not share a name.
 fn base_file_name(
     file_id: &str,
     file_index: usize,
     instant: &InstantTime,
 ) -> Result<String, WriteError> {
-    let token = WriteToken::new(file_index as u64, 0, 0);
+    let token = WriteToken::new(file_index as u64, crate::write::lease::stage(), 0);
     Ok(BaseFileName::new_parquet(file_id, &token, instant.clone())?.file_name())
 }
 

@@ -57,6 +57,9 @@ async fn aws_table(partitioned: bool, lease_ms: u64) -> AwsTable {
     props.insert(WAIT_TIME_MS_KEY.into(), lease_ms.to_string());
     props.insert("hudi.sink.heartbeat.interval.ms".into(), "200".into());
     props.insert("hudi.sink.heartbeat.tolerable.misses".into(), "2".into());
+    // Windows of one second: with a 400 ms heartbeat tolerance a member's lease is the window's end plus one
+    // interval, room for a write on moto.
+    props.insert("hudi.sink.commit.interval.ms".into(), "1000".into());
     let lock_config = DynamoDbLockConfig::from_props(&props).expect("lock config");
     let ddb = aws_sdk_dynamodb::Client::new(&moto::sdk_config().await);
     assert!(create_lock_table_if_missing(&ddb, &lock_config)

@@ -68,6 +68,11 @@ impl Coordinator {
         req: SubmitRequest,
         end_ms: i64,
     ) -> Result<CoordinatorResponse, WriteError> {
+        let exclude_at = if req.exclude_ms > 0 {
+            req.exclude_ms
+        } else {
+            end_ms + self.config.heartbeat_tolerance.as_millis() as i64
+        };
         let instant = InstantTime::parse(&req.instant)?;
         let member = req.contribution.member.clone();
         if !is_valid_member(&member) {
@@ -88,7 +93,7 @@ impl Coordinator {
         let now = self.clock.now_millis();
         Ok(CoordinatorResponse::Waiting {
             instant: instant.to_string(),
-            until_ms: next_question(now, end_ms, self.exclude_at(end_ms)),
+            until_ms: next_question(now, end_ms, exclude_at),
         })
     }
 
@@ -102,12 +107,6 @@ impl Coordinator {
             return Ok(answer);
         }
         self.close_window(instant, member).await
-    }
-
-    /// When members of a window ending at `end_ms` that did not submit are excluded: a whole heartbeat
-    /// tolerance after the end (their lease ended half a tolerance before).
-    fn exclude_at(&self, end_ms: i64) -> i64 {
-        end_ms + self.config.heartbeat_tolerance.as_millis() as i64
     }
 
     /// The member's answer from the window's commit file, `None` while there is none.
@@ -179,7 +178,8 @@ impl Coordinator {
         let Some(mut window) = self.window_object(instant).await? else {
             return Ok(Closing::Settled);
         };
-        let exclude_at = self.exclude_at(window.end_ms);
+        // Members that did not submit are excluded a whole grace after the end (their lease ended half-way).
+        let exclude_at = window.end_ms + self.grace_of(&window);
         let membership = !is_disabled(Mutation::WindowMembership);
         if !window.closing {
             let listed = self.storage.list(&window_dir(instant)).await?;
@@ -213,7 +213,13 @@ impl Coordinator {
         let result = self.commit_window(&guard, instant, &decided).await;
         let result = self.unlock(guard, result).await?;
         if let Closing::Committed(..) = &result {
-            self.clean_up_window(instant, &decided.accepted_paths).await;
+            let submitted = decided
+                .members
+                .contributions
+                .iter()
+                .map(|m| crate::write::lease::member_stage(m))
+                .collect();
+            self.clean_up_window(instant, &submitted).await;
             let written = decided
                 .resolution
                 .accepted
@@ -268,7 +274,17 @@ impl Coordinator {
         {
             return Ok(Closing::Changed);
         }
-        if decided.resolution.accepted.is_empty() {
+        // One write instant per slot: a window opened in this window's slot by a coordinator that was paused
+        // past its lease may have completed first; then this one gives way.
+        let slot = |t: &InstantTime| {
+            t.to_millis()
+                .map(|ms| super::slot_of(ms, decided.interval_ms))
+        };
+        let same_slot = decided.interval_ms > 0
+            && timeline.completed_commits().iter().any(|c| {
+                c.action == decided.action && c.time != *instant && slot(&c.time) == slot(instant)
+            });
+        if decided.resolution.accepted.is_empty() || same_slot {
             // Nothing to commit: the window is rolled back, and its members start over (those whose
             // offsets were committed find them in the checkpoint).
             self.rollback_fenced(guard, instant).await?;
@@ -330,19 +346,21 @@ impl Coordinator {
         ))
     }
 
-    /// After the commit: the markers of the committed files, the heartbeat and the window's objects, in one
-    /// request; a leftover is deleted by the next window's open. The markers of files the commit does not
-    /// list stay: a straggler's upload may still land after them, and the next open deletes the file they
-    /// name (`rollback.rs`, `sweep_unlisted`).
-    async fn clean_up_window(&self, instant: &InstantTime, accepted: &BTreeSet<String>) {
+    /// After the commit: the markers of every member that submitted (it uploads nothing after its
+    /// submission), the heartbeat and the window's objects, in one request; a leftover is deleted by the next
+    /// window's open. The markers of members that did not submit stay: a straggler's upload may still land
+    /// after them, and the next open deletes the file they name (`rollback.rs`, `sweep_unlisted`). Whose
+    /// file a marker names is in the file's write token (`write/lease.rs`, `member_stage`).
+    async fn clean_up_window(&self, instant: &InstantTime, submitted: &BTreeSet<u64>) {
         let storage = self.storage.as_ref();
         let mut done = Vec::new();
         let markers = format!("{}/", crate::table::file_name::marker_dir(instant));
         for prefix in [markers, window_dir(instant)] {
             match storage.list(&prefix).await {
                 Ok(listed) => done.extend(listed.into_iter().map(|o| o.path).filter(|p| {
-                    crate::table::file_name::Marker::parse(p)
-                        .map_or(true, |m| accepted.contains(&m.data_file_path()))
+                    crate::table::file_name::Marker::parse(p).map_or(true, |m| {
+                        writer_stage(&m.data_file_name).is_some_and(|s| submitted.contains(&s))
+                    })
                 })),
                 Err(e) => tracing::warn!(%instant, error = %e, "window clean-up: listing failed"),
             }
@@ -357,6 +375,8 @@ impl Coordinator {
 /// The close decided before the lock: what the commit takes and what goes.
 struct Decided {
     action: Action,
+    /// The window's interval (0 when unknown: no slot check).
+    interval_ms: u64,
     members: WindowListing,
     /// Completed commit-like instants the decision saw.
     completed: Vec<InstantTime>,
@@ -466,6 +486,7 @@ impl Decided {
         );
         Ok(Self {
             action,
+            interval_ms: window.interval_ms,
             members: members.clone(),
             completed: completed.iter().map(|i| i.time.clone()).collect(),
             resolution,
@@ -486,6 +507,20 @@ async fn completed_write(
     done: &Instant,
 ) -> Result<CompletedWrite, WriteError> {
     coordinator.completed_write(timeline, done).await
+}
+
+/// The write-token stage of a data file's name (base or log file): the member that wrote it.
+fn writer_stage(file_name: &str) -> Option<u64> {
+    if let Ok(base) = crate::table::file_name::BaseFileName::parse(file_name) {
+        return base
+            .write_token
+            .parse::<crate::table::file_name::WriteToken>()
+            .ok()
+            .map(|t| t.stage_id);
+    }
+    crate::log_file::LogFileName::parse(file_name)
+        .ok()
+        .map(|l| l.write_token.stage_id)
 }
 
 /// The commit metadata of a window: every accepted contribution's stats, the first one's operation and

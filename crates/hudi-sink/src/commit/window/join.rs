@@ -118,15 +118,23 @@ impl Coordinator {
             base_instant: window.base_instant.clone(),
             checkpoint: window.checkpoint.clone(),
             end_ms: window.end_ms,
-            lease_ms: self.lease_end(window.end_ms),
+            lease_ms: window.end_ms + self.grace_of(window) / 2,
         }
     }
 
-    /// Until when a member of a window ending at `end_ms` may upload: half the heartbeat tolerance after the
-    /// end. A closer excludes a member that has not submitted only a whole tolerance after the end, so the
-    /// other half covers a skew between the machines' clocks.
-    pub(super) fn lease_end(&self, end_ms: i64) -> i64 {
-        end_ms + self.config.heartbeat_tolerance.as_millis() as i64 / 2
+    /// How long after a window's end its missing members are waited for: the heartbeat tolerance, and at least
+    /// two intervals (a member that joined just before the end writes about as long as the others). A member
+    /// may upload until half of it has passed; the other half covers a skew between the machines' clocks.
+    pub(super) fn grace_of(&self, window: &WindowObject) -> i64 {
+        if window.grace_ms > 0 {
+            return window.grace_ms;
+        }
+        self.grace(window.interval_ms)
+    }
+
+    pub(super) fn grace(&self, interval_ms: u64) -> i64 {
+        let tolerance = self.config.heartbeat_tolerance.as_millis() as i64;
+        tolerance.max(2 * i64::try_from(interval_ms).unwrap_or(i64::MAX / 4))
     }
 
     /// Under the lock: joins a window another writer opened meanwhile, or opens the window of the current
@@ -179,9 +187,11 @@ impl Coordinator {
             .to_millis()
             .unwrap_or_else(|| self.clock.now_millis());
         let slot = slot_of(instant_ms, interval);
-        // One write instant per slot: the slot's window closed already (or is closing).
+        let action = self.write_action().await?;
+        // One write instant per slot: the slot's window closed already (or is closing). Only the table's
+        // write action counts (a merge-on-read compaction is a `commit`).
         if let Some(last) = timeline.instants().iter().rev().find(|i| {
-            i.action.is_write()
+            i.action == action
                 && i.time
                     .to_millis()
                     .is_some_and(|ms| slot_of(ms, interval) >= slot)
@@ -191,7 +201,6 @@ impl Coordinator {
                 until_ms: (slot + 1) * interval as i64,
             });
         }
-        let action = self.write_action().await?;
         crate::write::create_pending_instant(storage, &instant, action).await?;
         write_heartbeat(storage, self.clock.as_ref(), &instant).await?;
         let base = crate::commit::conflict::writer_base(&timeline, action == Action::DeltaCommit)
@@ -202,6 +211,8 @@ impl Coordinator {
             base_instant: base,
             checkpoint: checkpoint.to_sink_json(),
             closing: false,
+            grace_ms: self.grace(interval),
+            interval_ms: interval,
         };
         let body = serde_json::to_vec(&window).map_err(|e| bad_request(e.to_string()))?;
         storage

@@ -115,6 +115,12 @@ pub(crate) struct WindowObject {
     /// Set by a closer before it reads the members: a member that joins afterwards leaves.
     #[serde(default)]
     pub closing: bool,
+    /// How long after the end members that have not submitted are waited for (their lease ends half-way).
+    #[serde(default)]
+    pub grace_ms: i64,
+    /// The commit interval (the slot length), for the one-instant-per-slot check at the close.
+    #[serde(default)]
+    pub interval_ms: u64,
 }
 
 /// The window's commit interval slot: `[slot * interval, (slot + 1) * interval)`.

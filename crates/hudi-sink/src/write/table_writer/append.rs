@@ -97,7 +97,7 @@ impl TableWriter {
             writer = writer.with_deletes(&deletes)?;
         }
         let body = Bytes::from(writer.finish()?);
-        let token = WriteToken::new(*file_index as u64, 0, 0);
+        let token = WriteToken::new(*file_index as u64, crate::write::lease::stage(), 0);
         let existing: Vec<&LogFileName> = slice.log_files.iter().map(|l| &l.name).collect();
         let mut name =
             LogFileName::next_in_slice(existing, &slice.file_id, &slice.base_instant, token)?;

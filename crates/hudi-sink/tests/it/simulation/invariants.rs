@@ -97,6 +97,23 @@ impl Seen {
     /// list may be on storage then.
     fn on_commit(&mut self, name: &str, time: &str, body: &Bytes) {
         let listed = listed_paths(body);
+        if let Some(record) = CommitMetadata::from_json(body).ok().and_then(|m| {
+            hudi_sink::commit::window::WindowRecord::from_extra_metadata(&m.extra_metadata)
+        }) {
+            *self.services.entry("window commits").or_default() += 1;
+            *self
+                .services
+                .entry("window contributions committed")
+                .or_default() += record.members.len() as u64;
+            if record.members.len() > 1 {
+                *self
+                    .services
+                    .entry("window commits of several members")
+                    .or_default() += 1;
+            }
+            *self.services.entry("window members excluded").or_default() +=
+                record.excluded.len() as u64;
+        }
         if let Some(gone) = self
             .deleted_from_windows
             .get(time)
