@@ -70,7 +70,12 @@ def configurations():
 def run_one(endpoint, table_type, interval, k):
     cmd = [BIN, "--endpoint", endpoint, "--writers", k, "--interval-ms", interval, "--latency-ms", LATENCY_MS,
            "--duration-s", DURATION_S, "--records", RECORDS, "--table-type", table_type]
-    out = subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True)
+    # A configuration that does not finish within three durations plus a minute is reported as timed out.
+    try:
+        out = subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True,
+                             timeout=3 * DURATION_S + 60)
+    except subprocess.TimeoutExpired:
+        return {"writers": k, "interval_ms": interval, "table_type": table_type, "timed_out": True}
     lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
     return json.loads(lines[-1])
 
@@ -119,6 +124,10 @@ def summarise(runs_by_config):
                 runs = runs_by_config.get((t, interval, k))
                 if not runs:
                     continue
+                runs = [r for r in runs if not r.get("timed_out")]
+                if not runs:
+                    rows[str(k)] = {"timed_out": True}
+                    continue
                 f = figures(runs)
                 f["ratio_to_k1"] = f["records_per_s"] / one_rps if one_rps else None
                 f["ratio_to_per_batch_k1"] = f["records_per_s"] / base_rps if base_rps else None
@@ -136,7 +145,7 @@ def chart(summary, path):
     series = []
     for t, s in summary.items():
         for i, (interval, rows) in enumerate(s["by_interval"].items()):
-            pts = [(int(k), f["records_per_s"]) for k, f in rows.items() if f["records_per_s"] is not None]
+            pts = [(int(k), f["records_per_s"]) for k, f in rows.items() if f.get("records_per_s") is not None]
             series.append((f"{t} interval {interval} ms", colors.get(t, "black"), dashes[i % 3], pts))
     kmax = max(KS)
     ymax = max([y for _, _, _, pts in series for _, y in pts] +
@@ -180,6 +189,9 @@ def main():
             for t, interval, k in configurations():
                 r = run_one(endpoint, t, interval, k)
                 runs_by_config.setdefault((t, interval, k), []).append(r)
+                if r.get("timed_out"):
+                    print(f"round {rnd} {t:14} interval {interval:>5} ms K={k:>2}: timed out", flush=True)
+                    continue
                 print(f"round {rnd} {t:14} interval {interval:>5} ms K={k:>2}: {r['records_per_s']:8.0f} rec/s "
                       f"{r['instants_per_min']:5.1f} instants/min, contributions p50 "
                       f"{r['contributions_per_instant']['p50']}, lock hold p50 {r['lock_hold_ms']['p50']:.0f} ms, "
@@ -209,6 +221,9 @@ def main():
     for t, s in summary.items():
         for interval, rows in s["by_interval"].items():
             for k, f in rows.items():
+                if f.get("timed_out"):
+                    print(f"{t} {interval} ms K={k}: timed out")
+                    continue
                 print(f"{t} {interval} ms K={k}: {f['records_per_s']:.0f} rec/s, x{f['ratio_to_k1']:.2f} of K=1, "
                       f"{f['instants_per_min']:.1f} instants/min")
 
