@@ -21,7 +21,7 @@ sys.exit(0 if got == want else 1)
 endef
 export DEMO_CHECK
 
-.PHONY: demo test venv lint fmt bench bench-micro bench-longrun bench-mor clean-demo mutants sim test-deploy
+.PHONY: demo test venv lint fmt bench bench-micro bench-longrun bench-mor bench-writers clean-demo mutants sim test-deploy
 
 $(VENV)/.stamp: tests/python/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -110,6 +110,17 @@ bench-longrun: venv
 bench-mor: venv
 	$(CARGO) build --profile profiling -p hudi-sink --no-default-features --example bench_growth
 	$(VENV_PY) bench/mor_growth.py
+
+# Concurrent writers under the interval commit (bench/writers.py -> bench/results.json "writers", bench/writers.svg):
+# K = WRITERS_K writers (one Kafka partition, sink, in-process coordinator and DynamoDB lock client each) upsert
+# 1,000-record batches into one table on moto S3 (+ WRITERS_LATENCY_MS per S3 call) for WRITERS_DURATION_S
+# seconds per configuration, copy-on-write and merge-on-read, plus K=1 on the per-batch protocol (interval 0).
+# About 15 minutes at the defaults; e.g. `make bench-writers WRITERS_DURATION_S=30`. Not in CI.
+WRITERS_DURATION_S ?= 60
+
+bench-writers: venv
+	$(CARGO) build --profile profiling -p hudi-sink --example bench_writers
+	WRITERS_DURATION_S=$(WRITERS_DURATION_S) $(VENV_PY) bench/writers.py
 
 # The deterministic simulation with one safety mechanism switched off at a time: each must be caught
 # (first failing seed and invariant printed). `make test` runs the same check; this shows the report.
