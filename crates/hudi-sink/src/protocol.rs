@@ -96,6 +96,10 @@ pub struct SubmitRequest {
     /// from `Joined`); 0: the coordinator's heartbeat tolerance after the end.
     #[serde(default)]
     pub exclude_ms: i64,
+    /// The writer's commit interval: the window closes early (every member submitted) only after its join
+    /// grace. 0 (older writers): no grace.
+    #[serde(default)]
+    pub interval_ms: u64,
     /// What the member wrote.
     pub contribution: Contribution,
 }

@@ -89,6 +89,7 @@ impl KafkaSink {
                     instant: joined.instant.clone(),
                     end_ms: joined.end_ms,
                     exclude_ms: joined.exclude_ms(),
+                    interval_ms: self.interval_ms(),
                     contribution: empty,
                 }))
                 .await?;
@@ -145,6 +146,7 @@ impl KafkaSink {
                 instant: joined.instant.clone(),
                 end_ms: joined.end_ms,
                 exclude_ms: joined.exclude_ms(),
+                interval_ms: self.interval_ms(),
                 contribution,
             }))
             .await?;
@@ -226,9 +228,7 @@ impl KafkaSink {
                 .call(CoordinatorRequest::Join(JoinRequest {
                     writer: self.writer_id.clone(),
                     member: member.to_string(),
-                    interval_ms: u64::try_from(self.config.commit_interval.as_millis())
-                        .unwrap_or(u64::MAX)
-                        .max(1),
+                    interval_ms: self.interval_ms(),
                     seen: seen.take(),
                     offsets: offsets.to_vec(),
                 }))
@@ -254,7 +254,11 @@ impl KafkaSink {
                     }));
                 }
                 CoordinatorResponse::Waiting { until_ms, .. } => {
-                    self.sleep_until(options, "join", until_ms).await?;
+                    // The writers waiting for a slot spread their wake-ups over a few tens of milliseconds,
+                    // so that one opens the window and the others find it without the lock.
+                    let spread = (self.interval_ms() / 20).clamp(1, 100);
+                    let jitter = i64::try_from(self.next_jitter() % spread).unwrap_or(0);
+                    self.sleep_until(options, "join", until_ms + jitter).await?;
                 }
                 CoordinatorResponse::AlreadyCommitted { checkpoint } => {
                     return Ok(Err(parse_checkpoint(&checkpoint)?));
@@ -297,6 +301,13 @@ impl KafkaSink {
         let answer = crate::commit::window::member_answer(time, &record, &checkpoint, member);
         self.writer.prime_commit(time.clone(), meta).await;
         Ok(Some(answer))
+    }
+
+    /// `hudi.sink.commit.interval.ms`, at least 1.
+    fn interval_ms(&self) -> u64 {
+        u64::try_from(self.config.commit_interval.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1)
     }
 
     fn contribution(

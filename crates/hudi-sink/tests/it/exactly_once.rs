@@ -656,9 +656,14 @@ async fn fault_at_any_step_of(mor: bool, windowed: bool) {
         ),
         (
             "second base file",
-            FaultRule::fail(Operation::Put)
-                .path_suffix(".parquet")
-                .on_call(2),
+            // A window member creates its base files with create-if-absent (no name is ever reused).
+            FaultRule::fail(if windowed {
+                Operation::PutIfAbsent
+            } else {
+                Operation::Put
+            })
+            .path_suffix(".parquet")
+            .on_call(2),
         ),
         (
             "dead letters",

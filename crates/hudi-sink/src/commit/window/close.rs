@@ -87,10 +87,21 @@ impl Coordinator {
         if !window.has_object {
             return self.close_request(&instant, &member).await;
         }
-        if window.missing().next().is_none() || is_disabled(Mutation::WindowMembership) {
+        let opened = instant.to_millis().unwrap_or(0);
+        let early = opened + super::join_grace_ms(req.interval_ms);
+        let now = self.clock.now_millis();
+        if (window.missing().next().is_none() && now >= early)
+            || is_disabled(Mutation::WindowMembership)
+        {
             return self.close_window(&instant, &member).await;
         }
-        let now = self.clock.now_millis();
+        if window.missing().next().is_none() {
+            // Every member submitted, but the window is younger than the join grace: others may still come.
+            return Ok(CoordinatorResponse::Waiting {
+                instant: instant.to_string(),
+                until_ms: early,
+            });
+        }
         Ok(CoordinatorResponse::Waiting {
             instant: instant.to_string(),
             until_ms: next_question(now, end_ms, exclude_at),
@@ -184,7 +195,7 @@ impl Coordinator {
         if !window.closing {
             let listed = self.storage.list(&window_dir(instant)).await?;
             let members = windows_in(&listed).remove(instant).unwrap_or_default();
-            if let Some(wait) = self.not_due(&members, &window, exclude_at, membership) {
+            if let Some(wait) = self.not_due(instant, &members, &window, exclude_at, membership) {
                 return Ok(Closing::Wait(wait));
             }
             window.closing = true;
@@ -204,7 +215,7 @@ impl Coordinator {
         let members = windows_in(&listed).remove(instant).unwrap_or_default();
         // Members that joined before the mark and are still writing are waited for; a joiner that came
         // after it leaves soon.
-        if let Some(wait) = self.not_due(&members, &window, exclude_at, membership) {
+        if let Some(wait) = self.not_due(instant, &members, &window, exclude_at, membership) {
             return Ok(Closing::Wait(wait));
         }
         let decided =
@@ -235,14 +246,22 @@ impl Coordinator {
     /// not reached); `None` when the window can close.
     fn not_due(
         &self,
+        instant: &InstantTime,
         members: &WindowListing,
         window: &WindowObject,
         exclude_at: i64,
         membership: bool,
     ) -> Option<i64> {
         let now = self.clock.now_millis();
-        (membership && members.missing().next().is_some() && now < exclude_at)
-            .then(|| next_question(now, window.end_ms, exclude_at))
+        if !membership {
+            return None;
+        }
+        if members.missing().next().is_some() && now < exclude_at {
+            return Some(next_question(now, window.end_ms, exclude_at));
+        }
+        // Early (before the end): not before the join grace.
+        let early = instant.to_millis().unwrap_or(0) + super::join_grace_ms(window.interval_ms);
+        (now < early.min(window.end_ms)).then_some(early.min(window.end_ms))
     }
 
     /// Under the lock: the listing still shows what the decision was made on; then the excluded files go,

@@ -2,8 +2,8 @@
 //! (docs/architecture.md, "Interval commit").
 //!
 //! ```text
-//! seen window? ─ member.<m> ─ window.json: open and before its end? ─ Joined            (no lock: 2 requests)
-//! else lock ─ list .hoodie/ ─ roll back expired writes, leftovers ─ a window opened meanwhile? join it
+//! seen window (or one in a fresh listing)? ─ member.<m> ─ window.json: open, before its end? ─ Joined (no lock)
+//! else lock ─ list .hoodie/ ─ a window opened meanwhile? join it ─ roll back expired writes, leftovers
 //!   ─ the checkpoint covers the batch (a redelivery)? AlreadyCommitted
 //!   ─ this slot has a write instant already? Waiting{next slot}
 //!   ─ t; <t> requested, inflight; heartbeat; window.json; member.<m> ─ Joined
@@ -42,8 +42,17 @@ impl Coordinator {
                 req.member
             )));
         }
-        if let Some(seen) = req.seen.as_deref() {
-            let seen = InstantTime::parse(seen)?;
+        let seen = match req.seen.as_deref() {
+            Some(seen) => Some(InstantTime::parse(seen)?),
+            // A writer that saw no window (it waited for this slot, or its listing came first) looks again
+            // before taking the lock: at a slot's start many writers arrive at once, and all but the first
+            // find the window it opened.
+            None => {
+                let listed = self.storage.list(crate::table::timeline::META_DIR).await?;
+                open_window(&listed, &Timeline::from_listing(&listed)?)
+            }
+        };
+        if let Some(seen) = seen {
             if let Some(joined) = self.try_join(&seen, &req.member).await? {
                 return Ok(joined);
             }
@@ -147,6 +156,13 @@ impl Coordinator {
         let storage = self.storage.as_ref();
         let mut listed = storage.list(crate::table::timeline::META_DIR).await?;
         let mut timeline = Timeline::from_listing(&listed)?;
+        // A window another writer opened while this one waited for the lock: joined at once, so that the
+        // writers of one slot pass the lock quickly (the roll-backs and clean-up below wait for the next open).
+        if let Some(open) = open_window(&listed, &timeline) {
+            if let Some(joined) = self.try_join(&open, &req.member).await? {
+                return Ok(joined);
+            }
+        }
         if !is_disabled(Mutation::RollbackBeforeCommit)
             && !self
                 .rollback_expired(guard, &timeline, None)
@@ -169,11 +185,6 @@ impl Coordinator {
         }
         self.clean_leftovers_listed(guard, &timeline, &listed)
             .await?;
-        if let Some(open) = open_window(&listed, &timeline) {
-            if let Some(joined) = self.try_join(&open, &req.member).await? {
-                return Ok(joined);
-            }
-        }
         let checkpoint = self.latest_checkpoint(&timeline).await?;
         if checkpoint_covers(&checkpoint, &req.offsets) && !is_disabled(Mutation::CheckpointFilter)
         {
