@@ -22,7 +22,8 @@ use bytes::Bytes;
 use crate::lock::LockGuard;
 use crate::mutation::{is_disabled, Mutation};
 use crate::protocol::{Contribution, CoordinatorResponse, SubmitRequest};
-use crate::storage::{ObjectMeta, PutOutcome};
+use crate::storage::{ObjectMeta, PutOutcome, Storage};
+use std::sync::Arc;
 use crate::table::commit::{Checkpoint, CommitMetadata, OperationType};
 use crate::table::file_name::heartbeat_path;
 use crate::table::instant::{Action, Instant, InstantTime, State};
@@ -421,9 +422,14 @@ impl Decided {
         listed: &[ObjectMeta],
     ) -> Result<Self, WriteError> {
         let storage = coordinator.storage.as_ref();
+        let paths: Vec<String> = members
+            .contributions
+            .iter()
+            .map(|m| contribution_path(instant, m))
+            .collect();
+        let bodies = get_all(&coordinator.storage, paths).await?;
         let mut contributions = Vec::new();
-        for member in &members.contributions {
-            let bytes = storage.get(&contribution_path(instant, member)).await?;
+        for (member, bytes) in members.contributions.iter().zip(bodies) {
             let contribution: Contribution =
                 serde_json::from_slice(&bytes).map_err(|e| WriteError::Table {
                     base_path: storage.base_uri().to_string(),
@@ -487,7 +493,7 @@ impl Decided {
             .iter()
             .flat_map(|c| c.write_stats.iter().cloned())
             .collect();
-        crate::commit::verify_files(storage, instant, &stats).await?;
+        verify_all(&coordinator.storage, instant, &stats).await?;
         let accepted_paths: BTreeSet<String> = stats.iter().map(|s| s.path.clone()).collect();
         let marker_dir = format!("{}/", crate::table::file_name::marker_dir(instant));
         let markers: Vec<ObjectMeta> = listed
@@ -517,6 +523,84 @@ impl Decided {
             body,
         })
     }
+}
+
+/// How many requests of one close run at once (a window of many members has many contributions and files).
+const CLOSE_CONCURRENCY: usize = 16;
+
+/// Runs `op` on every path, at most [`CLOSE_CONCURRENCY`] at a time; the results in the order of `paths`.
+/// The tasks are aborted if the close is dropped (a crash, a deadline).
+async fn for_all<T, F, Fut>(
+    storage: &Arc<dyn Storage>,
+    paths: Vec<String>,
+    op: F,
+) -> Result<Vec<T>, WriteError>
+where
+    T: Send + 'static,
+    F: Fn(Arc<dyn Storage>, String) -> Fut,
+    Fut: std::future::Future<Output = Result<T, WriteError>> + Send + 'static,
+{
+    let mut out: Vec<Option<T>> = (0..paths.len()).map(|_| None).collect();
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut pending = paths.into_iter().enumerate();
+    loop {
+        while tasks.len() < CLOSE_CONCURRENCY {
+            let Some((i, path)) = pending.next() else {
+                break;
+            };
+            let fut = op(storage.clone(), path);
+            tasks.spawn(async move { (i, fut.await) });
+        }
+        let Some(done) = tasks.join_next().await else {
+            break;
+        };
+        let (i, result) = done.map_err(|e| WriteError::Table {
+            base_path: storage.base_uri().to_string(),
+            reason: format!("a close request task failed: {e}"),
+        })?;
+        out[i] = Some(result?);
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// The bodies of `paths`, read concurrently.
+async fn get_all(
+    storage: &Arc<dyn Storage>,
+    paths: Vec<String>,
+) -> Result<Vec<bytes::Bytes>, WriteError> {
+    for_all(storage, paths, |s, p| async move { Ok(s.get(&p).await?) }).await
+}
+
+/// Every file of `stats` exists with exactly its stated size (checked concurrently; docs/architecture.md,
+/// "Exactly-once": only whole files are committed).
+async fn verify_all(
+    storage: &Arc<dyn Storage>,
+    instant: &InstantTime,
+    stats: &[crate::table::commit::WriteStat],
+) -> Result<(), WriteError> {
+    let found = for_all(
+        storage,
+        stats.iter().map(|s| s.path.clone()).collect(),
+        |s, p| async move { Ok(s.head(&p).await?) },
+    )
+    .await?;
+    for (stat, meta) in stats.iter().zip(found) {
+        match meta {
+            Some(m) if m.size as i64 == stat.file_size_in_bytes => {}
+            other => {
+                return Err(WriteError::Table {
+                    base_path: storage.base_uri().to_string(),
+                    reason: format!(
+                        "file {} of instant {instant} has size {:?}, expected {}",
+                        stat.path,
+                        other.map(|m| m.size),
+                        stat.file_size_in_bytes
+                    ),
+                })
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What the completed commit `done` changed (its stats, and a replacecommit's replaced groups).
