@@ -254,9 +254,13 @@ impl KafkaSink {
                     }));
                 }
                 CoordinatorResponse::Waiting { until_ms, .. } => {
-                    // The writers waiting for a slot spread their wake-ups over a few tens of milliseconds,
-                    // so that one opens the window and the others find it without the lock.
-                    let spread = (self.interval_ms() / 20).clamp(1, 100);
+                    // The writers waiting for a slot spread their wake-ups over the window's join grace (a
+                    // tenth of the interval, at most 500 ms), so that the first opens the window and the others
+                    // find it without queueing for the lock, yet all join before the first can close it.
+                    let spread =
+                        u64::try_from(crate::commit::window::join_grace_ms(self.interval_ms()))
+                            .unwrap_or(1)
+                            .max(1);
                     let jitter = i64::try_from(self.next_jitter() % spread).unwrap_or(0);
                     self.sleep_until(options, "join", until_ms + jitter).await?;
                 }

@@ -23,12 +23,12 @@ use crate::lock::LockGuard;
 use crate::mutation::{is_disabled, Mutation};
 use crate::protocol::{Contribution, CoordinatorResponse, SubmitRequest};
 use crate::storage::{ObjectMeta, PutOutcome, Storage};
-use std::sync::Arc;
 use crate::table::commit::{Checkpoint, CommitMetadata, OperationType};
 use crate::table::file_name::heartbeat_path;
 use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::timeline::Timeline;
 use crate::write::WriteError;
+use std::sync::Arc;
 
 use super::super::conflict::CompletedWrite;
 use super::super::Coordinator;

@@ -126,7 +126,7 @@ pub(crate) struct WindowObject {
 /// How long a window stays open for joiners before it may close early (every member submitted): a tenth of
 /// the interval, at most 500 ms. Writers of one slot arrive within that, so the first to submit does not close
 /// the window under the others.
-pub(crate) fn join_grace_ms(interval_ms: u64) -> i64 {
+pub fn join_grace_ms(interval_ms: u64) -> i64 {
     i64::try_from((interval_ms / 10).min(500)).unwrap_or(500)
 }
 
