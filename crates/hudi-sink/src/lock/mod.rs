@@ -38,7 +38,7 @@
 //!   - absent: create it, condition `attribute_not_exists(key)`;
 //!   - present and released: overwrite, condition `attribute_exists(key) AND isReleased = "1"`;
 //!   - present and held: remember its version and the local time of the first sighting, and extend the wait
-//!     budget once by its lease; poll after 25 ms, doubling up to `refresh_period`; if the version changed, start watching anew; if
+//!     budget once by its lease; poll after 25 ms, doubling up to 200 ms; if the version changed, start watching anew; if
 //!     it stayed the same for more than its `leaseDuration`, steal with condition
 //!     `attribute_exists(key) AND recordVersionNumber = <watched>` (the owner is not checked).
 //!   - A failed condition means someone else won; keep polling until `wait` (+ the holder's lease, once) has
@@ -96,6 +96,8 @@ pub const DEFAULT_WAIT_TIME_MS: u64 = 60_000;
 pub const DEFAULT_REFRESH_PERIOD: Duration = Duration::from_millis(1_000);
 /// The first sleep of a waiting contender (then doubling up to the refresh period).
 const FIRST_POLL_DELAY: Duration = Duration::from_millis(25);
+/// The longest sleep of a waiting contender.
+const MAX_POLL_DELAY: Duration = Duration::from_millis(200);
 
 /// One lock record as every backend stores it (the DynamoDB item's attributes).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,12 +150,14 @@ impl LeaseOptions {
         Ok(options)
     }
 
-    /// How long a waiting contender sleeps before its `poll`-th read (from 1): 25 ms, doubling up to the
-    /// refresh period. A lock held for a few requests (a window's commit) changes hands within tens of
-    /// milliseconds, and a long wait still polls once per refresh period.
+    /// How long a waiting contender sleeps before its `poll`-th read (from 1): 25 ms, doubling up to 200 ms
+    /// (and never more than the refresh period). A lock held for a few requests (a window's join or commit)
+    /// changes hands within tens of milliseconds, so a queue of writers at a slot's start passes it quickly;
+    /// five reads a second cost nothing next to a writer's wait.
     pub fn poll_delay(&self, poll: u32) -> Duration {
         FIRST_POLL_DELAY
             .saturating_mul(1u32 << poll.saturating_sub(1).min(16))
+            .min(MAX_POLL_DELAY)
             .min(self.refresh_period)
     }
 
@@ -343,8 +347,8 @@ mod tests {
     fn a_waiting_contender_polls_soon_then_backs_off_to_the_refresh_period() {
         let d = LeaseOptions::default();
         let delays: Vec<u128> = (1..=8).map(|n| d.poll_delay(n).as_millis()).collect();
-        assert_eq!(delays, vec![25, 50, 100, 200, 400, 800, 1_000, 1_000]);
-        assert_eq!(d.poll_delay(u32::MAX), Duration::from_secs(1));
+        assert_eq!(delays, vec![25, 50, 100, 200, 200, 200, 200, 200]);
+        assert_eq!(d.poll_delay(u32::MAX), Duration::from_millis(200));
         let short = d.with_refresh_period(Duration::from_millis(60));
         assert_eq!(short.poll_delay(3), Duration::from_millis(60));
     }
