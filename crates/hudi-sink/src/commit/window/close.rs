@@ -682,7 +682,20 @@ pub(crate) fn member_answer(
 
 #[cfg(test)]
 mod tests {
-    use super::next_question;
+    use super::{next_question, writer_stage};
+
+    #[test]
+    fn a_markers_file_names_its_member_by_the_write_token_stage() {
+        let stage = crate::write::lease::member_stage("w-1a2b3c4d.7");
+        assert!(stage > 0 && stage < (1 << 31));
+        assert_eq!(stage, crate::write::lease::member_stage("w-1a2b3c4d.7"));
+        assert_ne!(stage, crate::write::lease::member_stage("w-1a2b3c4d.8"));
+        let base = format!("00000001-x_3-{stage}-0_20261201000000000.parquet");
+        assert_eq!(writer_stage(&base), Some(stage));
+        let log = format!(".00000001-x_20261130000000000.log.2_0-{stage}-0");
+        assert_eq!(writer_stage(&log), Some(stage));
+        assert_eq!(writer_stage("not-a-data-file"), None);
+    }
 
     #[test]
     fn waiting_members_ask_at_the_end_then_at_doubling_intervals_until_exclusion() {
