@@ -469,7 +469,9 @@ class CoordinatorRequests(unittest.TestCase):
         protocol = (ROOT / "crates" / "hudi-sink" / "src" / "protocol.rs").read_text()
         enum = re.search(r"pub enum CoordinatorRequest \{(.*?)\n\}", protocol, re.S).group(1)
         variants = {snake(v) for v in re.findall(r"^    (\w+)\s*[({,]", enum, re.M)}
-        self.assertEqual(variants, {"begin", "commit", "abort", "services"})
+        self.assertEqual(variants, {"begin", "commit", "abort", "services", "join", "submit", "close"})
+        fields = lambda name: set(re.findall(r"pub (\w+):", re.search(
+            r"pub struct " + name + r" \{(.*?)\n\}", protocol, re.S).group(1)))
         commit_fields = set(re.findall(r"pub (\w+):", re.search(r"pub struct CommitRequest \{(.*?)\n\}", protocol, re.S).group(1)))
         commit_rs = (ROOT / "crates" / "hudi-sink" / "src" / "table" / "commit.rs").read_text()
         stat_body = re.search(r"pub struct WriteStat \{(.*?)\n\}", commit_rs, re.S).group(1)
@@ -488,6 +490,14 @@ class CoordinatorRequests(unittest.TestCase):
                 self.assertEqual(set(request), {"op", "writer"})
             elif op == "abort":
                 self.assertEqual(set(request), {"op", "instant"})
+            elif op == "join":
+                self.assertLessEqual(set(request) - {"op"}, fields("JoinRequest"))
+                self.assertLessEqual({"writer", "member", "interval_ms"}, set(request))
+            elif op == "submit":
+                self.assertLessEqual(set(request) - {"op"}, fields("SubmitRequest"))
+                self.assertEqual(set(request["contribution"]), fields("Contribution"))
+            elif op == "close":
+                self.assertEqual(set(request), {"op", "instant", "member"})
                 self.assertRegex(request["instant"], r"^\d{17}$")
             else:
                 self.assertEqual(set(request), {"op"})

@@ -962,7 +962,11 @@ fn check_coordinator_samples(lambdas: &Lambdas, events: &Path) {
                 "conflict",
                 "already_committed",
                 "rolled_back",
-                "done"
+                "done",
+                "joined",
+                "waiting",
+                "window_committed",
+                "excluded"
             ]
             .contains(&status),
             "{}: {answer}",
@@ -975,16 +979,43 @@ fn check_coordinator_samples(lambdas: &Lambdas, events: &Path) {
         let expected = match name {
             "coordinator-begin.json" => Some("begun"),
             "coordinator-services.json" | "coordinator-abort.json" => Some("done"),
+            // About a window that does not exist.
+            "coordinator-submit.json" | "coordinator-close.json" => Some("rolled_back"),
             _ => None,
         };
         if let Some(expected) = expected {
             assert_eq!(status, expected, "{name}: {answer}");
+        }
+        if name == "coordinator-join.json" {
+            // Joined, or told to wait for the next slot when the samples' window just used this one.
+            assert!(["joined", "waiting"].contains(&status), "{name}: {answer}");
         }
         if status == "begun" {
             let instant = answer["instant"].as_str().expect("instant");
             let abort = json!({"op": "abort", "instant": instant}).to_string();
             let done = lambdas.invoke_ok(COORDINATOR, Data::Ascii(&abort));
             assert_eq!(done["status"], "done");
+        }
+        if status == "joined" {
+            // The sample's member leaves with an empty contribution: the window, with nothing to commit, is
+            // rolled back, and nothing is left pending.
+            let sample: Value =
+                serde_json::from_slice(&std::fs::read(&sample).expect("sample")).expect("JSON");
+            let leave = json!({
+                "op": "submit",
+                "instant": answer["instant"],
+                "end_ms": answer["end_ms"],
+                "contribution": {
+                    "member": sample["member"], "operation": "UPSERT", "write_stats": [],
+                    "schema": "", "offsets": []
+                }
+            })
+            .to_string();
+            let left = lambdas.invoke_ok(COORDINATOR, Data::Ascii(&leave));
+            assert!(
+                ["rolled_back", "waiting"].contains(&left["status"].as_str().unwrap_or_default()),
+                "{left}"
+            );
         }
     }
 }
