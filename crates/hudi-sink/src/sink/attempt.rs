@@ -90,19 +90,7 @@ impl KafkaSink {
                 .write_files(&begun.time, &prepared.write)
                 .await?
         };
-        if !prepared.letters.is_empty() {
-            self.dead_letters.write(&prepared.letters).await?;
-        }
-        let report = SinkReport {
-            dead_lettered: prepared.letters.len() as u64,
-            counts,
-            files: stats.len() as u64,
-            bytes: stats
-                .iter()
-                .map(|s| s.file_size_in_bytes.max(0) as u64)
-                .sum(),
-            ..SinkReport::default()
-        };
+        let report = self.store_letters(prepared, counts, &stats).await?;
         let op = operation_of(self.writer.config().operation);
         // Not committing in time is safe (the instant is rolled back once its heartbeat expires), being
         // killed halfway through the commit request is too, but a clear error is better for the operator.
@@ -139,6 +127,28 @@ impl KafkaSink {
             CoordinatorResponse::RolledBack { instant } => Ok(Attempt::RolledBack(instant)),
             other => Err(unexpected("commit", &other)),
         }
+    }
+
+    /// Stores the batch's dead letters (before the commit) and reports what the attempt wrote.
+    pub(super) async fn store_letters(
+        &self,
+        prepared: &Prepared,
+        counts: crate::write::WriteCounts,
+        stats: &[crate::table::commit::WriteStat],
+    ) -> Result<SinkReport, WriteError> {
+        if !prepared.letters.is_empty() {
+            self.dead_letters.write(&prepared.letters).await?;
+        }
+        Ok(SinkReport {
+            dead_lettered: prepared.letters.len() as u64,
+            counts,
+            files: stats.len() as u64,
+            bytes: stats
+                .iter()
+                .map(|s| s.file_size_in_bytes.max(0) as u64)
+                .sum(),
+            ..SinkReport::default()
+        })
     }
 
     /// Asks the coordinator for a new instant.

@@ -119,19 +119,7 @@ impl KafkaSink {
             }
         };
         let (stats, counts) = with_lease(lease.clone(), write).await?;
-        if !prepared.letters.is_empty() {
-            self.dead_letters.write(&prepared.letters).await?;
-        }
-        let report = SinkReport {
-            dead_lettered: prepared.letters.len() as u64,
-            counts,
-            files: stats.len() as u64,
-            bytes: stats
-                .iter()
-                .map(|s| s.file_size_in_bytes.max(0) as u64)
-                .sum(),
-            ..SinkReport::default()
-        };
+        let report = self.store_letters(prepared, counts, &stats).await?;
         // A contribution submitted after the lease could name files the close already deleted.
         lease.check()?;
         let contribution = self.contribution(&member, stats, prepared.offsets.clone());
