@@ -97,12 +97,12 @@ pub struct ServicesConfig {
     /// `hoodie.clustering.plan.strategy.max.num.groups` (30): groups in one clustering plan.
     pub clustering_max_num_groups: u32,
     /// `hoodie.compact.inline` (true here, false in Hudi, where Spark streaming jobs run an async compactor
-    /// beside the writer): compact merge-on-read tables inline, under the table lock, once a file slice has
-    /// `compact_max_delta_commits` committed log files. A Lambda sink has no long-lived process for an async
+    /// beside the writer): compact merge-on-read tables inline, under the table lock, once
+    /// `compact_max_delta_commits` deltacommits appended to a file slice. A Lambda sink has no long-lived process for an async
     /// compactor, and without compaction every snapshot read merges an ever longer list of log files.
     pub compact_inline: bool,
-    /// `hoodie.compact.inline.max.delta.commits` (5): committed log files (one per deltacommit here) a file
-    /// slice gathers before it is compacted.
+    /// `hoodie.compact.inline.max.delta.commits` (5): deltacommits that append to a file slice before it is
+    /// compacted (one log file each per batch, one per member under the interval commit).
     pub compact_max_delta_commits: u32,
     /// `hudi.sink.compaction.max.file.groups` (8): file groups one compaction merges, so that a compaction
     /// (which holds the table lock from plan to commit) keeps writers waiting a bounded time.

@@ -20,34 +20,49 @@ const TOTAL_IO_WRITE_MB: &str = "TOTAL_IO_WRITE_MB";
 const TOTAL_IO_MB: &str = "TOTAL_IO_MB";
 
 /// The slices due for compaction among `slices` (the latest committed slice of every file group): those
-/// with at least `min_log_files` committed log files (and at least one), the most log files first (then the
+/// that at least `min_delta_commits` deltacommits appended to (and at least one), the most first (then the
 /// most log bytes, then by partition and file id), at most `max_groups` of them. A slice with logs whose
-/// base instant is older than `archive_boundary` is due whatever its log count, after the others: its logs
+/// base instant is older than `archive_boundary` is due whatever its count, after the others: its logs
 /// may belong to deltacommits archival must pass (see `services::archive`). A slice's log files are its
 /// committed ones only (`FileSlice::log_files`), so logs of failed writes never count.
+///
+/// `deltacommits` (the completed deltacommits of the active timeline, oldest first) bounds the count: under
+/// the interval commit one deltacommit appends one log file per member to a group, so its log files alone
+/// would count each window several times (`hoodie.compact.inline.max.delta.commits` counts deltacommits). A
+/// slice's count is the smaller of its log files and the deltacommits after its base; `None` counts log
+/// files only.
 pub fn select_file_groups<'s>(
     slices: &'s [FileSlice],
-    min_log_files: u32,
+    min_delta_commits: u32,
     max_groups: u32,
     archive_boundary: Option<&InstantTime>,
+    deltacommits: Option<&[InstantTime]>,
 ) -> Vec<&'s FileSlice> {
-    let min = usize::try_from(min_log_files.max(1)).unwrap_or(usize::MAX);
+    let min = usize::try_from(min_delta_commits.max(1)).unwrap_or(usize::MAX);
     let log_bytes = |s: &FileSlice| s.log_files.iter().map(|l| l.size).sum::<u64>();
+    let count = |s: &FileSlice| {
+        let after_base = deltacommits.map_or(usize::MAX, |d| {
+            d.len() - d.partition_point(|t| *t <= s.base_instant)
+        });
+        s.log_files.len().min(after_base)
+    };
     let stale = |s: &FileSlice| {
         !s.log_files.is_empty() && archive_boundary.is_some_and(|b| s.base_instant < *b)
     };
-    let mut due: Vec<&FileSlice> = slices
+    let mut due: Vec<(usize, &FileSlice)> = slices
         .iter()
-        .filter(|s| s.log_files.len() >= min || stale(s))
+        .map(|s| (count(s), s))
+        .filter(|(n, s)| (*n >= min && !s.log_files.is_empty()) || stale(s))
         .collect();
-    due.sort_by(|a, b| {
-        (b.log_files.len() >= min)
-            .cmp(&(a.log_files.len() >= min))
-            .then_with(|| b.log_files.len().cmp(&a.log_files.len()))
+    due.sort_by(|(na, a), (nb, b)| {
+        (*nb >= min)
+            .cmp(&(*na >= min))
+            .then_with(|| nb.cmp(na))
             .then_with(|| log_bytes(b).cmp(&log_bytes(a)))
             .then_with(|| (&a.partition_path, &a.file_id).cmp(&(&b.partition_path, &b.file_id)))
     });
     due.truncate(usize::try_from(max_groups).unwrap_or(usize::MAX));
+    let mut due: Vec<&FileSlice> = due.into_iter().map(|(_, s)| s).collect();
     due.sort_by(|a, b| (&a.partition_path, &a.file_id).cmp(&(&b.partition_path, &b.file_id)));
     due
 }

@@ -44,6 +44,35 @@ fn ids(selected: &[&FileSlice]) -> Vec<String> {
 }
 
 #[test]
+fn one_window_of_several_members_counts_as_one_deltacommit() {
+    // Base 1; 8 members of one window (deltacommit 2) appended a log each to "a"; "b" got one log from each
+    // of deltacommits 2..=6.
+    let slices = vec![slice("p", "a", 8, 10), slice("p", "b", 5, 10)];
+    let two: Vec<InstantTime> = vec![t(1), t(2)];
+    let six: Vec<InstantTime> = (1..=6).map(t).collect();
+    // Only one deltacommit after the base: neither is due, however many logs "a" has.
+    assert!(select_file_groups(&slices, 5, 8, None, Some(&two)).is_empty());
+    // Five deltacommits after the base: both are due ("a" counts 5, not 8; the tie goes by log bytes).
+    assert_eq!(
+        ids(&select_file_groups(&slices, 5, 8, None, Some(&six))),
+        ["p/a", "p/b"]
+    );
+    assert_eq!(
+        ids(&select_file_groups(&slices, 5, 1, None, Some(&six))),
+        ["p/a"]
+    );
+    // Counting log files alone (no timeline) would compact "a" after the first window.
+    assert_eq!(
+        ids(&select_file_groups(&slices, 5, 8, None, None)),
+        ["p/a", "p/b"]
+    );
+    assert_eq!(
+        ids(&select_file_groups(&slices, 6, 8, None, Some(&six))),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
 fn slices_with_enough_committed_logs_are_selected() {
     let slices = vec![
         slice("p", "a", 4, 10),
@@ -52,17 +81,17 @@ fn slices_with_enough_committed_logs_are_selected() {
         slice("q", "d", 0, 0),
     ];
     assert_eq!(
-        ids(&select_file_groups(&slices, 5, 8, None)),
+        ids(&select_file_groups(&slices, 5, 8, None, None)),
         ["p/b", "q/c"]
     );
     assert_eq!(
-        ids(&select_file_groups(&slices, 4, 8, None)),
+        ids(&select_file_groups(&slices, 4, 8, None, None)),
         ["p/a", "p/b", "q/c"]
     );
-    assert!(select_file_groups(&slices, 7, 8, None).is_empty());
+    assert!(select_file_groups(&slices, 7, 8, None, None).is_empty());
     // A threshold of 0 still needs one log file: a slice without logs has nothing to compact.
     assert_eq!(
-        ids(&select_file_groups(&slices, 0, 8, None)),
+        ids(&select_file_groups(&slices, 0, 8, None, None)),
         ["p/a", "p/b", "q/c"]
     );
 }
@@ -79,15 +108,15 @@ fn the_bound_keeps_the_slices_with_the_most_log_files_then_bytes() {
     // Most logs first (b 7, d 6), then most log bytes among the fives (c 150, e 100, a 50); the result is
     // in partition and file id order.
     assert_eq!(
-        ids(&select_file_groups(&slices, 5, 2, None)),
+        ids(&select_file_groups(&slices, 5, 2, None, None)),
         ["p/b", "q/d"]
     );
     assert_eq!(
-        ids(&select_file_groups(&slices, 5, 4, None)),
+        ids(&select_file_groups(&slices, 5, 4, None, None)),
         ["p/b", "p/c", "q/d", "q/e"]
     );
-    assert_eq!(select_file_groups(&slices, 5, 0, None).len(), 0);
-    assert_eq!(select_file_groups(&slices, 5, 100, None).len(), 5);
+    assert_eq!(select_file_groups(&slices, 5, 0, None, None).len(), 0);
+    assert_eq!(select_file_groups(&slices, 5, 100, None, None).len(), 5);
 }
 
 #[test]
@@ -102,14 +131,17 @@ fn slices_older_than_the_archival_boundary_are_due_after_the_others() {
     let slices = vec![old, young, bare, full];
     // Without a boundary only the full slice is due; with one, the old slice with logs comes after it
     // (a slice without logs never: it holds no deltacommit back).
-    assert_eq!(ids(&select_file_groups(&slices, 5, 8, None)), ["q/full"]);
+    assert_eq!(
+        ids(&select_file_groups(&slices, 5, 8, None, None)),
+        ["q/full"]
+    );
     let boundary = t(5);
     assert_eq!(
-        ids(&select_file_groups(&slices, 5, 8, Some(&boundary))),
+        ids(&select_file_groups(&slices, 5, 8, Some(&boundary), None)),
         ["p/old", "q/full"]
     );
     assert_eq!(
-        ids(&select_file_groups(&slices, 5, 1, Some(&boundary))),
+        ids(&select_file_groups(&slices, 5, 1, Some(&boundary), None)),
         ["q/full"]
     );
 }
@@ -180,8 +212,8 @@ async fn only_committed_log_files_count_and_are_planned() {
     assert_eq!(slices.len(), 1);
     assert_eq!(slices[0].log_paths(), [log_path(1), log_path(3)]);
     // Three log files exist, two are committed: a threshold of three is not reached.
-    assert!(select_file_groups(&slices, 3, 8, None).is_empty());
-    let selected = select_file_groups(&slices, 2, 8, None);
+    assert!(select_file_groups(&slices, 3, 8, None, None).is_empty());
+    let selected = select_file_groups(&slices, 2, 8, None, None);
     assert_eq!(selected.len(), 1);
     let ops = plan_operations(storage, &selected).await.expect("plan");
     assert_eq!(ops[0].log_paths, [log_path(1), log_path(3)]);
@@ -200,7 +232,7 @@ async fn without_the_committed_logs_rule_the_failed_log_is_planned_too() {
     let slices = latest_file_slices(storage, &timeline, None)
         .await
         .expect("slices");
-    let selected = select_file_groups(&slices, 2, 8, None);
+    let selected = select_file_groups(&slices, 2, 8, None, None);
     crate::mutation::set_active(Some(Mutation::CompactionCommittedLogsOnly));
     let ops = plan_operations(storage, &selected).await;
     let committed = committed_instants(&timeline).expect("committed");
