@@ -502,6 +502,20 @@ pub fn scan_log_files<'a>(
     fold_blocks(blocks, committed, mode)
 }
 
+/// One stored log file, whole.
+async fn read_stored(storage: &dyn Storage, path: &str) -> Result<bytes::Bytes, MergeError> {
+    storage
+        .get(path)
+        .await
+        .map_err(|source| MergeError::Storage {
+            path: path.to_string(),
+            source,
+        })
+}
+
+/// Log files of one slice read at once by [`scan_stored_log_files`].
+const LOG_READS_IN_FLIGHT: usize = 8;
+
 /// [`scan_log_files`] over stored files (`paths` in reader order; each log file is read whole).
 pub async fn scan_stored_log_files(
     storage: &dyn Storage,
@@ -509,15 +523,20 @@ pub async fn scan_stored_log_files(
     committed: &CommittedInstants,
     mode: &MergeMode,
 ) -> Result<LogRecords, MergeError> {
+    use futures_util::stream::{StreamExt, TryStreamExt};
+    // The files are read LOG_READS_IN_FLIGHT at a time (a slice written by many members of interval
+    // windows has many small logs), and decoded in order. The reads are collected first: a stream over a
+    // mapping closure would make the caller's future not `Send` for every lifetime (a rustc limitation).
+    let reads: Vec<_> = paths
+        .iter()
+        .map(|path| read_stored(storage, path))
+        .collect();
+    let files: Vec<bytes::Bytes> = futures_util::stream::iter(reads)
+        .buffered(LOG_READS_IN_FLIGHT)
+        .try_collect()
+        .await?;
     let mut blocks = Vec::new();
-    for path in paths {
-        let bytes = storage
-            .get(path)
-            .await
-            .map_err(|source| MergeError::Storage {
-                path: path.clone(),
-                source,
-            })?;
+    for (path, bytes) in paths.iter().zip(files) {
         blocks.extend(read_log_file(path, &bytes)?);
     }
     fold_blocks(blocks, committed, mode)

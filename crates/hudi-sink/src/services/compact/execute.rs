@@ -219,6 +219,10 @@ async fn compact_one(
     Ok(stat)
 }
 
+/// File groups one compaction merges at once: memory is bounded by the log records of this many groups
+/// (plus a row group each).
+const GROUPS_IN_FLIGHT: usize = 4;
+
 /// Merges every planned slice into its new base file (see the module doc of [`super`]) and returns one
 /// write stat per new file. `committed` says which log blocks count, `mode` how records merge; the files
 /// are written in `schema` with `options`.
@@ -230,22 +234,28 @@ pub async fn execute(
     committed: &CommittedInstants,
     options: &BaseFileOptions,
 ) -> Result<Vec<WriteStat>, WriteError> {
-    let mut stats = Vec::with_capacity(planned.operations.len());
+    use futures_util::stream::{StreamExt, TryStreamExt};
+    // GROUPS_IN_FLIGHT groups at a time: the lock is held throughout, and each group waits on its reads
+    // and uploads; the stats keep the plan's order.
+    // Collected first: a stream over a mapping closure would make the caller's future not `Send` for every
+    // lifetime (a rustc limitation).
+    let mut groups = Vec::with_capacity(planned.operations.len());
     for (index, op) in planned.operations.iter().enumerate() {
-        stats.push(
-            compact_one(
-                storage,
-                &planned.instant,
-                index as u64,
-                op,
-                schema,
-                mode,
-                committed,
-                options,
-            )
-            .await?,
-        );
+        groups.push(compact_one(
+            storage,
+            &planned.instant,
+            index as u64,
+            op,
+            schema,
+            mode,
+            committed,
+            options,
+        ));
     }
+    let stats: Vec<WriteStat> = futures_util::stream::iter(groups)
+        .buffered(GROUPS_IN_FLIGHT)
+        .try_collect()
+        .await?;
     tracing::info!(instant = %planned.instant, files = stats.len(), "compaction files written");
     Ok(stats)
 }

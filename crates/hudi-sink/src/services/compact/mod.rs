@@ -4,9 +4,10 @@
 //!
 //! One compaction instant `c` runs entirely under the table lock the caller holds ([`compact`]):
 //!
-//! 1. Plan ([`select_file_groups`]): per file group, the latest committed slice whose committed log files
-//!    (those a completed deltacommit names, see `table::fs_view::LogVisibility`) number at least
-//!    `hoodie.compact.inline.max.delta.commits`, the most log files first, at most
+//! 1. Plan ([`select_file_groups`]): per file group, the latest committed slice that at least
+//!    `hoodie.compact.inline.max.delta.commits` completed deltacommits appended committed log files to
+//!    (those a completed deltacommit names, see `table::fs_view::LogVisibility`; under the interval commit
+//!    one deltacommit appends a log per member), the most first, at most
 //!    `hudi.sink.compaction.max.file.groups` groups; groups whose slice is older than the instant archival
 //!    would keep (and that have logs) come next, so that no group's logs hold archival back. Nothing is
 //!    planned while another engine's compaction is pending. Deltacommits in flight do not block it (Java's
@@ -19,7 +20,8 @@
 //! 3. [`execute`]: per group, a `MERGE` marker, then `<fileId>_<token>_<c>.parquet`: the base file streamed
 //!    row group by row group with ranged reads, merged with the log records (`log_file::BaseRowMerger`)
 //!    and uploaded row group by row group (`Storage::put_multipart`), so memory is bounded by the log
-//!    records and one row group, not by the file; under the table's merge mode, deletes dropped; rows keep `_hoodie_commit_time`
+//!    records and one row group, not by the file (four groups are merged at a time, and a slice's log files are
+//!    read eight at a time); under the table's merge mode, deletes dropped; rows keep `_hoodie_commit_time`
 //!    and `_hoodie_commit_seqno`, `_hoodie_file_name` becomes the new file's name. A group whose rows were
 //!    all deleted still gets a base file, with no rows (as Spark's merge handle writes one): its slice at
 //!    `c` then hides the old slice, whose logs would otherwise be compacted again and again.
@@ -228,11 +230,17 @@ pub async fn compact(
         .then(|| completed.get(completed.len().saturating_sub(keep_min)))
         .flatten()
         .map(|i| &i.time);
+    let deltacommits: Vec<InstantTime> = completed
+        .iter()
+        .filter(|i| i.action == Action::DeltaCommit)
+        .map(|i| i.time.clone())
+        .collect();
     let selected = select_file_groups(
         &slices,
         ctx.config.compact_max_delta_commits,
         ctx.config.compaction_max_file_groups,
         archive_boundary,
+        Some(&deltacommits),
     );
     if selected.is_empty() {
         return Ok(None);
