@@ -190,6 +190,22 @@ impl Coordinator {
         Ok(guard)
     }
 
+    /// Takes the table lock if it is free now; `None` while another holds it.
+    async fn try_lock(&self) -> Result<Option<crate::lock::LockGuard>, WriteError> {
+        let started = std::time::Instant::now();
+        match self.lock.acquire(Duration::ZERO).await {
+            Ok(guard) => {
+                crate::telemetry::record_lock_wait(started.elapsed().as_millis() as u64);
+                Ok(Some(guard))
+            }
+            Err(crate::lock::LockError::Timeout { .. }) => {
+                crate::telemetry::record_lock_wait(started.elapsed().as_millis() as u64);
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Releases the lock whatever the locked work returned, then returns that result.
     async fn unlock<T>(
         &self,

@@ -59,6 +59,18 @@ impl Joined {
     }
 }
 
+/// A write that outlived its lease is too late for its window: the window's close excludes this member and
+/// deletes its files (by their markers), and the batch is written again in a later window, like a conflict.
+/// Any other error fails the batch.
+fn lease_expired(e: WriteError) -> Result<Attempt, WriteError> {
+    match e {
+        WriteError::LeaseExpired { instant, lease_ms } => Ok(Attempt::Conflict(format!(
+            "the lease of window {instant} ended at {lease_ms} before this member submitted"
+        ))),
+        other => Err(other),
+    }
+}
+
 impl KafkaSink {
     /// Writes `prepared` as a member of the open window (`seen`: the one the batch's listing showed).
     pub(super) async fn attempt_window(
@@ -118,10 +130,15 @@ impl KafkaSink {
                 self.writer.write_files(&joined.time, &prepared.write).await
             }
         };
-        let (stats, counts) = with_lease(lease.clone(), write).await?;
+        let (stats, counts) = match with_lease(lease.clone(), write).await {
+            Ok(written) => written,
+            Err(e) => return lease_expired(e),
+        };
         let report = self.store_letters(prepared, counts, &stats).await?;
         // A contribution submitted after the lease could name files the close already deleted.
-        lease.check()?;
+        if let Err(e) = lease.check() {
+            return lease_expired(e);
+        }
         let contribution = self.contribution(&member, stats, prepared.offsets.clone());
         // The other members joined about when this one did and write about as long: the first look for the
         // commit comes that long after the submit, then at doubling gaps, up to the coordinator's time.

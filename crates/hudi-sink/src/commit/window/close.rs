@@ -4,7 +4,8 @@
 //! ```text
 //! submit  contribution.<m>.json ─ list the window ─ every member submitted? close : Waiting{end}
 //! close   <t> committed? the member's answer
-//!         window.json ─ list the window: members all submitted, or past their lease? else Waiting
+//!         window.json ─ marked closing < 3 s ago by another closer? Waiting (it is closing)
+//!         ─ list the window: members all submitted, or past their lease? else Waiting
 //!         ─ window.json closing ─ list .hoodie/ ─ read contributions ─ resolve ─ whole files
 //!         ─ excluded files (by markers) ─ metadata
 //!         ─ lock: list .hoodie/, unchanged? ─ delete excluded files ─ fence ─ <t>.commit ─ inline services
@@ -94,7 +95,9 @@ impl Coordinator {
         if (window.missing().next().is_none() && now >= early)
             || is_disabled(Mutation::WindowMembership)
         {
-            return self.close_window(&instant, &member).await;
+            // The last contribution came after any earlier closer listed the members: that closer can only
+            // wait or start over, so this one closes at once, whatever mark it left.
+            return self.close_window(&instant, &member, true).await;
         }
         if window.missing().next().is_none() {
             // Every member submitted, but the window is younger than the join grace: others may still come.
@@ -118,7 +121,7 @@ impl Coordinator {
         if let Some(answer) = self.answer_if_settled(instant, member).await? {
             return Ok(answer);
         }
-        self.close_window(instant, member).await
+        self.close_window(instant, member, false).await
     }
 
     /// The member's answer from the window's commit file, `None` while there is none.
@@ -146,13 +149,17 @@ impl Coordinator {
         }
     }
 
+    /// Closes window `instant` for `member`; `takeover`: without leaving it to a closer that marked it
+    /// closing recently.
     async fn close_window(
         &self,
         instant: &InstantTime,
         member: &str,
+        takeover: bool,
     ) -> Result<CoordinatorResponse, WriteError> {
-        for _ in 0..3 {
-            match self.try_close(instant).await? {
+        for attempt in 0..3 {
+            // Its own mark does not hold back a closer that starts over.
+            match self.try_close(instant, takeover || attempt > 0).await? {
                 Closing::Committed(record, checkpoint) => {
                     return Ok(member_answer(instant, &record, &checkpoint, member));
                 }
@@ -184,8 +191,9 @@ impl Coordinator {
         })
     }
 
-    /// One attempt to close window `instant` (the module doc's steps).
-    async fn try_close(&self, instant: &InstantTime) -> Result<Closing, WriteError> {
+    /// One attempt to close window `instant` (the module doc's steps). A window another closer marked
+    /// closing less than [`CLOSE_TAKEOVER_MS`] ago is left to it, unless `restart` (this caller's own mark).
+    async fn try_close(&self, instant: &InstantTime, restart: bool) -> Result<Closing, WriteError> {
         let action = self.check_writable().await?;
         let Some(mut window) = self.window_object(instant).await? else {
             return Ok(Closing::Settled);
@@ -193,6 +201,10 @@ impl Coordinator {
         // Members that did not submit are excluded a whole grace after the end (their lease ended half-way).
         let exclude_at = window.end_ms + self.grace_of(&window);
         let membership = !is_disabled(Mutation::WindowMembership);
+        let takeover_at = window.closing_ms.saturating_add(super::CLOSE_TAKEOVER_MS);
+        if window.closing && !restart && self.clock.now_millis() < takeover_at {
+            return Ok(Closing::Wait(takeover_at));
+        }
         if !window.closing {
             let listed = self.storage.list(&window_dir(instant)).await?;
             let members = windows_in(&listed).remove(instant).unwrap_or_default();
@@ -200,6 +212,7 @@ impl Coordinator {
                 return Ok(Closing::Wait(wait));
             }
             window.closing = true;
+            window.closing_ms = self.clock.now_millis();
             let body = serde_json::to_vec(&window).map_err(|e| bad_request(e.to_string()))?;
             self.storage
                 .put(&window_object_path(instant), Bytes::from(body))

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! seen window (or one in a fresh listing)? ─ member.<m> ─ window.json: open, before its end? ─ Joined (no lock)
+//! lock taken? look for an opened window after 100, 200, 400 ms ─ found: member.<m> ─ window.json ─ Joined
 //! else lock ─ list .hoodie/ ─ a window opened meanwhile? join it ─ roll back expired writes, leftovers
 //!   ─ the checkpoint covers the batch (a redelivery)? AlreadyCommitted
 //!   ─ this slot has a write instant already? Waiting{next slot}
@@ -24,6 +25,9 @@ use super::{
     contribution_path, is_valid_member, member_path, open_window, slot_of, window_object_path,
     WindowObject,
 };
+
+/// When a writer that found the lock taken looks for a window opened meanwhile (ms after the previous look).
+const OPEN_LOOKS_MS: [u64; 3] = [100, 200, 400];
 
 /// A request naming something the protocol refuses (a bad member name, an unparsable instant).
 pub(super) fn bad_request(reason: String) -> WriteError {
@@ -57,9 +61,38 @@ impl Coordinator {
                 return Ok(joined);
             }
         }
-        let guard = self.lock().await?;
+        let guard = match self.try_lock().await? {
+            Some(guard) => guard,
+            None => {
+                // Another writer holds the lock, most often the first of this slot opening its window: its
+                // window is looked for a few times before this writer queues for the lock, so that the
+                // writers of a slot join side by side instead of one lock holder after another.
+                if let Some(joined) = self.join_when_opened(&req.member).await? {
+                    return Ok(joined);
+                }
+                self.lock().await?
+            }
+        };
         let result = self.open_locked(&guard, &req).await;
         self.unlock(guard, result).await
+    }
+
+    /// Joins the window another writer is opening, looking for it after 100, 200 and 400 ms (about what an
+    /// open takes under the lock); `None` when none opened meanwhile.
+    async fn join_when_opened(
+        &self,
+        member: &str,
+    ) -> Result<Option<CoordinatorResponse>, WriteError> {
+        for delay_ms in OPEN_LOOKS_MS {
+            tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+            let listed = self.storage.list(crate::table::timeline::META_DIR).await?;
+            if let Some(open) = open_window(&listed, &Timeline::from_listing(&listed)?) {
+                if let Some(joined) = self.try_join(&open, member).await? {
+                    return Ok(Some(joined));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// The window object of `instant`, `None` once the window is gone (committed and cleaned up, or rolled
@@ -222,6 +255,7 @@ impl Coordinator {
             base_instant: base,
             checkpoint: checkpoint.to_sink_json(),
             closing: false,
+            closing_ms: 0,
             grace_ms: self.grace(interval),
             interval_ms: interval,
         };

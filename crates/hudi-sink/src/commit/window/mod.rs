@@ -115,6 +115,10 @@ pub(crate) struct WindowObject {
     /// Set by a closer before it reads the members: a member that joins afterwards leaves.
     #[serde(default)]
     pub closing: bool,
+    /// When the closer set `closing` (epoch ms; 0 when unknown): other members asking to close leave the
+    /// close to it until [`CLOSE_TAKEOVER_MS`] later, instead of repeating its reads and checks.
+    #[serde(default)]
+    pub closing_ms: i64,
     /// How long after the end members that have not submitted are waited for (their lease ends half-way).
     #[serde(default)]
     pub grace_ms: i64,
@@ -122,6 +126,12 @@ pub(crate) struct WindowObject {
     #[serde(default)]
     pub interval_ms: u64,
 }
+
+/// How long a closer has to commit a window it marked closing before another member's close request takes
+/// over (the closer may have died). A takeover is always safe (the commit is create-if-absent under the lock,
+/// after a check that the listing is unchanged); waiting first only saves the repeated reads of every
+/// contribution and file, which at a slot's end every waiting member would otherwise make at once.
+pub const CLOSE_TAKEOVER_MS: i64 = 3_000;
 
 /// How long a window stays open for joiners before it may close early (every member submitted): a tenth of
 /// the interval, at most 500 ms. Writers of one slot arrive within that, so the first to submit does not close
