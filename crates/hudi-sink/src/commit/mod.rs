@@ -193,15 +193,11 @@ impl Coordinator {
     /// Takes the table lock if it is free now; `None` while another holds it.
     async fn try_lock(&self) -> Result<Option<crate::lock::LockGuard>, WriteError> {
         let started = std::time::Instant::now();
-        match self.lock.acquire(Duration::ZERO).await {
-            Ok(guard) => {
-                crate::telemetry::record_lock_wait(started.elapsed().as_millis() as u64);
-                Ok(Some(guard))
-            }
-            Err(crate::lock::LockError::Timeout { .. }) => {
-                crate::telemetry::record_lock_wait(started.elapsed().as_millis() as u64);
-                Ok(None)
-            }
+        let acquired = self.lock.acquire(Duration::ZERO).await;
+        crate::telemetry::record_lock_wait(started.elapsed().as_millis() as u64);
+        match acquired {
+            Ok(guard) => Ok(Some(guard)),
+            Err(crate::lock::LockError::Timeout { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }

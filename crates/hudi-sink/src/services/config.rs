@@ -98,8 +98,9 @@ pub struct ServicesConfig {
     pub clustering_max_num_groups: u32,
     /// `hoodie.compact.inline` (true here, false in Hudi, where Spark streaming jobs run an async compactor
     /// beside the writer): compact merge-on-read tables inline, under the table lock, once
-    /// `compact_max_delta_commits` deltacommits appended to a file slice. A Lambda sink has no long-lived process for an async
-    /// compactor, and without compaction every snapshot read merges an ever longer list of log files.
+    /// `compact_max_delta_commits` deltacommits appended to a file slice. A Lambda sink has no long-lived
+    /// process for an async compactor, and without compaction every snapshot read merges an ever longer list
+    /// of log files.
     pub compact_inline: bool,
     /// `hoodie.compact.inline.max.delta.commits` (5): deltacommits that append to a file slice before it is
     /// compacted (one log file each per batch, one per member under the interval commit).

@@ -192,8 +192,12 @@ impl Coordinator {
     }
 
     /// One attempt to close window `instant` (the module doc's steps). A window another closer marked
-    /// closing less than [`CLOSE_TAKEOVER_MS`] ago is left to it, unless `restart` (this caller's own mark).
-    async fn try_close(&self, instant: &InstantTime, restart: bool) -> Result<Closing, WriteError> {
+    /// closing less than [`CLOSE_TAKEOVER_MS`] ago is left to it, unless `takeover`.
+    async fn try_close(
+        &self,
+        instant: &InstantTime,
+        takeover: bool,
+    ) -> Result<Closing, WriteError> {
         let action = self.check_writable().await?;
         let Some(mut window) = self.window_object(instant).await? else {
             return Ok(Closing::Settled);
@@ -202,7 +206,7 @@ impl Coordinator {
         let exclude_at = window.end_ms + self.grace_of(&window);
         let membership = !is_disabled(Mutation::WindowMembership);
         let takeover_at = window.closing_ms.saturating_add(super::CLOSE_TAKEOVER_MS);
-        if window.closing && !restart && self.clock.now_millis() < takeover_at {
+        if window.closing && !takeover && self.clock.now_millis() < takeover_at {
             return Ok(Closing::Wait(takeover_at));
         }
         if !window.closing {

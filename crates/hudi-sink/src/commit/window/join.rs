@@ -51,10 +51,7 @@ impl Coordinator {
             // A writer that saw no window (it waited for this slot, or its listing came first) looks again
             // before taking the lock: at a slot's start many writers arrive at once, and all but the first
             // find the window it opened.
-            None => {
-                let listed = self.storage.list(crate::table::timeline::META_DIR).await?;
-                open_window(&listed, &Timeline::from_listing(&listed)?)
-            }
+            None => self.listed_open_window().await?,
         };
         if let Some(seen) = seen {
             if let Some(joined) = self.try_join(&seen, &req.member).await? {
@@ -85,14 +82,19 @@ impl Coordinator {
     ) -> Result<Option<CoordinatorResponse>, WriteError> {
         for delay_ms in OPEN_LOOKS_MS {
             tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
-            let listed = self.storage.list(crate::table::timeline::META_DIR).await?;
-            if let Some(open) = open_window(&listed, &Timeline::from_listing(&listed)?) {
+            if let Some(open) = self.listed_open_window().await? {
                 if let Some(joined) = self.try_join(&open, member).await? {
                     return Ok(Some(joined));
                 }
             }
         }
         Ok(None)
+    }
+
+    /// The open window a fresh listing of `.hoodie/` shows, if any.
+    async fn listed_open_window(&self) -> Result<Option<InstantTime>, WriteError> {
+        let listed = self.storage.list(crate::table::timeline::META_DIR).await?;
+        Ok(open_window(&listed, &Timeline::from_listing(&listed)?))
     }
 
     /// The window object of `instant`, `None` once the window is gone (committed and cleaned up, or rolled

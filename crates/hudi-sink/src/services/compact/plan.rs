@@ -52,7 +52,8 @@ pub fn select_file_groups<'s>(
     let mut due: Vec<(usize, &FileSlice)> = slices
         .iter()
         .map(|s| (count(s), s))
-        .filter(|(n, s)| (*n >= min && !s.log_files.is_empty()) || stale(s))
+        // A count of at least `min` (at least 1) means the slice has log files.
+        .filter(|(n, s)| *n >= min || stale(s))
         .collect();
     due.sort_by(|(na, a), (nb, b)| {
         (*nb >= min)
