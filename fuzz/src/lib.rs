@@ -23,7 +23,7 @@ use arrow_schema::SchemaRef;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use hudi_sink::config::java_properties::JavaProperties;
-use hudi_sink::record::decode::{JsonDecoder, RecordErrorKind};
+use hudi_sink::record::decode::{RecordDecoder, RecordErrorKind};
 use hudi_sink::schema::arrow::avro_to_arrow;
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::source::event::{KafkaBatch, KafkaRecord};
@@ -80,9 +80,9 @@ fn schema() -> &'static FuzzSchema {
     })
 }
 
-fn decoder() -> JsonDecoder {
+fn decoder() -> RecordDecoder {
     let s = schema();
-    JsonDecoder::try_new(s.arrow.clone(), &s.avro).unwrap_or_else(|e| panic!("decoder: {e}"))
+    RecordDecoder::try_new(s.arrow.clone(), &s.avro).unwrap_or_else(|e| panic!("decoder: {e}"))
 }
 
 /// Event decoding: `KafkaBatch::from_slice` and `KafkaBatch::from_value`.
@@ -192,7 +192,7 @@ fn reference_batch() -> &'static RecordBatch {
 thread_local! {
     /// One decoder per thread, reused: building one per input would dominate the run time, and reuse is
     /// what the writer does within a batch (a refused record must not disturb the next one).
-    static DECODER: RefCell<Option<JsonDecoder>> = const { RefCell::new(None) };
+    static DECODER: RefCell<Option<RecordDecoder>> = const { RefCell::new(None) };
 }
 
 /// JSON → Arrow: one fuzzed record between two good ones, with the decoder's all-or-nothing rule checked
@@ -253,6 +253,9 @@ pub fn check_json_to_arrow(data: &[u8]) {
                 assert!(!v.is_object(), "reported as not an object ({e}): {v}")
             }
             RecordErrorKind::Invalid => {}
+            RecordErrorKind::NotAvro | RecordErrorKind::Schema => {
+                panic!("the JSON reader reported an Avro refusal ({e})")
+            }
         },
         (Err(e), Independent::NotJson) => assert!(
             e.kind() != RecordErrorKind::NotObject,

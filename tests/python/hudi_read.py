@@ -19,6 +19,7 @@ Usage:
 """
 
 import argparse
+import decimal
 import json
 import sys
 
@@ -34,8 +35,11 @@ def canon_array(arr: pa.Array):
         return arr.cast(width).to_pylist()
     if pa.types.is_decimal(t):
         out = []
-        for d in arr.to_pylist():
-            out.append(None if d is None else str(int(d.scaleb(t.scale))))
+        # Decimal's default context keeps 28 digits: a decimal(38, s) would be rounded.
+        with decimal.localcontext() as ctx:
+            ctx.prec = 80
+            for d in arr.to_pylist():
+                out.append(None if d is None else str(int(d.scaleb(t.scale))))
         return out
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
         return [None if b is None else b.hex() for b in arr.to_pylist()]

@@ -22,7 +22,7 @@ use arrow_array::RecordBatch;
 use hudi_sink::bootstrap::{load_properties, load_schema};
 use hudi_sink::clock::SystemClock;
 use hudi_sink::config::write_config::{WriteConfig, WriteOperation};
-use hudi_sink::record::decode::JsonDecoder;
+use hudi_sink::record::decode::RecordDecoder;
 use hudi_sink::source::event::{KafkaBatch, Payload};
 use hudi_sink::storage::local::LocalStorage;
 use hudi_sink::write::TableWriter;
@@ -51,7 +51,7 @@ fn decode_file(writer: &TableWriter, path: &Path) -> Result<Decoded, BoxError> {
     let batch = KafkaBatch::from_slice(&bytes)?;
     drop(bytes);
     let schema = writer.schema();
-    let mut decoder = JsonDecoder::try_new(schema.data.clone(), &schema.avro)?;
+    let mut decoder = RecordDecoder::try_new(schema.data.clone(), &schema.avro)?;
     let mut json_bytes = 0u64;
     for record in &batch.records {
         if let Payload::Value(v) = record.payload() {

@@ -209,14 +209,65 @@ pub async fn build_sink(
     let dead_letters = Arc::new(StorageDeadLetterSink::new(
         open_storage_with(&dead_letters.uri, &timeouts).await?,
     ));
-    Ok(KafkaSink::new(
-        writer,
-        coordinator,
-        dead_letters,
-        clock,
-        sink,
-        writer_id,
-    ))
+    let registry = build_registry(props, &sink, &timeouts).await?;
+    let sink = KafkaSink::new(writer, coordinator, dead_letters, clock, sink, writer_id);
+    Ok(match registry {
+        Some(registry) => sink.with_registry(registry),
+        None => sink,
+    })
+}
+
+/// Hudi's registry URL property (HoodieStreamer's `SchemaRegistryProvider`).
+pub const REGISTRY_URL_KEY: &str = "hoodie.streamer.schemaprovider.registry.url";
+
+/// The schema registries of `hudi.sink.value.format=avro`: Confluent when [`REGISTRY_URL_KEY`] is set, Glue
+/// whenever the `glue` feature is built in (Glue-framed values name their registry by version id).
+pub async fn build_registry(
+    props: &BTreeMap<String, String>,
+    sink: &SinkConfig,
+    timeouts: &ClientTimeouts,
+) -> Result<Option<Arc<crate::registry::SchemaRegistry>>, WriteError> {
+    if sink.value_format != crate::sink::ValueFormat::AvroRegistry {
+        return Ok(None);
+    }
+    let url = props
+        .get(REGISTRY_URL_KEY)
+        .or_else(|| props.get("hoodie.deltastreamer.schemaprovider.registry.url"))
+        .map(|u| u.trim())
+        .filter(|u| !u.is_empty());
+    #[cfg(feature = "aws")]
+    let confluent: Option<Arc<dyn crate::registry::SchemaSource>> = match url {
+        Some(url) => Some(Arc::new(
+            crate::registry::confluent::ConfluentRegistry::new(
+                url,
+                sink.registry_user_info.as_deref(),
+                sink.registry_timeout,
+            )?,
+        )),
+        None => None,
+    };
+    #[cfg(not(feature = "aws"))]
+    let confluent: Option<Arc<dyn crate::registry::SchemaSource>> = match url {
+        Some(_) => {
+            return Err(WriteError::Config {
+                reason: format!("{REGISTRY_URL_KEY} needs the `aws` feature"),
+            })
+        }
+        None => None,
+    };
+    #[cfg(feature = "glue")]
+    let glue: Option<Arc<dyn crate::registry::SchemaSource>> = {
+        let sdk = crate::aws_clients::sdk_config(&timeouts.glue, None, None).await;
+        Some(Arc::new(crate::registry::glue::GlueRegistry::new(&sdk)))
+    };
+    #[cfg(not(feature = "glue"))]
+    let glue: Option<Arc<dyn crate::registry::SchemaSource>> = {
+        let _ = timeouts;
+        None
+    };
+    Ok(Some(Arc::new(crate::registry::SchemaRegistry::new(
+        confluent, glue,
+    ))))
 }
 
 #[cfg(test)]

@@ -196,6 +196,10 @@ pub enum DeadLetterStage {
     NotObject,
     /// The object does not fit the table schema.
     Decode,
+    /// The value is not an Avro datum of its writer schema.
+    NotAvro,
+    /// The value's writer schema is unknown or does not resolve to the table schema (framing, registry id).
+    Schema,
     /// A tombstone (null value) without a Kafka key: there is nothing to delete by.
     KeylessTombstone,
     /// No record key can be made (null or empty key field, unreadable key value).
@@ -212,6 +216,8 @@ impl DeadLetterStage {
             DeadLetterStage::NotJson => "not_json",
             DeadLetterStage::NotObject => "not_object",
             DeadLetterStage::Decode => "decode",
+            DeadLetterStage::NotAvro => "not_avro",
+            DeadLetterStage::Schema => "schema",
             DeadLetterStage::KeylessTombstone => "keyless_tombstone",
             DeadLetterStage::Key => "key",
             DeadLetterStage::Partition => "partition",
@@ -307,6 +313,12 @@ impl DeadLetter {
             RecordErrorKind::NotJson => Self::not_json(record, error),
             RecordErrorKind::NotObject => Self::not_object(record, error),
             RecordErrorKind::Invalid => Self::decode(record, error),
+            RecordErrorKind::NotAvro => {
+                Self::from_record(record, DeadLetterStage::NotAvro, error.to_string())
+            }
+            RecordErrorKind::Schema => {
+                Self::from_record(record, DeadLetterStage::Schema, error.to_string())
+            }
         }
     }
 
@@ -491,7 +503,7 @@ impl DeadLetterSink for StorageDeadLetterSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::decode::JsonDecoder;
+    use crate::record::decode::RecordDecoder;
     use crate::record::partition::{PartitionValueError, UnsafeReason};
     use crate::schema::arrow::avro_to_arrow;
     use crate::schema::avro::AvroSchema;
@@ -518,7 +530,8 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let arrow = avro_to_arrow(&avro).unwrap_or_else(|e| panic!("{e}"));
-        let mut d = JsonDecoder::try_new(Arc::new(arrow), &avro).unwrap_or_else(|e| panic!("{e}"));
+        let mut d =
+            RecordDecoder::try_new(Arc::new(arrow), &avro).unwrap_or_else(|e| panic!("{e}"));
         match d.append(json.as_bytes()) {
             Ok(()) => panic!("{json} accepted"),
             Err(e) => e,

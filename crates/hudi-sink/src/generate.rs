@@ -968,7 +968,7 @@ pub fn generate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::decode::JsonDecoder;
+    use crate::record::decode::RecordDecoder;
     use crate::schema::arrow::avro_to_arrow;
     use crate::schema::avro::AvroSchema;
     use crate::source::event::{KafkaBatch, Payload as KafkaPayload};
@@ -990,7 +990,7 @@ mod tests {
         ] {
             let avro = AvroSchema::parse(schema.avro_schema()).expect("schema");
             let arrow = std::sync::Arc::new(avro_to_arrow(&avro).expect("arrow"));
-            let mut decoder = JsonDecoder::try_new(arrow, &avro).expect("decoder");
+            let mut decoder = RecordDecoder::try_new(arrow, &avro).expect("decoder");
             let opts = GenerateOptions {
                 records: 2_000,
                 partitions: 3,

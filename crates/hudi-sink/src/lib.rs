@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod mutation;
 pub mod protocol;
 pub mod record;
+pub mod registry;
 pub mod schema;
 pub mod services;
 pub mod sink;

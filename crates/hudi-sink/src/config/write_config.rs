@@ -166,6 +166,9 @@ const USED_KEYS: &[&str] = &[
     "hoodie.bucket.index.hash.field",
     "hoodie.streamer.schemaprovider.source.schema.file",
     "hoodie.deltastreamer.schemaprovider.source.schema.file",
+    // The Confluent registry of `hudi.sink.value.format=avro` (`crate::bootstrap::build_registry`).
+    "hoodie.streamer.schemaprovider.registry.url",
+    "hoodie.deltastreamer.schemaprovider.registry.url",
     "hoodie.parquet.max.file.size",
     "hoodie.parquet.block.size",
     "hoodie.parquet.page.size",

@@ -204,7 +204,7 @@ pub(crate) mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::record::decode::JsonDecoder;
+    use crate::record::decode::RecordDecoder;
     use crate::schema::meta::with_meta_fields;
 
     /// Every Avro type the base-file path maps, including a named-type reference and `[T, "null"]` unions.
@@ -264,7 +264,7 @@ pub(crate) mod tests {
     pub(crate) fn all_types_batch() -> RecordBatch {
         let schema = all_types_schema();
         let arrow = Arc::new(avro_to_arrow(&schema).expect("arrow"));
-        let mut d = JsonDecoder::try_new(arrow, &schema).expect("decoder");
+        let mut d = RecordDecoder::try_new(arrow, &schema).expect("decoder");
         for row in ALL_TYPES_ROWS {
             d.append(row.as_bytes())
                 .unwrap_or_else(|e| panic!("{row}: {e}"));
@@ -298,7 +298,7 @@ pub(crate) mod tests {
         )
         .expect("schema");
         let arrow = Arc::new(avro_to_arrow(&schema).expect("arrow"));
-        let mut d = JsonDecoder::try_new(arrow, &schema).expect("decoder");
+        let mut d = RecordDecoder::try_new(arrow, &schema).expect("decoder");
         d.append(br#"{"a":-3,"b":null,"d":"1.28","x":"-1.27","e":"Q","l":[1,2]}"#)
             .expect("row");
         let batch = d.finish().expect("batch");

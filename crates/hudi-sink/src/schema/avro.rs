@@ -385,6 +385,23 @@ impl AvroSchema {
         Ok(schema)
     }
 
+    /// Parses a producer's writer schema, which is only read: unions of several non-null types are allowed.
+    pub fn parse_writer(text: &str) -> SchemaResult<Self> {
+        let json: Value =
+            serde_json::from_str(text).map_err(|source| SchemaError::Json { source })?;
+        let schema = parse::schema(&json, "$")?;
+        schema.validate_writer()?;
+        Ok(schema)
+    }
+
+    /// [`AvroSchema::validate`] for a writer schema: unions of several non-null types are allowed.
+    pub fn validate_writer(&self) -> SchemaResult<NamedTypes<'_>> {
+        let mut validator = validate::Validator::default();
+        validator.general_unions = true;
+        validator.schema(self, None, "$")?;
+        Ok(validator.into_named_types())
+    }
+
     /// Checks everything the module invariants promise and returns the named types by full name.
     pub fn validate(&self) -> SchemaResult<NamedTypes<'_>> {
         let mut validator = validate::Validator::default();

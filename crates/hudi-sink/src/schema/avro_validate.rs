@@ -9,6 +9,8 @@ use super::*;
 #[derive(Default)]
 pub(super) struct Validator<'a> {
     types: HashMap<String, &'a AvroSchema>,
+    /// Unions of several non-null types are allowed (a writer schema read by the sink, never written).
+    pub(super) general_unions: bool,
 }
 
 impl<'a> Validator<'a> {
@@ -137,7 +139,7 @@ impl<'a> Validator<'a> {
                 non_null.push(branch.describe());
             }
         }
-        if non_null.len() > 1 {
+        if non_null.len() > 1 && !self.general_unions {
             return Err(SchemaError::UnsupportedUnion {
                 path: path.to_string(),
                 branches: non_null,

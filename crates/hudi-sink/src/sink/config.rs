@@ -28,6 +28,27 @@ pub struct SinkConfig {
     /// `hudi.sink.deadline.reserve.ms`: time kept free before the invocation deadline; no begin, commit or
     /// retry starts inside it, so the function fails with a clear error instead of being killed mid-step.
     pub deadline_reserve: Duration,
+    /// `hudi.sink.value.format` and `hudi.sink.value.avro.framing`: how record values are read.
+    pub value_format: ValueFormat,
+    /// `hudi.sink.schema.registry.basic.auth.user.info`: `key:secret` for the Confluent registry (else the
+    /// URL's user info).
+    pub registry_user_info: Option<String>,
+    /// `hudi.sink.schema.registry.timeout.ms`: deadline of one registry request.
+    pub registry_timeout: Duration,
+}
+
+/// How record values are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ValueFormat {
+    /// `json` (the default): UTF-8 JSON objects, read against the table schema.
+    #[default]
+    Json,
+    /// `avro`: Avro binary framed for a schema registry (Confluent or Glue, told apart by the first byte),
+    /// resolved from the writer's schema to the table's.
+    AvroRegistry,
+    /// `avro` with `hudi.sink.value.avro.framing=none`: bare Avro binary written with the table schema
+    /// (`hoodie.streamer.schemaprovider.source.schema.file`).
+    AvroBare,
 }
 
 impl Default for SinkConfig {
@@ -41,6 +62,9 @@ impl Default for SinkConfig {
             retry_backoff: Duration::from_millis(100),
             deadline_reserve: Duration::from_secs(10),
             commit_interval: DEFAULT_COMMIT_INTERVAL,
+            value_format: ValueFormat::Json,
+            registry_user_info: None,
+            registry_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -68,12 +92,19 @@ const SINK_KEYS: &[&str] = &[
     "hudi.sink.glue.attempt.timeout.ms",
     "hudi.sink.glue.operation.timeout.ms",
     "hudi.sink.deadline.reserve.ms",
+    "hudi.sink.value.format",
+    "hudi.sink.value.avro.framing",
+    "hudi.sink.schema.registry.basic.auth.user.info",
+    "hudi.sink.schema.registry.timeout.ms",
 ];
 
 impl SinkConfig {
     /// Reads the `hudi.sink.*` keys; an unknown one is an error naming it.
     pub fn from_properties(props: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
-        let mut c = Self::default();
+        let mut c = Self {
+            value_format: value_format(props)?,
+            ..Self::default()
+        };
         for (key, value) in props.iter().filter(|(k, _)| k.starts_with("hudi.sink.")) {
             if !SINK_KEYS.contains(&key.as_str())
                 && !crate::catalog::config::CATALOG_KEYS.contains(&key.as_str())
@@ -113,6 +144,12 @@ impl SinkConfig {
                 "hudi.sink.deadline.reserve.ms" => {
                     c.deadline_reserve = Duration::from_millis(num(value)?)
                 }
+                "hudi.sink.schema.registry.basic.auth.user.info" => {
+                    c.registry_user_info = Some(value.trim().to_string()).filter(|v| !v.is_empty())
+                }
+                "hudi.sink.schema.registry.timeout.ms" => {
+                    c.registry_timeout = Duration::from_millis(num(value)?.max(1))
+                }
                 _ => {}
             }
         }
@@ -122,5 +159,40 @@ impl SinkConfig {
     /// How old a heartbeat may get before its write counts as failed.
     pub fn heartbeat_tolerance(&self) -> Duration {
         self.heartbeat_interval * self.heartbeat_tolerable_misses
+    }
+}
+
+/// `hudi.sink.value.format` (`json` | `avro`) with `hudi.sink.value.avro.framing` (`registry` | `none`).
+fn value_format(props: &BTreeMap<String, String>) -> Result<ValueFormat, ConfigError> {
+    let get = |key: &str| props.get(key).map(|v| v.trim().to_ascii_lowercase());
+    let invalid = |key: &str, value: String, reason: &str| ConfigError::Invalid {
+        key: key.to_string(),
+        value,
+        reason: reason.to_string(),
+    };
+    let framing = get("hudi.sink.value.avro.framing");
+    match get("hudi.sink.value.format").as_deref() {
+        None | Some("json") => match framing {
+            None => Ok(ValueFormat::Json),
+            Some(f) => Err(invalid(
+                "hudi.sink.value.avro.framing",
+                f,
+                "only meaningful with hudi.sink.value.format=avro",
+            )),
+        },
+        Some("avro") => match framing.as_deref() {
+            None | Some("registry") => Ok(ValueFormat::AvroRegistry),
+            Some("none") => Ok(ValueFormat::AvroBare),
+            Some(_) => Err(invalid(
+                "hudi.sink.value.avro.framing",
+                framing.unwrap_or_default(),
+                "expected registry (Confluent or Glue framing) or none (bare Avro)",
+            )),
+        },
+        Some(other) => Err(invalid(
+            "hudi.sink.value.format",
+            other.to_string(),
+            "expected json or avro (Protobuf is not supported yet)",
+        )),
     }
 }

@@ -31,6 +31,7 @@ mod report;
 mod route;
 #[cfg(test)]
 mod tests;
+mod values;
 mod window;
 
 use std::sync::Arc;
@@ -44,7 +45,7 @@ use crate::transport::CoordinatorClient;
 use crate::write::{TableWriter, WriteError};
 
 use attempt::Attempt;
-pub use config::SinkConfig;
+pub use config::{SinkConfig, ValueFormat};
 pub use report::{ProcessOptions, SinkReport};
 
 /// Writes Kafka batches into one table through a coordinator.
@@ -63,6 +64,10 @@ pub struct KafkaSink {
     /// This process's part of its member names (random, or from the jitter seed): a writer id may come back
     /// in a new process (a Lambda environment restarts its runtime), whose counter starts again at 0.
     member_nonce: std::sync::atomic::AtomicU32,
+    /// Writer schemas of registry-framed Avro values (`None`: JSON values or bare Avro).
+    registry: Option<Arc<crate::registry::SchemaRegistry>>,
+    /// Avro read plans compiled so far.
+    plans: values::PlanCache,
     /// Batches prepared so far (the tests check that a retry reuses its preparation).
     #[cfg(test)]
     preparations: std::sync::atomic::AtomicU32,
@@ -88,6 +93,8 @@ impl KafkaSink {
             jitter: std::sync::atomic::AtomicU64::new(uuid::Uuid::new_v4().as_u128() as u64),
             members: std::sync::atomic::AtomicU64::new(0),
             member_nonce: std::sync::atomic::AtomicU32::new(uuid::Uuid::new_v4().as_u128() as u32),
+            registry: None,
+            plans: Default::default(),
             #[cfg(test)]
             preparations: std::sync::atomic::AtomicU32::new(0),
         }
@@ -101,6 +108,12 @@ impl KafkaSink {
             (seed >> 32) as u32 ^ seed as u32,
             std::sync::atomic::Ordering::Relaxed,
         );
+        self
+    }
+
+    /// Reads registry-framed Avro values with the writer schemas `registry` fetches.
+    pub fn with_registry(mut self, registry: Arc<crate::registry::SchemaRegistry>) -> Self {
+        self.registry = Some(registry);
         self
     }
 
@@ -200,6 +213,8 @@ impl KafkaSink {
                 }
             }
         }
+        // Writer schemas are settled before anything is written: an unavailable registry fails here.
+        let values = self.values_of(&batch).await?;
         let mut conflicts = 0;
         let mut attempt = 0;
         // How long the last attempt took: a new one is started only if as much time is left.
@@ -219,7 +234,7 @@ impl KafkaSink {
             let started = std::time::Instant::now();
             let ready = match prepared.take() {
                 Some(ready) => ready,
-                None => self.prepare(&batch)?,
+                None => self.prepare(&batch, &values)?,
             };
             let outcome = if windowed {
                 self.attempt_window(&ready, &options, &timeline, seen.take().as_ref())

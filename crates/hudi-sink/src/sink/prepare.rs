@@ -14,11 +14,12 @@ use std::collections::BTreeMap;
 
 use crate::dead_letter::DeadLetter;
 use crate::protocol::{OffsetRange, TopicOffsets};
-use crate::record::decode::JsonDecoder;
+use crate::record::decode::RecordDecoder;
 use crate::source::event::KafkaBatch;
 use crate::write::{PreparedWrite, WriteError};
 
 use super::route::route;
+use super::values::Values;
 use super::KafkaSink;
 
 /// A batch ready to write: the rows folded per key, its dead letters and the offsets it consumes.
@@ -33,15 +34,19 @@ pub(super) struct Prepared {
 }
 
 impl KafkaSink {
-    /// Decodes, routes, keys and folds the records of `batch`.
-    pub(super) fn prepare(&self, batch: &KafkaBatch) -> Result<Prepared, WriteError> {
+    /// Decodes (as `values` says), routes, keys and folds the records of `batch`.
+    pub(super) fn prepare(
+        &self,
+        batch: &KafkaBatch,
+        values: &Values,
+    ) -> Result<Prepared, WriteError> {
         #[cfg(test)]
         self.preparations
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let schema = self.writer.schema();
-        let mut decoder = JsonDecoder::try_new(schema.data.clone(), &schema.avro)?;
+        let mut decoder = RecordDecoder::try_new(schema.data.clone(), &schema.avro)?;
         let bucketed = self.writer.config().index != crate::config::write_config::IndexConfig::None;
-        let routed = route(batch, &mut decoder, bucketed);
+        let routed = route(batch, &mut decoder, values, bucketed);
         let mut letters = routed.letters;
         let data = decoder.finish()?;
         let operation = self.writer.config().operation;

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! record ─┬ value that decodes      → the decoder's rows (its batch position kept)
-//!         ├ value that does not     → dead letter (stage decode)
+//!         ├ value that does not     → dead letter (stage not_json, not_object, decode, not_avro, schema)
 //!         ├ undecodable base64      → dead letter (stage base64)
 //!         ├ tombstone with a key    → delete by key (bucket index), else dead letter (stage key)
 //!         └ tombstone without a key → dead letter
@@ -12,8 +12,10 @@
 //! (docs/architecture.md, "Dead letters").
 
 use crate::dead_letter::{DeadLetter, DeadLetterStage};
-use crate::record::decode::JsonDecoder;
+use crate::record::decode::RecordDecoder;
 use crate::source::event::{KafkaBatch, KafkaRecord, Payload};
+
+use super::values::{read_value, Values};
 
 /// The records of a batch, routed.
 #[derive(Debug, Default)]
@@ -26,9 +28,14 @@ pub(super) struct Routed {
     pub letters: Vec<DeadLetter>,
 }
 
-/// Routes every record of `batch`, appending the values to `decoder`. `bucketed`: the table has an index
+/// Routes every record of `batch`, appending the values to `decoder` as `values` reads them. `bucketed`: the table has an index
 /// (`hoodie.index.type=BUCKET`), so a tombstone can find its record by key.
-pub(super) fn route(batch: &KafkaBatch, decoder: &mut JsonDecoder, bucketed: bool) -> Routed {
+pub(super) fn route(
+    batch: &KafkaBatch,
+    decoder: &mut RecordDecoder,
+    values: &Values,
+    bucketed: bool,
+) -> Routed {
     let mut routed = Routed::default();
     for (pos, record) in batch.records.iter().enumerate() {
         match record.payload() {
@@ -47,7 +54,7 @@ pub(super) fn route(batch: &KafkaBatch, decoder: &mut JsonDecoder, bucketed: boo
                     "tombstone key is not UTF-8, so it cannot name a record key",
                 )),
             },
-            Payload::Value(bytes) => match decoder.append(bytes) {
+            Payload::Value(bytes) => match read_value(values, decoder, bytes) {
                 Ok(()) => routed.positions.push(pos as u64),
                 Err(e) => routed
                     .letters

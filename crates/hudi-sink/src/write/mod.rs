@@ -102,6 +102,9 @@ pub enum WriteError {
     /// The table lock failed.
     #[error(transparent)]
     Lock(#[from] crate::lock::LockError),
+    /// A schema registry could not be used (retryable: nothing was written).
+    #[error(transparent)]
+    Registry(#[from] crate::registry::RegistryError),
     /// The coordinator answered something the writer did not ask for.
     #[error("unexpected coordinator answer to {request}: {answer}")]
     Protocol {

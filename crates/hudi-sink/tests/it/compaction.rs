@@ -16,7 +16,7 @@ use hudi_sink::base_file::writer::BaseFileOptions;
 use hudi_sink::clock::SystemClock;
 use hudi_sink::lock::{LeaseOptions, Lock, MemoryLock};
 use hudi_sink::log_file::{DeleteRecord, LogFileName, LogFileWriter};
-use hudi_sink::record::decode::JsonDecoder;
+use hudi_sink::record::decode::RecordDecoder;
 use hudi_sink::schema::arrow::avro_to_arrow;
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::schema::meta::with_meta_fields;
@@ -351,7 +351,7 @@ fn append_log(
     let arrow = Arc::new(avro_to_arrow(&block_schema).expect("arrow"));
     let mut writer = LogFileWriter::new(InstantTime::parse(t).expect("t"), file_id, &schema);
     if !rows.is_empty() {
-        let mut decoder = JsonDecoder::try_new(arrow, &block_schema).expect("decoder");
+        let mut decoder = RecordDecoder::try_new(arrow, &block_schema).expect("decoder");
         for (seq, (uuid, ts, fare)) in rows.iter().enumerate() {
             let row = json!({
                 "_hoodie_commit_time": t, "_hoodie_commit_seqno": format!("{t}_0_{seq}"),
@@ -768,7 +768,7 @@ async fn a_spark_table_appended_to_by_the_sink_then_compacted_reads_row_exact() 
         json!({"ts": 1_700_000_000_003_i64, "uuid": "sink-3", "rider": "rider-S3", "driver": "driver-S3", "fare": 33.0, "city": "new_city"}),
     ];
     let schema = writer.schema();
-    let mut decoder = JsonDecoder::try_new(schema.data.clone(), &schema.avro).expect("decoder");
+    let mut decoder = RecordDecoder::try_new(schema.data.clone(), &schema.avro).expect("decoder");
     for trip in &new_trips {
         decoder.append(trip.to_string().as_bytes()).expect("row");
     }

@@ -17,7 +17,7 @@ use hudi_sink::log_file::{
     read_log_file, rollback_log_file, DataBlockFormat, DeleteRecord, LogBlock, LogFileName,
     LogFileWriter, OrderingValue,
 };
-use hudi_sink::record::decode::JsonDecoder;
+use hudi_sink::record::decode::RecordDecoder;
 use hudi_sink::schema::arrow::avro_to_arrow;
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::schema::meta::with_meta_fields;
@@ -566,7 +566,7 @@ fn a_deltacommit_with_our_log_file_reads_in_hudi_rs() {
         trip(t, 2, inserted, 1695400000000, "rider-Z", "driver-Z", 7.0),
     ];
     let arrow = Arc::new(avro_to_arrow(&block_schema).expect("arrow"));
-    let mut decoder = JsonDecoder::try_new(arrow, &block_schema).expect("decoder");
+    let mut decoder = RecordDecoder::try_new(arrow, &block_schema).expect("decoder");
     for row in &rows {
         decoder.append(row.to_string().as_bytes()).expect("row");
     }

@@ -2,6 +2,7 @@
 
 mod avro_fastavro;
 mod avro_golden;
+mod avro_registry;
 mod bad_input;
 mod bloom_golden;
 mod bucket_jvm;

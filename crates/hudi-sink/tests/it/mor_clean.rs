@@ -22,7 +22,7 @@ use hudi_sink::lock::{LeaseOptions, Lock};
 use hudi_sink::log_file::{
     merge_file_slice, scan_log_files, CommittedInstants, LogFileName, LogFileWriter, MergeMode,
 };
-use hudi_sink::record::decode::JsonDecoder;
+use hudi_sink::record::decode::RecordDecoder;
 use hudi_sink::schema::arrow::avro_to_arrow;
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::schema::meta::with_meta_fields;
@@ -176,7 +176,7 @@ fn update(table: &Path, uuid: &str, fare: f64) -> String {
     let schema = AvroSchema::parse(&text).expect("schema");
     let block_schema = with_meta_fields(&schema);
     let arrow = Arc::new(avro_to_arrow(&block_schema).expect("arrow"));
-    let mut decoder = JsonDecoder::try_new(arrow, &block_schema).expect("decoder");
+    let mut decoder = RecordDecoder::try_new(arrow, &block_schema).expect("decoder");
     let row = json!({
         "_hoodie_commit_time": D4, "_hoodie_commit_seqno": format!("{D4}_0_0"),
         "_hoodie_record_key": uuid, "_hoodie_partition_path": PARTITION,

@@ -11,7 +11,7 @@ use hudi_sink::log_file::{
     merge_file_slice, scan_log_files, CommittedInstants, DeleteRecord, LogFileName, LogFileWriter,
     LogRecords, MergeMode, OrderingValue,
 };
-use hudi_sink::record::decode::JsonDecoder;
+use hudi_sink::record::decode::RecordDecoder;
 use hudi_sink::schema::arrow::avro_to_arrow;
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::schema::meta::with_meta_fields;
@@ -255,7 +255,7 @@ fn append_log(
     let arrow = std::sync::Arc::new(avro_to_arrow(&block_schema).expect("arrow"));
     let mut writer = LogFileWriter::new(InstantTime::parse(t).expect("t"), file_id, schema);
     if !rows.is_empty() {
-        let mut decoder = JsonDecoder::try_new(arrow, &block_schema).expect("decoder");
+        let mut decoder = RecordDecoder::try_new(arrow, &block_schema).expect("decoder");
         for (seq, (uuid, ts, fare)) in rows.iter().enumerate() {
             let row = json!({
                 "_hoodie_commit_time": t, "_hoodie_commit_seqno": format!("{t}_0_{seq}"),

@@ -11,7 +11,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use hudi_sink::dead_letter::{DeadLetter, DeadLetterSink, DeadLetterStage, StorageDeadLetterSink};
-use hudi_sink::record::decode::JsonDecoder;
+use hudi_sink::record::decode::RecordDecoder;
 use hudi_sink::schema::arrow::avro_to_arrow;
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::source::{EventSource, KafkaBatch, Offset, Payload, TimestampType, TopicPartition};
@@ -96,12 +96,12 @@ fn events_dir() -> PathBuf {
     workspace_root().join("events")
 }
 
-fn trips_decoder() -> JsonDecoder {
+fn trips_decoder() -> RecordDecoder {
     let text = std::fs::read_to_string(events_dir().join("schema/trips.avsc"))
         .unwrap_or_else(|e| panic!("trips.avsc: {e}"));
     let avro = AvroSchema::parse(&text).unwrap_or_else(|e| panic!("trips.avsc: {e}"));
     let arrow = avro_to_arrow(&avro).unwrap_or_else(|e| panic!("arrow schema: {e}"));
-    JsonDecoder::try_new(Arc::new(arrow), &avro).unwrap_or_else(|e| panic!("decoder: {e}"))
+    RecordDecoder::try_new(Arc::new(arrow), &avro).unwrap_or_else(|e| panic!("decoder: {e}"))
 }
 
 fn load(name: &str) -> KafkaBatch {
