@@ -138,7 +138,7 @@ sim:
 # cargo-fuzz's nightly-only flags (no nightly can be downloaded here); no sanitizer: the code is safe Rust.
 .PHONY: fuzz
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS := event_decode json_to_arrow java_properties commit_metadata
+FUZZ_TARGETS := event_decode json_to_arrow avro_to_arrow java_properties commit_metadata
 FUZZ := RUSTC_BOOTSTRAP=1 $(CARGO) fuzz
 FUZZ_FLAGS := -O -a -s none --fuzz-dir fuzz
 fuzz:

@@ -11,6 +11,9 @@
 //! - JSON → Arrow: a refused record leaves nothing behind (the batch equals one built without it), an accepted
 //!   record is JSON with an object at the top, and the not-JSON / not-object classification agrees with
 //!   `serde_json`;
+//! - Avro → Arrow: a datum is read all or nothing and deterministically (accepted twice, the two rows are
+//!   equal; refused, nothing stays), and the registry framing parser never reads past its input or inflates
+//!   past its limit;
 //! - Java properties: whatever is written back reads back identically;
 //! - commit metadata: what is parsed writes back and reads back identically, and so do checkpoints.
 
@@ -345,5 +348,60 @@ fn round_trip_checkpoint(checkpoint: &Checkpoint) {
         let via_ds = Checkpoint::parse_deltastreamer(ds)
             .unwrap_or_else(|e| panic!("re-read of {ds:?}: {e}"));
         assert_eq!(&via_ds, checkpoint);
+    }
+}
+
+thread_local! {
+    /// The Avro target's decoder and its plan (the fuzz schema as the writer schema).
+    static AVRO: RefCell<Option<(RecordDecoder, hudi_sink::record::decode::AvroPlan)>> =
+        const { RefCell::new(None) };
+}
+
+/// Avro → Arrow: the input as a datum of the fuzz schema, twice, and as a registry-framed value.
+pub fn check_avro_to_arrow(data: &[u8]) {
+    AVRO.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let (d, plan) = slot.get_or_insert_with(|| {
+            let d = decoder();
+            let plan = d
+                .compile_avro(&schema().avro)
+                .unwrap_or_else(|e| panic!("the fuzz schema does not read itself: {e}"));
+            (d, plan)
+        });
+        assert!(d.is_empty(), "a previous input left rows behind");
+        let first = d.append_avro(plan, data);
+        assert_eq!(d.len(), usize::from(first.is_ok()), "{first:?}");
+        let second = d.append_avro(plan, data);
+        assert_eq!(first.is_ok(), second.is_ok(), "{first:?} then {second:?}");
+        if let (Err(a), Err(b)) = (&first, &second) {
+            assert_eq!(
+                a.to_string(),
+                b.to_string(),
+                "the same datum refused two ways"
+            );
+        }
+        let batch = d
+            .finish()
+            .unwrap_or_else(|e| panic!("finish after {first:?}: {e}"));
+        if first.is_ok() {
+            assert_eq!(batch.num_rows(), 2);
+            assert_eq!(
+                batch.slice(0, 1),
+                batch.slice(1, 1),
+                "one datum read two ways"
+            );
+        } else {
+            assert_eq!(batch.num_rows(), 0, "a refused datum left data behind");
+        }
+    });
+    match hudi_sink::registry::unframe(data) {
+        Ok(framed) => assert!(
+            framed.body.len()
+                <= data
+                    .len()
+                    .max(hudi_sink::registry::framing::MAX_INFLATED_BYTES),
+            "the body outgrew its limit"
+        ),
+        Err(e) => assert!(!e.to_string().is_empty()),
     }
 }

@@ -55,6 +55,7 @@ SCENARIOS = {
         "MaximumPollers": "8",
         "GlueDatabaseName": "lakehouse",
         "GlueTableName": "orders_v1",
+        "GlueSchemaRegistry": "true",
     },
     "self-managed-scram-vpc": {
         "AppName": "trips-sink",
@@ -164,6 +165,7 @@ def placeholders(params: dict, template: dict) -> tuple[dict, dict]:
         "has_on_failure_destination": bool(p["OnFailureDestinationArn"]),
         "has_schema": bool(p["SchemaUri"]),
         "has_glue": bool(p["GlueDatabaseName"]),
+        "has_glue_registry": p["GlueSchemaRegistry"] == "true",
     }
     return values, flags
 

@@ -8,14 +8,14 @@
   avro_registry.py encode SPEC OUT
       SPEC (JSON): {"table": <table schema>, "schemas": {"<name>": <writer schema>},
                     "records": [{"key": str, "schema": "<name>", "framing": "confluent:<id>" |
-                                 "glue:<uuid>" | "glue-zlib:<uuid>" | "bare" | "hex",
+                                 "glue:<uuid>" | "glue-zlib:<uuid>" | "glue-bomb:<uuid>" | "bare" | "hex",
                                  "datum": <record as fastavro takes it> | "hex": "<raw value bytes>",
-                                 "expect": true|false}]}
+                                 "expect": true|false, "metadata": <valueSchemaMetadata, passed through>}]}
       Each datum is written by fastavro's schemaless_writer with its writer schema and framed; each expected
       row is what fastavro's resolving reader gives for it with the table schema as reader schema, rendered
       the way hudi_read.py renders a table row (timestamps and dates as integers, decimals as unscaled
       integer strings, bytes and fixed as hex, maps as [key, value] pairs). OUT (JSON):
-      {"values": [{"key", "value_b64"}], "rows": [row or null per record]}.
+      {"values": [{"key", "value_b64", "metadata"?}], "rows": [row or null per record]}.
 """
 
 import base64
@@ -198,6 +198,9 @@ def encode(spec_path, out_path):
     for rec in spec["records"]:
         if "hex" in rec:
             raw = bytes.fromhex(rec["hex"])
+        elif rec.get("framing", "").startswith("glue-bomb:"):
+            # 7 MiB of zeros, a few kB compressed: past the sink's inflate limit.
+            raw = b"\x03\x05" + uuid.UUID(rec["framing"].split(":", 1)[1]).bytes + zlib.compress(bytes(7 << 20), 9)
         else:
             writer = writers[rec["schema"]]
             buf = io.BytesIO()
@@ -215,7 +218,10 @@ def encode(spec_path, out_path):
                 raw = body
             else:
                 raise SystemExit("unknown framing " + framing)
-        values.append({"key": rec["key"], "value_b64": base64.b64encode(raw).decode()})
+        entry = {"key": rec["key"], "value_b64": base64.b64encode(raw).decode()}
+        if "metadata" in rec:
+            entry["metadata"] = rec["metadata"]
+        values.append(entry)
         if not rec.get("expect", True):
             rows.append(None)
             continue

@@ -80,6 +80,16 @@ data "aws_iam_policy_document" "writer" {
     }
   }
 
+  # The writer's schema-registry reads: a version id is not an ARN, so no resource can be named.
+  dynamic "statement" {
+    for_each = local.has_glue_registry ? [1] : []
+    content {
+      sid       = "GlueSchemaVersions"
+      actions   = ["glue:GetSchemaVersion"]
+      resources = ["*"]
+    }
+  }
+
   statement {
     sid       = "LockItems"
     actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]

@@ -22,6 +22,7 @@ locals {
   has_on_failure           = var.on_failure_destination_arn != ""
   has_schema               = var.schema_uri != ""
   has_glue                 = var.glue_database_name != ""
+  has_glue_registry        = var.glue_schema_registry == "true"
 
   writer_name      = "${var.name}-writer"
   coordinator_name = "${var.name}-coordinator"

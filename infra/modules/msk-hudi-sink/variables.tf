@@ -216,6 +216,16 @@ variable "table_properties_uri" {
   }
 }
 
+variable "glue_schema_registry" {
+  description = "\"true\" when the topic carries Avro framed for the AWS Glue Schema Registry (hudi.sink.value.format=avro): the writer may call glue:GetSchemaVersion (on any resource, since a schema version id is not an ARN)."
+  type        = string
+  default     = "false"
+  validation {
+    condition     = contains(["true", "false"], var.glue_schema_registry)
+    error_message = "glue_schema_registry must be \"true\" or \"false\"."
+  }
+}
+
 variable "schema_uri" {
   description = "Optional s3:// URI of the Avro schema file named by hoodie.streamer.schemaprovider.source.schema.file (readable by the writer)."
   type        = string

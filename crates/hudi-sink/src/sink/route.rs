@@ -54,7 +54,7 @@ pub(super) fn route(
                     "tombstone key is not UTF-8, so it cannot name a record key",
                 )),
             },
-            Payload::Value(bytes) => match read_value(values, decoder, bytes) {
+            Payload::Value(bytes) => match read_value(values, decoder, record.value_schema.as_ref(), bytes) {
                 Ok(()) => routed.positions.push(pos as u64),
                 Err(e) => routed
                     .letters

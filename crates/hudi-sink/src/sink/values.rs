@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! json             → the JSON reader
-//! avro, registry   → unframe every value ─ fetch unknown writer schemas (registry/) ─ plan per schema id
+//! avro, registry   → unframe every value (or read the ESM's valueSchemaMetadata, framing already removed)
+//!                    ─ fetch unknown writer schemas (registry/) ─ plan per schema id
 //! avro, none       → one plan: the table schema as the writer schema
 //! ```
 //!
@@ -11,12 +12,13 @@
 //! or does not resolve becomes a dead letter in [`read_value`]. Plans are compiled once per schema id and
 //! kept for the life of the sink.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::record::decode::{AvroPlan, RecordDecodeError, RecordDecoder};
-use crate::registry::{unframe, Lookup, SchemaId};
-use crate::source::event::{KafkaBatch, Payload};
+use crate::registry::{unframe, Framed, Lookup, SchemaId};
+use crate::source::event::{KafkaBatch, Payload, SchemaMetadata};
 use crate::write::WriteError;
 
 use super::config::ValueFormat;
@@ -54,7 +56,7 @@ impl KafkaSink {
                     .records
                     .iter()
                     .filter_map(|r| match r.payload() {
-                        Payload::Value(v) => unframe(v).ok().map(|f| f.id),
+                        Payload::Value(v) => locate(r.value_schema.as_ref(), v).ok().map(|f| f.id),
                         _ => None,
                     })
                     .collect();
@@ -111,17 +113,20 @@ impl KafkaSink {
 }
 
 /// Appends one value to `decoder` as `values` says; a refusal names the stage (framing, schema, datum).
+/// `metadata` is the record's `valueSchemaMetadata`: under the ESM's schema-registry integration the value
+/// holds the JSON rendering (`EventRecordFormat=JSON`, read with `hudi.sink.value.format=json`) or the body
+/// without its framing (`SOURCE`, read with `avro`).
 pub(super) fn read_value(
     values: &Values,
     decoder: &mut RecordDecoder,
+    metadata: Option<&SchemaMetadata>,
     value: &[u8],
 ) -> Result<(), RecordDecodeError> {
     match values {
         Values::Json => decoder.append(value),
         Values::Bare(plan) => decoder.append_avro(plan, value),
         Values::Registry(plans) => {
-            let framed =
-                unframe(value).map_err(|e| RecordDecoder::schema_refusal(e.to_string()))?;
+            let framed = locate(metadata, value).map_err(RecordDecoder::schema_refusal)?;
             match plans.get(&framed.id) {
                 Some(Ok(plan)) => decoder.append_avro(plan, &framed.body),
                 Some(Err(reason)) => Err(RecordDecoder::schema_refusal(reason.clone())),
@@ -132,4 +137,33 @@ pub(super) fn read_value(
             }
         }
     }
+}
+
+/// The writer schema's id and the Avro body of a value: from the ESM's metadata when it is there (the ESM
+/// removed the framing), else from the value's own framing.
+fn locate<'a>(metadata: Option<&SchemaMetadata>, value: &'a [u8]) -> Result<Framed<'a>, String> {
+    let Some(m) = metadata else {
+        return unframe(value).map_err(|e| e.to_string());
+    };
+    if !m.data_format.eq_ignore_ascii_case("AVRO") {
+        return Err(format!(
+            "the event source mapping delivers this value as {:?} (valueSchemaMetadata); \
+             hudi.sink.value.format=avro reads Avro only",
+            m.data_format
+        ));
+    }
+    let id = m.schema_id.trim();
+    let id = if let Ok(n) = id.parse::<i32>() {
+        SchemaId::Confluent(n)
+    } else if let Ok(u) = uuid::Uuid::parse_str(id) {
+        SchemaId::Glue(u)
+    } else {
+        return Err(format!(
+            "valueSchemaMetadata.schemaId {id:?} is neither a Confluent id nor a Glue version id"
+        ));
+    };
+    Ok(Framed {
+        id,
+        body: Cow::Borrowed(value),
+    })
 }

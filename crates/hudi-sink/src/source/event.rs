@@ -233,6 +233,18 @@ pub struct KafkaRecord {
     pub raw_value_b64: Option<String>,
     /// Set when `key` or `value` did not decode (the key is checked first).
     pub base64_error: Option<Base64Error>,
+    /// `valueSchemaMetadata`: present when the event source mapping reads values through a schema registry
+    /// (its framing is then already removed from `value`).
+    pub value_schema: Option<SchemaMetadata>,
+}
+
+/// The ESM's schema-registry metadata of a value (`valueSchemaMetadata`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaMetadata {
+    /// `AVRO`, `PROTOBUF` or `JSON`, as the ESM writes it.
+    pub data_format: String,
+    /// The registry's id of the writer schema: a Confluent integer or a Glue version UUID, as text.
+    pub schema_id: String,
 }
 
 /// What a record carries, for the write path to match on.
@@ -359,6 +371,18 @@ struct RawRecord<'a> {
     value: Option<Cow<'a, str>>,
     #[serde(default)]
     headers: Option<Vec<RawHeaderObject>>,
+    #[serde(default)]
+    value_schema_metadata: Option<RawSchemaMetadata>,
+}
+
+/// `valueSchemaMetadata` as delivered (`schemaId` is a string in AWS's samples; a number is accepted too).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawSchemaMetadata {
+    #[serde(default)]
+    data_format: Option<String>,
+    #[serde(default)]
+    schema_id: Option<serde_json::Value>,
 }
 
 /// The `records` object in document order (a map type would lose the delivery order).
@@ -669,6 +693,14 @@ fn convert_record(key: &str, index: usize, raw: RawRecord<'_>) -> Result<KafkaRe
         raw_key_b64,
         raw_value_b64,
         base64_error,
+        value_schema: raw.value_schema_metadata.map(|m| SchemaMetadata {
+            data_format: m.data_format.unwrap_or_default(),
+            schema_id: match m.schema_id {
+                Some(serde_json::Value::String(s)) => s,
+                Some(other) => other.to_string(),
+                None => String::new(),
+            },
+        }),
     })
 }
 

@@ -206,6 +206,7 @@ mod tests {
             raw_key_b64: None,
             raw_value_b64: Some("e30=".into()),
             base64_error: None,
+            value_schema: None,
         }
     }
 

@@ -161,8 +161,8 @@ impl Drop for StubRegistry {
     }
 }
 
-/// Record keys with their base64 values.
-type Values = Vec<(String, String)>;
+/// Record keys with their base64 values and `valueSchemaMetadata`.
+type Values = Vec<(String, String, Option<Value>)>;
 /// fastavro's resolved row per value (`None`: a value that must be refused).
 type Rows = Vec<Option<Map<String, Value>>>;
 
@@ -192,6 +192,7 @@ fn encode(dir: &Path, spec: &Value) -> (Values, Rows) {
             (
                 x["key"].as_str().expect("key").to_string(),
                 x["value_b64"].as_str().expect("b64").to_string(),
+                x.get("metadata").cloned(),
             )
         })
         .collect();
@@ -204,13 +205,18 @@ fn encode(dir: &Path, spec: &Value) -> (Values, Rows) {
     (values, rows)
 }
 
-fn batch(values: &[(String, String)]) -> KafkaBatch {
+fn batch(values: &[(String, String, Option<Value>)]) -> KafkaBatch {
     let records: Vec<Value> = values
         .iter()
         .enumerate()
-        .map(|(i, (key, b64))| {
-            json!({"topic": "trips", "partition": 0, "offset": i, "timestamp": 1_764_412_800_000i64 + i as i64,
-                   "timestampType": "CREATE_TIME", "key": base64_of(key), "value": b64, "headers": []})
+        .map(|(i, (key, b64, metadata))| {
+            let mut r = json!({"topic": "trips", "partition": 0, "offset": i,
+                   "timestamp": 1_764_412_800_000i64 + i as i64,
+                   "timestampType": "CREATE_TIME", "key": base64_of(key), "value": b64, "headers": []});
+            if let Some(m) = metadata {
+                r["valueSchemaMetadata"] = m.clone();
+            }
+            r
         })
         .collect();
     KafkaBatch::from_value(json!({
@@ -290,13 +296,13 @@ fn letters(dir: &Path) -> Vec<(i64, String, String)> {
 
 /// What fastavro says each good record reads as, by key.
 fn expected(
-    values: &[(String, String)],
+    values: &[(String, String, Option<Value>)],
     rows: &[Option<Map<String, Value>>],
 ) -> BTreeMap<String, Map<String, Value>> {
     values
         .iter()
         .zip(rows)
-        .filter_map(|((key, _), row)| row.clone().map(|r| (key.clone(), r)))
+        .filter_map(|((key, _, _), row)| row.clone().map(|r| (key.clone(), r)))
         .collect()
 }
 
@@ -325,6 +331,15 @@ async fn confluent_avro_of_every_type_reads_back_as_fastavro_resolves_it() {
     records.push(json!({"key": "bad-other", "schema": "o", "framing": "confluent:9", "datum": {"x": 1}, "expect": false}));
     records.push(json!({"key": "bad-magic", "hex": "7b7d", "expect": false}));
     records.push(json!({"key": "bad-short", "hex": "000000000702", "expect": false}));
+    // The ESM's schema-registry SOURCE mode: the framing removed, the id in valueSchemaMetadata.
+    records.push(
+        json!({"key": "trip-9", "schema": "w", "framing": "bare", "datum": datum(9, "nyc"),
+                        "metadata": {"dataFormat": "AVRO", "schemaId": "7"}}),
+    );
+    records.push(
+        json!({"key": "bad-proto", "schema": "w", "framing": "bare", "datum": datum(10, "nyc"),
+                        "metadata": {"dataFormat": "PROTOBUF", "schemaId": "7"}, "expect": false}),
+    );
     let spec = json!({"table": table_schema(), "schemas": {"w": writer_schema(), "t": table_schema(),
                        "o": {"type": "record", "name": "other", "fields": [{"name": "x", "type": "int"}]}},
                       "records": records});
@@ -348,12 +363,12 @@ async fn confluent_avro_of_every_type_reads_back_as_fastavro_resolves_it() {
     assert!(report.balanced(), "{report:?}");
     assert_eq!(
         (report.records_in, report.dead_lettered),
-        (11, 4),
+        (13, 5),
         "{report:?}"
     );
 
     let want = expected(&values, &rows);
-    assert_eq!(want.len(), 7);
+    assert_eq!(want.len(), 8);
     // fastavro filled `note` and `level` from the table schema's defaults and widened `passengers`.
     assert_eq!(want["trip-1"]["level"], json!(3));
     assert_eq!(want["trip-1"]["note"], Value::Null);
@@ -367,7 +382,8 @@ async fn confluent_avro_of_every_type_reads_back_as_fastavro_resolves_it() {
             (7, "schema"),
             (8, "schema"),
             (9, "schema"),
-            (10, "not_avro")
+            (10, "not_avro"),
+            (12, "schema")
         ],
         "{got:?}"
     );
@@ -381,6 +397,7 @@ async fn confluent_avro_of_every_type_reads_back_as_fastavro_resolves_it() {
         got[1].2.contains("field `uuid`") && got[1].2.contains("no default"),
         "{got:?}"
     );
+    assert!(got[4].2.contains("\"PROTOBUF\""), "{got:?}");
     assert!(got[2].2.contains("unknown framing byte 0x7b"), "{got:?}");
     // Each id was asked once; the second batch asks nothing.
     let asked = registry.requests();
@@ -476,6 +493,9 @@ async fn glue_framed_avro_plain_and_zlib_reads_back_through_moto() {
     }
     records.push(json!({"key": "bad-version", "schema": "w", "framing": "glue:00000000-0000-4000-8000-000000000001",
                         "datum": datum(5, "sf"), "expect": false}));
+    records.push(
+        json!({"key": "bad-bomb", "framing": format!("glue-bomb:{version}"), "expect": false}),
+    );
     let spec =
         json!({"table": table_schema(), "schemas": {"w": writer_schema()}, "records": records});
     let (values, rows) = encode(dir.path(), &spec);
@@ -490,7 +510,7 @@ async fn glue_framed_avro_plain_and_zlib_reads_back_through_moto() {
     let report = sink.process(batch(&values)).await.expect("process");
     assert_eq!(
         (report.records_in, report.dead_lettered),
-        (5, 1),
+        (6, 2),
         "{report:?}"
     );
     assert_eq!(
@@ -498,7 +518,10 @@ async fn glue_framed_avro_plain_and_zlib_reads_back_through_moto() {
         expected(&values, &rows)
     );
     let got = letters(&dir.path().join("dead"));
-    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!((got[0].0, got[0].1.as_str()), (4, "schema"), "{got:?}");
     assert!(got[0].2.contains("is not in the registry"), "{got:?}");
+    // A zlib bomb stops at the payload limit.
+    assert_eq!((got[1].0, got[1].1.as_str()), (5, "schema"), "{got:?}");
+    assert!(got[1].2.contains("inflates past 6291456 bytes"), "{got:?}");
 }

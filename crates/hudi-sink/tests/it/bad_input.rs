@@ -507,9 +507,10 @@ async fn every_bad_record_has_its_expected_outcome_and_nothing_is_lost() {
 fn fuzz_corpora_replay_cleanly() {
     let root = workspace_root().join("fuzz/corpus");
     type Oracle = fn(&[u8]);
-    let targets: [(&str, Oracle); 4] = [
+    let targets: [(&str, Oracle); 5] = [
         ("event_decode", fuzz_checks::check_event),
         ("json_to_arrow", fuzz_checks::check_json_to_arrow),
+        ("avro_to_arrow", fuzz_checks::check_avro_to_arrow),
         ("java_properties", fuzz_checks::check_java_properties),
         ("commit_metadata", fuzz_checks::check_commit_metadata),
     ];
@@ -531,4 +532,35 @@ fn fuzz_corpora_replay_cleanly() {
             );
         }
     }
+}
+
+/// The Avro seeds were written by fastavro with the fuzz schema: the decoder must accept every one of them, bare
+/// and (after unframing) Confluent- or Glue-framed, so that the fuzzer starts from valid datums.
+#[test]
+fn fastavro_seeds_of_the_fuzz_schema_are_accepted() {
+    let avro =
+        hudi_sink::schema::avro::AvroSchema::parse(fuzz_checks::FUZZ_SCHEMA).expect("schema");
+    let arrow = std::sync::Arc::new(hudi_sink::schema::arrow::avro_to_arrow(&avro).expect("arrow"));
+    let mut d = hudi_sink::record::decode::RecordDecoder::try_new(arrow, &avro).expect("decoder");
+    let plan = d.compile_avro(&avro).expect("plan");
+    let files = crate::common::all_files(&workspace_root().join("fuzz/corpus/avro_to_arrow"));
+    assert_eq!(files.len(), 6, "{files:?}");
+    for file in &files {
+        let data = std::fs::read(file).expect("seed");
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let body = if name.starts_with("datum-") {
+            data
+        } else {
+            hudi_sink::registry::unframe(&data)
+                .expect("framed")
+                .body
+                .into_owned()
+        };
+        d.append_avro(&plan, &body)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    assert_eq!(d.finish().expect("batch").num_rows(), 6);
 }
