@@ -21,7 +21,7 @@ sys.exit(0 if got == want else 1)
 endef
 export DEMO_CHECK
 
-.PHONY: demo test venv lint fmt bench bench-micro bench-longrun bench-mor bench-writers clean-demo mutants sim test-deploy
+.PHONY: demo test venv lint fmt bench bench-avro bench-micro bench-longrun bench-mor bench-writers clean-demo mutants sim test-deploy
 
 $(VENV)/.stamp: tests/python/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -88,6 +88,13 @@ bench: $(VENV_BENCH)/.stamp
 	$(CARGO) build --release -p hudi-sink --no-default-features --example bench_writer
 	$(CARGO) build --release -p hudi-sink-cli -p hudi-sink-writer
 	$(VENV_BENCH)/bin/python bench/run.py --records $(BENCH_RECORDS)
+
+# The Avro comparison alone (bench/run.py --avro-only -> bench/results.json "avro"): the same records as
+# Confluent-framed Avro values through the writer core and through fastavro + pyarrow.
+bench-avro: $(VENV_BENCH)/.stamp
+	$(CARGO) build --release -p hudi-sink --no-default-features --example bench_writer
+	$(CARGO) build --release -p hudi-sink-cli
+	$(VENV_BENCH)/bin/python bench/run.py --avro-only --records $(BENCH_RECORDS)
 
 bench-micro:
 	$(CARGO) bench -p hudi-sink --bench format

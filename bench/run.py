@@ -244,11 +244,43 @@ def chart(results, path):
         f.write("\n".join(out) + "\n")
 
 
+def avro_section(files, records):
+    """The same records as Confluent-framed Avro values: the writer core against fastavro + pyarrow."""
+    schema = os.path.join(ROOT, "events", "schema", "bench.avsc")
+    avro_dir = os.path.join(OUT, f"events-avro-{records}")
+    if not os.path.isdir(avro_dir):
+        subprocess.run([PY, os.path.join(ROOT, "bench", "avro_events.py"), schema, avro_dir] + files, check=True)
+    avro_files = sorted(os.path.join(avro_dir, os.path.basename(f)) for f in files)
+    bench_writer = os.path.join(REL, "examples", "bench_writer")
+    out, _, rss = run_measured([bench_writer, "insert-avro", PROPS, fresh(os.path.join(OUT, "t-insert-avro"))]
+                               + avro_files)
+    ours = last_json(out)
+    ours["peak_rss_mb"] = rss
+    print("ours insert (Avro):", ours, flush=True)
+    out, _, rss = run_measured([PY, os.path.join(ROOT, "bench", "peers.py"), "fastavro",
+                                fresh(os.path.join(OUT, "fastavro")), schema] + avro_files)
+    peer = last_json(out)
+    peer["peak_rss_mb"] = rss
+    print("fastavro + pyarrow:", peer, flush=True)
+    return {
+        "records": ours["records"],
+        "avro_mb": ours["json_bytes"] / 1e6,
+        "records_per_s": ours["records_per_s"],
+        "avro_mb_per_s": ours["json_bytes"] / 1e6 / ours["seconds"],
+        "fastavro_records_per_s": peer["records_per_s"],
+        "vs_fastavro_pyarrow": ours["records_per_s"] / peer["records_per_s"],
+        "ours_insert": ours,
+        "fastavro": peer,
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=16)
     ap.add_argument("--init-runs", type=int, default=7)
+    ap.add_argument("--avro-only", action="store_true",
+                    help="run only the Avro comparison and merge it into bench/results.json")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     events_dir = os.path.join(OUT, f"events-{args.records}")
@@ -260,6 +292,15 @@ def main():
     files = sorted(os.path.join(events_dir, f) for f in os.listdir(events_dir) if f.endswith(".json"))
     payload_bytes = sum(os.path.getsize(f) for f in files)
     print(f"workload: {len(files)} ESM payloads, {payload_bytes / 1e6:.0f} MB, {args.records:,} records", flush=True)
+    if args.avro_only:
+        path = os.path.join(ROOT, "bench", "results.json")
+        results = json.load(open(path)) if os.path.exists(path) else {}
+        results["avro"] = avro_section(files, args.records)
+        with open(path, "w") as f:
+            json.dump(results, f, indent=1)
+            f.write("\n")
+        print(json.dumps({k: v for k, v in results["avro"].items() if not isinstance(v, dict)}, indent=2))
+        return
 
     # (a) writer core, insert; (b) pyarrow; (c) delta-rs — alternated so that a burst of other load hits all.
     bench_writer = os.path.join(REL, "examples", "bench_writer")
@@ -312,6 +353,7 @@ def main():
     writer_bin = os.path.join(REL, "hudi-sink-writer")
 
     requests = request_counts()
+    avro = avro_section(files, args.records)
 
     json_mb = ours["json_bytes"] / 1e6
     results = {
@@ -335,6 +377,7 @@ def main():
         "pyarrow": pyarrow,
         "deltalake": delta,
         "process": process,
+        "avro": avro,
         "requests_per_begin_commit": requests,
         "machine": machine(),
         "single_cpu": cpu(),

@@ -6,6 +6,9 @@
 //! bench_writer upsert   PROPERTIES TABLE_DIR EVENT_FILE...   bucket index: one instant loading every file, then
 //!                                                            one instant of updates (every 10th file again)
 //!                                                            merged into the existing bucket file groups
+//! bench_writer insert-avro PROPERTIES TABLE_DIR EVENT_FILE... as insert, the values Confluent-framed Avro of the
+//!                                                            table schema (`bench/avro_events.py`), read with
+//!                                                            a plan compiled once (a registry cache hit)
 //! ```
 //!
 //! Timed per file: reading the event file, envelope parsing and base64 (`KafkaBatch::from_slice`), JSON decoding
@@ -46,17 +49,28 @@ struct Decoded {
     json_bytes: u64,
 }
 
-fn decode_file(writer: &TableWriter, path: &Path) -> Result<Decoded, BoxError> {
+fn decode_file(writer: &TableWriter, path: &Path, avro: bool) -> Result<Decoded, BoxError> {
     let bytes = std::fs::read(path)?;
     let batch = KafkaBatch::from_slice(&bytes)?;
     drop(bytes);
     let schema = writer.schema();
     let mut decoder = RecordDecoder::try_new(schema.data.clone(), &schema.avro)?;
+    let plan = if avro {
+        Some(decoder.compile_avro(&schema.avro)?)
+    } else {
+        None
+    };
     let mut json_bytes = 0u64;
     for record in &batch.records {
         if let Payload::Value(v) = record.payload() {
             json_bytes += v.len() as u64;
-            decoder.append(v)?;
+            match &plan {
+                Some(plan) => {
+                    let framed = hudi_sink::registry::unframe(v)?;
+                    decoder.append_avro(plan, &framed.body)?
+                }
+                None => decoder.append(v)?,
+            }
         }
     }
     let records = batch.len() as u64;
@@ -87,12 +101,13 @@ async fn insert(
     props: &Path,
     table: &Path,
     files: &[PathBuf],
+    avro: bool,
 ) -> Result<serde_json::Value, BoxError> {
     let writer = open(props, table, "insert").await?;
     let (mut records, mut json_bytes, mut out_bytes, mut out_files) = (0u64, 0u64, 0u64, 0u64);
     let started = Instant::now();
     for path in files {
-        let d = decode_file(&writer, path)?;
+        let d = decode_file(&writer, path, avro)?;
         records += d.records;
         json_bytes += d.json_bytes;
         let result = writer
@@ -105,7 +120,8 @@ async fn insert(
     }
     let secs = started.elapsed().as_secs_f64();
     Ok(serde_json::json!({
-        "mode": "insert", "event_files": files.len(), "records": records, "json_bytes": json_bytes,
+        "mode": if avro { "insert-avro" } else { "insert" }, "event_files": files.len(), "records": records,
+        "json_bytes": json_bytes,
         "seconds": secs, "records_per_s": records as f64 / secs, "json_mb_per_s": json_bytes as f64 / 1e6 / secs,
         "parquet_bytes": out_bytes, "parquet_files": out_files, "peak_rss_mb": peak_rss_bytes() as f64 / 1048576.0,
     }))
@@ -121,7 +137,7 @@ async fn upsert(
     let started = Instant::now();
     let (mut records, mut batches) = (0u64, Vec::new());
     for path in files {
-        let d = decode_file(&writer, path)?;
+        let d = decode_file(&writer, path, false)?;
         records += d.records;
         batches.push(d.batch);
     }
@@ -135,7 +151,7 @@ async fn upsert(
     let started = Instant::now();
     let (mut updates, mut json_bytes, mut batches) = (0u64, 0u64, Vec::new());
     for path in files.iter().step_by(10) {
-        let d = decode_file(&writer, path)?;
+        let d = decode_file(&writer, path, false)?;
         updates += d.records;
         json_bytes += d.json_bytes;
         batches.push(d.batch);
@@ -164,7 +180,10 @@ async fn upsert(
 fn main() -> Result<(), BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [mode, props, table, events @ ..] = args.as_slice() else {
-        return Err("usage: bench_writer insert|upsert PROPERTIES TABLE_DIR EVENT_FILE...".into());
+        return Err(
+            "usage: bench_writer insert|insert-avro|upsert PROPERTIES TABLE_DIR EVENT_FILE..."
+                .into(),
+        );
     };
     let files: Vec<PathBuf> = events.iter().map(PathBuf::from).collect();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -173,7 +192,8 @@ fn main() -> Result<(), BoxError> {
     let (props, table) = (Path::new(props), Path::new(table));
     let report = runtime.block_on(async {
         match mode.as_str() {
-            "insert" => insert(props, table, &files).await,
+            "insert" => insert(props, table, &files, false).await,
+            "insert-avro" => insert(props, table, &files, true).await,
             "upsert" => upsert(props, table, &files).await,
             other => Err(format!("unknown mode {other:?}").into()),
         }
