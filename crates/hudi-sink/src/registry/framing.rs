@@ -86,6 +86,25 @@ const GLUE_HEADER: usize = 18;
 
 /// Splits a registry-framed value (see the module doc).
 pub fn unframe(value: &[u8]) -> Result<Framed<'_>, FramingError> {
+    let (id, start, zlib) = parse_header(value)?;
+    let body = value.get(start..).unwrap_or_default();
+    Ok(Framed {
+        id,
+        body: if zlib {
+            Cow::Owned(inflate(body)?)
+        } else {
+            Cow::Borrowed(body)
+        },
+    })
+}
+
+/// The writer schema a framed value names, from its header alone (a zlib body is not inflated).
+pub fn schema_id(value: &[u8]) -> Result<SchemaId, FramingError> {
+    parse_header(value).map(|(id, _, _)| id)
+}
+
+/// The schema id, where the body starts, and whether the body is zlib.
+fn parse_header(value: &[u8]) -> Result<(SchemaId, usize, bool), FramingError> {
     let Some(&magic) = value.first() else {
         return Err(FramingError::Empty);
     };
@@ -93,26 +112,16 @@ pub fn unframe(value: &[u8]) -> Result<Framed<'_>, FramingError> {
         0x00 => {
             let header: [u8; CONFLUENT_HEADER] = header(value, "Confluent")?;
             let id = i32::from_be_bytes([header[1], header[2], header[3], header[4]]);
-            Ok(Framed {
-                id: SchemaId::Confluent(id),
-                body: Cow::Borrowed(value.get(CONFLUENT_HEADER..).unwrap_or_default()),
-            })
+            Ok((SchemaId::Confluent(id), CONFLUENT_HEADER, false))
         }
         0x03 => {
             let header: [u8; GLUE_HEADER] = header(value, "Glue")?;
             let mut uuid = [0u8; 16];
             uuid.copy_from_slice(&header[2..]);
             let id = SchemaId::Glue(Uuid::from_bytes(uuid));
-            let body = value.get(GLUE_HEADER..).unwrap_or_default();
             match header[1] {
-                0 => Ok(Framed {
-                    id,
-                    body: Cow::Borrowed(body),
-                }),
-                5 => Ok(Framed {
-                    id,
-                    body: Cow::Owned(inflate(body)?),
-                }),
+                0 => Ok((id, GLUE_HEADER, false)),
+                5 => Ok((id, GLUE_HEADER, true)),
                 other => Err(FramingError::Compression(other)),
             }
         }
@@ -187,6 +196,11 @@ mod tests {
         bomb.extend_from_slice(&[7; 16]);
         bomb.extend_from_slice(&z.finish().unwrap_or_else(|e| panic!("{e}")));
         assert!(bomb.len() < 64 * 1024);
+        // The header alone names the schema without inflating anything.
+        assert_eq!(
+            schema_id(&bomb),
+            Ok(SchemaId::Glue(Uuid::from_bytes([7; 16])))
+        );
         assert_eq!(
             unframe(&bomb),
             Err(FramingError::TooLarge {

@@ -25,7 +25,7 @@ use thiserror::Error;
 
 use crate::schema::avro::AvroSchema;
 
-pub use framing::{unframe, Framed, FramingError, SchemaId};
+pub use framing::{schema_id, unframe, Framed, FramingError, SchemaId};
 
 /// What a registry answered for one id.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::record::decode::{AvroPlan, RecordDecodeError, RecordDecoder};
-use crate::registry::{unframe, Framed, Lookup, SchemaId};
+use crate::registry::{schema_id, unframe, Framed, Lookup, SchemaId};
 use crate::source::event::{KafkaBatch, Payload, SchemaMetadata};
 use crate::write::WriteError;
 
@@ -56,7 +56,7 @@ impl KafkaSink {
                     .records
                     .iter()
                     .filter_map(|r| match r.payload() {
-                        Payload::Value(v) => locate(r.value_schema.as_ref(), v).ok().map(|f| f.id),
+                        Payload::Value(v) => locate_id(r.value_schema.as_ref(), v).ok(),
                         _ => None,
                     })
                     .collect();
@@ -142,9 +142,25 @@ pub(super) fn read_value(
 /// The writer schema's id and the Avro body of a value: from the ESM's metadata when it is there (the ESM
 /// removed the framing), else from the value's own framing.
 fn locate<'a>(metadata: Option<&SchemaMetadata>, value: &'a [u8]) -> Result<Framed<'a>, String> {
-    let Some(m) = metadata else {
-        return unframe(value).map_err(|e| e.to_string());
-    };
+    match metadata {
+        Some(m) => Ok(Framed {
+            id: metadata_id(m)?,
+            body: Cow::Borrowed(value),
+        }),
+        None => unframe(value).map_err(|e| e.to_string()),
+    }
+}
+
+/// The writer schema's id alone, as [`locate`] finds it, without inflating a zlib body.
+fn locate_id(metadata: Option<&SchemaMetadata>, value: &[u8]) -> Result<SchemaId, String> {
+    match metadata {
+        Some(m) => metadata_id(m),
+        None => schema_id(value).map_err(|e| e.to_string()),
+    }
+}
+
+/// The writer schema named by the ESM's `valueSchemaMetadata`.
+fn metadata_id(m: &SchemaMetadata) -> Result<SchemaId, String> {
     if !m.data_format.eq_ignore_ascii_case("AVRO") {
         return Err(format!(
             "the event source mapping delivers this value as {:?} (valueSchemaMetadata); \
@@ -153,17 +169,13 @@ fn locate<'a>(metadata: Option<&SchemaMetadata>, value: &'a [u8]) -> Result<Fram
         ));
     }
     let id = m.schema_id.trim();
-    let id = if let Ok(n) = id.parse::<i32>() {
-        SchemaId::Confluent(n)
+    if let Ok(n) = id.parse::<i32>() {
+        Ok(SchemaId::Confluent(n))
     } else if let Ok(u) = uuid::Uuid::parse_str(id) {
-        SchemaId::Glue(u)
+        Ok(SchemaId::Glue(u))
     } else {
-        return Err(format!(
+        Err(format!(
             "valueSchemaMetadata.schemaId {id:?} is neither a Confluent id nor a Glue version id"
-        ));
-    };
-    Ok(Framed {
-        id,
-        body: Cow::Borrowed(value),
-    })
+        ))
+    }
 }
