@@ -4,11 +4,13 @@
 //! (`hoodie.table.create.schema`) and, with the meta fields, in each Parquet footer (`parquet.avro.schema`).
 //! [`avro`] parses and re-serialises that JSON without losing anything, [`meta`] adds and checks the meta
 //! fields, [`arrow`] maps Avro to the Arrow types of our record batches (and back), and [`parquet`] gives the
-//! Parquet schema that makes arrow-rs write what parquet-avro would.
+//! Parquet schema that makes arrow-rs write what parquet-avro would; [`evolution`] applies a newer writer
+//! schema under Hudi's schema-on-write rules.
 
 pub mod arrow;
 pub mod avro;
 mod error;
+pub mod evolution;
 pub mod meta;
 pub mod parquet;
 
