@@ -119,6 +119,21 @@ fn split_null(schema: &AvroSchema) -> Result<(&AvroSchema, bool), String> {
     }
 }
 
+/// The definition behind a reference among `names` and the namespace its members live in (the schema itself
+/// when it is not a reference or does not resolve: `evolve` validated both schemas).
+fn resolve<'a>(
+    names: &NamedTypes<'a>,
+    schema: &'a AvroSchema,
+    ns: Option<String>,
+) -> (&'a AvroSchema, Option<String>) {
+    if let AvroSchema::Reference(name) = schema {
+        if let Some((full, target)) = names.resolve(name, ns.as_deref()) {
+            return (target, namespace_of(&full).map(str::to_string));
+        }
+    }
+    (schema, ns)
+}
+
 /// A primitive's rank in Hudi's numeric promotions (`int` < `long` < `float` < `double`).
 fn numeric_rank(p: PrimitiveType) -> Option<u8> {
     match p {
@@ -131,32 +146,6 @@ fn numeric_rank(p: PrimitiveType) -> Option<u8> {
 }
 
 impl<'t, 'w> Merger<'t, 'w> {
-    fn resolve_table(
-        &self,
-        schema: &'t AvroSchema,
-        ns: Option<String>,
-    ) -> (&'t AvroSchema, Option<String>) {
-        if let AvroSchema::Reference(name) = schema {
-            if let Some((full, target)) = self.table_names.resolve(name, ns.as_deref()) {
-                return (target, namespace_of(&full).map(str::to_string));
-            }
-        }
-        (schema, ns)
-    }
-
-    fn resolve_writer(
-        &self,
-        schema: &'w AvroSchema,
-        ns: Option<String>,
-    ) -> (&'w AvroSchema, Option<String>) {
-        if let AvroSchema::Reference(name) = schema {
-            if let Some((full, target)) = self.writer_names.resolve(name, ns.as_deref()) {
-                return (target, namespace_of(&full).map(str::to_string));
-            }
-        }
-        (schema, ns)
-    }
-
     /// The table's `table` (as written, possibly a reference) after the writer's `writer`.
     fn merge(
         &mut self,
@@ -202,8 +191,8 @@ impl<'t, 'w> Merger<'t, 'w> {
         w_ns: Option<String>,
         path: &str,
     ) -> Result<AvroSchema, Refusal> {
-        let (t, t_ns) = self.resolve_table(table, t_ns);
-        let (w, w_ns) = self.resolve_writer(writer, w_ns);
+        let (t, t_ns) = resolve(&self.table_names, table, t_ns);
+        let (w, w_ns) = resolve(&self.writer_names, writer, w_ns);
         let differs = || {
             (
                 shown(path),

@@ -443,6 +443,23 @@ impl Column {
 }
 
 impl StructData {
+    /// Fills every slot the record did not set (`seen` false): its default, else null, else the record is
+    /// refused naming the field. Both readers end a record with it.
+    pub(super) fn fill_missing(&mut self) -> Result<(), Fail> {
+        for slot in &mut self.slots {
+            if slot.seen {
+                continue;
+            }
+            let result = match &slot.missing {
+                Missing::Default(value) => slot.column.append_default(value),
+                Missing::Null => slot.column.append_empty(),
+                Missing::Required => Err(Fail::new(RecordDecodeReason::MissingField)),
+            };
+            result.map_err(|f| f.at(Segment::Field(slot.name.clone())))?;
+        }
+        Ok(())
+    }
+
     pub(super) fn finish(
         &mut self,
         nulls: Option<arrow_buffer::NullBuffer>,

@@ -640,16 +640,5 @@ pub(super) fn decode_struct(
             }
         }
     }
-    for slot in &mut s.slots {
-        if slot.seen {
-            continue;
-        }
-        let result = match &slot.missing {
-            Missing::Default(value) => slot.column.append_default(value),
-            Missing::Null => slot.column.append_empty(),
-            Missing::Required => Err(Fail::new(RecordDecodeReason::MissingField)),
-        };
-        result.map_err(|f| f.at(Segment::Field(slot.name.clone())))?;
-    }
-    Ok(())
+    s.fill_missing()
 }
