@@ -195,7 +195,16 @@ pub async fn pending_compactions(
         let bytes = match storage.get(&path).await {
             Ok(bytes) => bytes,
             Err(e) if e.is_not_found() => {
-                out.others.push(pending.time.clone());
+                // No plan, but the time retired: a rollback of this sink removed the plan while the
+                // compaction's holder was paused, and the holder then wrote `.compaction.inflight` (the
+                // fence comes before the two timeline files, not between them). Rolled back again; only this
+                // sink retires times.
+                let retired = format!("{}{}", crate::table::timeline::RETIRED_DIR, pending.time);
+                if storage.head(&retired).await?.is_some() {
+                    out.own.push((pending.time.clone(), Default::default()));
+                } else {
+                    out.others.push(pending.time.clone());
+                }
                 continue;
             }
             Err(e) => return Err(e.into()),

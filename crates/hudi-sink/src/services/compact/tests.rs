@@ -330,3 +330,29 @@ async fn pending_plans_are_ours_only_with_the_mark() {
     assert_eq!(pending.others, vec![t(6), t(7), t(8)]);
     assert!(!pending.is_empty());
 }
+
+#[tokio::test]
+async fn an_inflight_without_its_plan_is_ours_when_its_time_is_retired() {
+    // A holder paused between the plan and `.compaction.inflight`; another holder rolled the compaction
+    // back (retiring the time, removing the plan) before the paused one wrote the inflight file.
+    let table = Table::new();
+    table
+        .put(&format!(".hoodie/{}.compaction.inflight", t(8)), b"")
+        .await;
+    table
+        .put(&format!(".hoodie/{}.compaction.inflight", t(9)), b"")
+        .await;
+    table
+        .put(
+            &format!("{}{}", crate::table::timeline::RETIRED_DIR, t(9)),
+            b"",
+        )
+        .await;
+    let timeline = Timeline::load(&table.storage).await.expect("timeline");
+    let pending = pending_compactions(&table.storage, &timeline)
+        .await
+        .expect("pending");
+    assert_eq!(pending.own, vec![(t(9), std::collections::BTreeSet::new())]);
+    // Without a retired time it may be another engine's, mid-write: left alone.
+    assert_eq!(pending.others, vec![t(8)]);
+}
