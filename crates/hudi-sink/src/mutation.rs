@@ -42,11 +42,17 @@ pub enum Mutation {
     /// A window commits at most one contribution per offset: a redelivered batch whose earlier attempt's
     /// contribution is in the same window is left out.
     ContributionDedupe,
+    /// A write that rewrites stored file groups first catches up with the latest committed schema, and
+    /// refuses a stored file with a column its schema lacks, so that no stored column is dropped.
+    StoredColumnsKept,
+    /// A commit carries the widest of the table's latest schema and its contributions' schemas, never a
+    /// narrower one than the table's.
+    CommitSchemaWidest,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 14] = [
+    pub const ALL: [Mutation; 16] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -61,6 +67,8 @@ impl Mutation {
         Mutation::WindowMembership,
         Mutation::StragglerFencing,
         Mutation::ContributionDedupe,
+        Mutation::StoredColumnsKept,
+        Mutation::CommitSchemaWidest,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -80,6 +88,8 @@ impl Mutation {
             Mutation::WindowMembership => "window-membership",
             Mutation::StragglerFencing => "straggler-fencing",
             Mutation::ContributionDedupe => "contribution-dedupe",
+            Mutation::StoredColumnsKept => "stored-columns-kept",
+            Mutation::CommitSchemaWidest => "commit-schema-widest",
         }
     }
 

@@ -31,6 +31,17 @@ pub(crate) fn advance(checkpoint: &mut Checkpoint, offsets: &[TopicOffsets]) {
     }
 }
 
+/// What the latest completed commit says that every commit carries on: its checkpoint and its schema.
+#[derive(Debug, Clone)]
+pub(crate) struct Latest {
+    /// The latest completed commit.
+    pub instant: InstantTime,
+    /// The checkpoint of the latest commit that has one.
+    pub checkpoint: Checkpoint,
+    /// The schema of the latest commit that has one.
+    pub schema: Option<String>,
+}
+
 impl Coordinator {
     /// The checkpoint of the latest completed commit that has one (empty for none), read only when it is not
     /// the one remembered.
@@ -38,39 +49,62 @@ impl Coordinator {
         &self,
         timeline: &Timeline,
     ) -> Result<Checkpoint, WriteError> {
+        Ok(self.latest(timeline).await?.0)
+    }
+
+    /// The checkpoint and the schema the next commit carries on, from the latest commits that have them
+    /// (usually the latest commit has both: one read, none while it is the one remembered).
+    pub(super) async fn latest(
+        &self,
+        timeline: &Timeline,
+    ) -> Result<(Checkpoint, Option<String>), WriteError> {
         let latest = timeline.completed_commits().last().map(|i| i.time.clone());
         if let Some(latest) = &latest {
-            if let Some((time, checkpoint)) = self.remembered_checkpoint() {
-                if time == *latest {
-                    return Ok(checkpoint);
+            if let Some(known) = self.remembered() {
+                if known.instant == *latest {
+                    return Ok((known.checkpoint, known.schema));
                 }
             }
         }
-        let found = timeline.latest_checkpoint(self.storage.as_ref()).await?;
+        let (found, schema) = timeline
+            .latest_checkpoint_and_schema(self.storage.as_ref())
+            .await?;
         match found {
             Some((instant, checkpoint)) => {
+                // Remembered only when the latest commit carries it: a later instant may complete before an
+                // earlier one (a compaction planned after a window opened), so a checkpoint inherited from an
+                // older commit could go stale while the latest commit stays the same.
                 if latest.as_ref() == Some(&instant.time) {
-                    self.remember_checkpoint(instant.time, checkpoint.clone());
+                    self.remember(instant.time, checkpoint.clone(), schema.clone());
                 }
-                Ok(checkpoint)
+                Ok((checkpoint, schema))
             }
-            None => Ok(Checkpoint::default()),
+            None => Ok((Checkpoint::default(), schema)),
         }
     }
 
-    fn remembered_checkpoint(&self) -> Option<(InstantTime, Checkpoint)> {
+    fn remembered(&self) -> Option<Latest> {
         self.last_checkpoint
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    /// Remembers `checkpoint` as the one of `instant`, the latest completed commit.
-    pub(super) fn remember_checkpoint(&self, instant: InstantTime, checkpoint: Checkpoint) {
+    /// Remembers `checkpoint` and `schema` as those of `instant`, the latest completed commit.
+    pub(super) fn remember(
+        &self,
+        instant: InstantTime,
+        checkpoint: Checkpoint,
+        schema: Option<String>,
+    ) {
         *self
             .last_checkpoint
             .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some((instant, checkpoint));
+            .unwrap_or_else(|e| e.into_inner()) = Some(Latest {
+            instant,
+            checkpoint,
+            schema,
+        });
     }
 }
 

@@ -38,6 +38,7 @@ pub mod checkpoint;
 pub mod conflict;
 pub mod heartbeat;
 mod rollback;
+pub(crate) mod schema;
 mod services;
 mod steps;
 pub mod window;
@@ -50,7 +51,6 @@ use crate::lock::{Lock, LockGuard};
 use crate::mutation::{is_disabled, Mutation};
 use crate::protocol::{CoordinatorRequest, CoordinatorResponse};
 use crate::storage::Storage;
-use crate::table::commit::Checkpoint;
 use crate::table::instant::InstantTime;
 use crate::write::WriteError;
 
@@ -90,7 +90,7 @@ pub struct Coordinator {
     config: CoordinatorConfig,
     /// The checkpoint of the last completed commit this coordinator wrote or read. Commit files are created
     /// once and never change, so while that commit is still the latest, its checkpoint needs no read.
-    last_checkpoint: Arc<std::sync::Mutex<Option<(InstantTime, Checkpoint)>>>,
+    last_checkpoint: Arc<std::sync::Mutex<Option<checkpoint::Latest>>>,
     /// Commit metadata the services read, kept while warm (commit files never change).
     commits: crate::services::commits::CommitCache,
     /// What the last clean scanned, so that a clean that found nothing is not redone on the next commit.

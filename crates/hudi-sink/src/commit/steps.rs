@@ -149,15 +149,15 @@ impl Coordinator {
             .await?;
         refuse_retired(&proposed, &timeline, &listed)?;
         self.check_conflicts(&proposed, &timeline).await?;
-        let checkpoint = self.next_checkpoint(&proposed, &timeline).await?;
+        let (checkpoint, schema) = self.next_checkpoint(&proposed, &timeline).await?;
         verify_files(
             self.storage.as_ref(),
             &proposed.instant,
             &proposed.request.write_stats,
         )
         .await?;
-        let body = commit_metadata(&proposed, &checkpoint)?;
-        self.create_commit_file(guard, &proposed, body, checkpoint)
+        let body = commit_metadata(&proposed, &checkpoint, schema.as_deref())?;
+        self.create_commit_file(guard, &proposed, body, checkpoint, schema)
             .await?;
         self.clean_up_committed(&proposed, &listed).await?;
         let committed = timeline.with_instant(Instant::new(
@@ -284,13 +284,16 @@ impl Coordinator {
     }
 
     /// Step 8: exactly once, no offset may be committed twice: `already_committed` when the table's
-    /// checkpoint covers an offset of the request, else the checkpoint advanced past its offsets.
+    /// checkpoint covers an offset of the request, else the checkpoint advanced past its offsets. With it,
+    /// the schema the commit carries: the latest committed one evolved with the request's (`schema.rs`).
     async fn next_checkpoint(
         &self,
         proposed: &Proposed,
         timeline: &Timeline,
-    ) -> Result<Checkpoint, Stop> {
-        let mut checkpoint = self.latest_checkpoint(timeline).await?;
+    ) -> Result<(Checkpoint, Option<String>), Stop> {
+        let (mut checkpoint, committed) = self.latest(timeline).await?;
+        let schema =
+            super::schema::commit_schema(committed.as_deref(), [proposed.request.schema.as_str()])?;
         if checkpoint_covers(&checkpoint, &proposed.request.offsets)
             && !is_disabled(Mutation::CheckpointFilter)
         {
@@ -299,7 +302,7 @@ impl Coordinator {
             }));
         }
         advance(&mut checkpoint, &proposed.request.offsets);
-        Ok(checkpoint)
+        Ok((checkpoint, schema))
     }
 
     /// Step 11: fencing (a coordinator whose lease was lost, e.g. paused past it, must not commit), then
@@ -310,6 +313,7 @@ impl Coordinator {
         proposed: &Proposed,
         body: Bytes,
         checkpoint: Checkpoint,
+        schema: Option<String>,
     ) -> Result<(), WriteError> {
         self.fence(guard).await?;
         let storage = self.storage.as_ref();
@@ -321,7 +325,7 @@ impl Coordinator {
         };
         match outcome {
             PutOutcome::Created => {
-                self.remember_checkpoint(proposed.instant.clone(), checkpoint);
+                self.remember(proposed.instant.clone(), checkpoint, schema);
                 Ok(())
             }
             PutOutcome::AlreadyExists => Err(WriteError::InstantExists {
@@ -400,12 +404,16 @@ fn refuse_retired(
 }
 
 /// Step 10: the commit's metadata: the write stats, the schema and (when there is one) the checkpoint.
-fn commit_metadata(proposed: &Proposed, checkpoint: &Checkpoint) -> Result<Bytes, WriteError> {
+fn commit_metadata(
+    proposed: &Proposed,
+    checkpoint: &Checkpoint,
+    schema: Option<&str>,
+) -> Result<Bytes, WriteError> {
     let mut commit = CommitMetadata::new(proposed.operation);
     for stat in proposed.request.write_stats.iter().cloned() {
         commit.add_write_stat(stat);
     }
-    commit.set_schema(&proposed.request.schema);
+    commit.set_schema(schema.unwrap_or(&proposed.request.schema));
     if !checkpoint.is_empty() {
         checkpoint.write_to(&mut commit.extra_metadata)?;
     }

@@ -21,10 +21,8 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{
-    make_array, new_null_array, Array, ArrayRef, ListArray, MapArray, RecordBatch, StructArray,
-};
-use arrow_schema::{DataType, SchemaRef};
+use arrow_array::{new_null_array, Array, RecordBatch};
+use arrow_schema::SchemaRef;
 use arrow_select::interleave::interleave;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
@@ -320,87 +318,8 @@ impl<R: ChunkReader + Clone + 'static> Iterator for SliceMerger<R> {
     }
 }
 
-/// `batch` with the columns of `schema`, by name: a missing column is null, a column whose type differs
-/// only in what does not change the data (time zone names, nested field names or nullability, decimal
-/// precision) takes the schema's type.
+/// `batch` with the columns of `schema`, by name ([`crate::schema::project::conform`]).
 pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, MergeError> {
-    let columns = schema
-        .fields()
-        .iter()
-        .map(|field| match batch.column_by_name(field.name()) {
-            None => Ok(new_null_array(field.data_type(), batch.num_rows())),
-            Some(col) => retype(col, field.data_type())
-                .map_err(|reason| records_error(format!("column {}: {reason}", field.name()))),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    RecordBatch::try_new(schema.clone(), columns)
-        .map_err(|e| arrow_error("conform log records to the file schema", e))
-}
-
-fn retype(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> {
-    if array.data_type() == target {
-        return Ok(array.clone());
-    }
-    match (array.data_type(), target) {
-        (DataType::Struct(_), DataType::Struct(fields)) => {
-            let s = array.as_struct();
-            let children = fields
-                .iter()
-                .map(|f| match s.column_by_name(f.name()) {
-                    Some(c) => retype(c, f.data_type()),
-                    None => Ok(new_null_array(f.data_type(), s.len())),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            StructArray::try_new(fields.clone(), children, s.nulls().cloned())
-                .map(|a| Arc::new(a) as ArrayRef)
-                .map_err(|e| e.to_string())
-        }
-        (DataType::List(_), DataType::List(field)) => {
-            let l = array.as_list::<i32>();
-            let values = retype(l.values(), field.data_type())?;
-            ListArray::try_new(
-                field.clone(),
-                l.offsets().clone(),
-                values,
-                l.nulls().cloned(),
-            )
-            .map(|a| Arc::new(a) as ArrayRef)
-            .map_err(|e| e.to_string())
-        }
-        (DataType::Map(_, _), DataType::Map(field, sorted)) => {
-            let m = array.as_map();
-            let entries: ArrayRef = Arc::new(m.entries().clone());
-            let entries = retype(&entries, field.data_type())?;
-            let entries = entries.as_struct().clone();
-            MapArray::try_new(
-                field.clone(),
-                m.offsets().clone(),
-                entries,
-                m.nulls().cloned(),
-                *sorted,
-            )
-            .map(|a| Arc::new(a) as ArrayRef)
-            .map_err(|e| e.to_string())
-        }
-        (from, to) if same_layout(from, to) => {
-            let data = array
-                .to_data()
-                .into_builder()
-                .data_type(to.clone())
-                .build()
-                .map_err(|e| e.to_string())?;
-            Ok(make_array(data))
-        }
-        (from, to) => Err(format!("type {from} cannot be read as {to}")),
-    }
-}
-
-/// Primitive types whose values are stored the same way.
-fn same_layout(a: &DataType, b: &DataType) -> bool {
-    use DataType::*;
-    match (a, b) {
-        (Timestamp(u1, _), Timestamp(u2, _)) => u1 == u2,
-        (Decimal128(_, s1), Decimal128(_, s2)) => s1 == s2,
-        _ => false,
-    }
+    crate::schema::project::conform(batch, schema)
+        .map_err(|reason| records_error(format!("log records in the file schema: {reason}")))
 }

@@ -494,7 +494,12 @@ fn log_rows_take_the_file_schema_types_by_name() {
         .as_primitive::<Int64Type>();
     assert_eq!(x.values().to_vec(), [1, 2]);
     assert_eq!(out.column(2).null_count(), 2);
-    let wrong: SchemaRef = Arc::new(Schema::new(vec![Field::new("extra", DataType::Utf8, true)]));
+    // A narrowing is refused (a widening such as long → string is a projection: `schema/project.rs`).
+    let wrong: SchemaRef = Arc::new(Schema::new(vec![Field::new(
+        "extra",
+        DataType::Int32,
+        true,
+    )]));
     assert!(super::merge::conform(&log, &wrong).is_err());
 }
 

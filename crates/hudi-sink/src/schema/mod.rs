@@ -5,7 +5,7 @@
 //! [`avro`] parses and re-serialises that JSON without losing anything, [`meta`] adds and checks the meta
 //! fields, [`arrow`] maps Avro to the Arrow types of our record batches (and back), and [`parquet`] gives the
 //! Parquet schema that makes arrow-rs write what parquet-avro would; [`evolution`] applies a newer writer
-//! schema under Hudi's schema-on-write rules.
+//! schema under Hudi's schema-on-write rules, and [`project`] reads rows of older files in the current schema.
 
 pub mod arrow;
 pub mod avro;
@@ -13,5 +13,6 @@ mod error;
 pub mod evolution;
 pub mod meta;
 pub mod parquet;
+pub mod project;
 
 pub use error::{SchemaError, SchemaResult};

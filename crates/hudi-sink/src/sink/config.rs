@@ -35,6 +35,21 @@ pub struct SinkConfig {
     pub registry_user_info: Option<String>,
     /// `hudi.sink.schema.registry.timeout.ms`: deadline of one registry request.
     pub registry_timeout: Duration,
+    /// `hudi.sink.schema.evolution`: whether registry writer schemas evolve the table schema.
+    pub schema_evolution: SchemaEvolution,
+}
+
+/// What a registry writer schema that differs from the table's does (`hudi.sink.schema.evolution`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SchemaEvolution {
+    /// `evolve` (the default): new nullable fields and wider types evolve the table schema under Hudi's
+    /// schema-on-write rules; a change they refuse fails the invocation, naming the field and both schemas.
+    #[default]
+    Evolve,
+    /// `pinned`: the table schema stays as the schema file gives it; each value is resolved into it (as
+    /// Hudi's `KafkaAvroSchemaDeserializer` does): writer-only fields are not stored (logged once per
+    /// writer schema), missing ones take their default or null.
+    Pinned,
 }
 
 /// How record values are read.
@@ -65,6 +80,7 @@ impl Default for SinkConfig {
             value_format: ValueFormat::Json,
             registry_user_info: None,
             registry_timeout: Duration::from_secs(5),
+            schema_evolution: SchemaEvolution::Evolve,
         }
     }
 }
@@ -96,6 +112,7 @@ const SINK_KEYS: &[&str] = &[
     "hudi.sink.value.avro.framing",
     "hudi.sink.schema.registry.basic.auth.user.info",
     "hudi.sink.schema.registry.timeout.ms",
+    "hudi.sink.schema.evolution",
 ];
 
 impl SinkConfig {
@@ -149,6 +166,20 @@ impl SinkConfig {
                 }
                 "hudi.sink.schema.registry.timeout.ms" => {
                     c.registry_timeout = Duration::from_millis(num(value)?.max(1))
+                }
+                "hudi.sink.schema.evolution" => {
+                    c.schema_evolution = match value.trim().to_ascii_lowercase().as_str() {
+                        "evolve" => SchemaEvolution::Evolve,
+                        "pinned" => SchemaEvolution::Pinned,
+                        _ => return Err(ConfigError::Invalid {
+                            key: key.clone(),
+                            value: value.clone(),
+                            reason:
+                                "expected evolve (new nullable fields and wider types evolve the \
+                                         table schema) or pinned (the table schema stays)"
+                                    .into(),
+                        }),
+                    }
                 }
                 _ => {}
             }

@@ -45,7 +45,7 @@ use crate::transport::CoordinatorClient;
 use crate::write::{TableWriter, WriteError};
 
 use attempt::Attempt;
-pub use config::{SinkConfig, ValueFormat};
+pub use config::{SchemaEvolution, SinkConfig, ValueFormat};
 pub use report::{ProcessOptions, SinkReport};
 
 /// Writes Kafka batches into one table through a coordinator.

@@ -43,7 +43,7 @@ impl KafkaSink {
         #[cfg(test)]
         self.preparations
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let schema = self.writer.schema();
+        let schema = &values.schema;
         let mut decoder = RecordDecoder::try_new(schema.data.clone(), &schema.avro)?;
         let bucketed = self.writer.config().index != crate::config::write_config::IndexConfig::None;
         let routed = route(batch, &mut decoder, values, bucketed);

@@ -9,8 +9,9 @@
 //!
 //! Registry fetches happen here, before the write: an unavailable registry fails the invocation (nothing is
 //! written, the batch is redelivered), while a value whose framing is broken or whose schema id is unknown
-//! or does not resolve becomes a dead letter in [`read_value`]. Plans are compiled once per schema id and
-//! kept for the life of the sink.
+//! or does not resolve becomes a dead letter in [`read_value`]. A writer schema that adds nullable fields
+//! or widens types evolves the table schema first (`schema/evolution.rs`); one Hudi refuses fails the
+//! invocation. Plans are compiled once per schema id and table schema, and kept for the life of the sink.
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
@@ -18,15 +19,24 @@ use std::sync::Arc;
 
 use crate::record::decode::{AvroPlan, RecordDecodeError, RecordDecoder};
 use crate::registry::{schema_id, unframe, Framed, Lookup, SchemaId};
+use crate::schema::avro::AvroSchema;
 use crate::source::event::{KafkaBatch, Payload, SchemaMetadata};
-use crate::write::WriteError;
+use crate::write::{TableSchema, WriteError};
 
-use super::config::ValueFormat;
+use super::config::{SchemaEvolution, ValueFormat};
 use super::KafkaSink;
 
-/// How this batch's values are read.
+/// How this batch's values are read, and the table schema the reading was settled for (the decoder of
+/// the batch is built from it: the plans are compiled against its columns).
 #[derive(Debug)]
-pub(super) enum Values {
+pub(super) struct Values {
+    /// The table schema, evolved with the batch's writer schemas.
+    pub schema: Arc<TableSchema>,
+    reader: Reader,
+}
+
+#[derive(Debug)]
+enum Reader {
     /// JSON objects.
     Json,
     /// Registry-framed Avro: the plan, or why none can be made, per writer schema id of the batch.
@@ -35,21 +45,34 @@ pub(super) enum Values {
     Bare(Arc<AvroPlan>),
 }
 
-/// The sink's compiled plans, per writer schema id (and the bare one under [`None`]).
-pub(super) type PlanCache = std::sync::Mutex<HashMap<Option<SchemaId>, Arc<AvroPlan>>>;
+/// The sink's compiled plans, per writer schema id (and the bare one under [`None`]), for the table
+/// schema they were compiled against (a new table schema starts a new cache).
+pub(super) type PlanCache = std::sync::Mutex<(
+    Option<Arc<TableSchema>>,
+    HashMap<Option<SchemaId>, Arc<AvroPlan>>,
+)>;
 
 impl KafkaSink {
-    /// Settles how `batch`'s values are read: fetches the writer schemas it names and compiles their plans.
+    /// Settles how `batch`'s values are read: fetches the writer schemas it names, evolves the table schema
+    /// with them (a change Hudi refuses fails the invocation before anything is written) and compiles
+    /// their plans.
     pub(super) async fn values_of(&self, batch: &KafkaBatch) -> Result<Values, WriteError> {
         match self.config.value_format {
-            ValueFormat::Json => Ok(Values::Json),
+            ValueFormat::Json => Ok(Values {
+                schema: self.writer.schema(),
+                reader: Reader::Json,
+            }),
             ValueFormat::AvroBare => {
-                let schema = &self.writer.schema().avro;
-                Ok(Values::Bare(self.plan(None, schema).map_err(|reason| {
+                let schema = self.writer.schema();
+                let plan = self.plan(None, &schema.avro, &schema).map_err(|reason| {
                     WriteError::Config {
                         reason: format!("the table schema cannot read bare Avro: {reason}"),
                     }
-                })?))
+                })?;
+                Ok(Values {
+                    schema,
+                    reader: Reader::Bare(plan),
+                })
             }
             ValueFormat::AvroRegistry => {
                 let ids: BTreeSet<SchemaId> = batch
@@ -62,7 +85,10 @@ impl KafkaSink {
                     .collect();
                 let mut plans = HashMap::with_capacity(ids.len());
                 if ids.is_empty() {
-                    return Ok(Values::Registry(plans));
+                    return Ok(Values {
+                        schema: self.writer.schema(),
+                        reader: Reader::Registry(plans),
+                    });
                 }
                 let Some(registry) = &self.registry else {
                     return Err(WriteError::Config {
@@ -72,42 +98,93 @@ impl KafkaSink {
                             .to_string(),
                     });
                 };
-                for (id, lookup) in registry.lookup_all(&ids).await? {
+                let found = registry.lookup_all(&ids).await?;
+                // Every writer schema first evolves the table (in id order, so that every attempt of the
+                // batch evolves it the same way); the plans are compiled against the result.
+                if self.config.schema_evolution == SchemaEvolution::Evolve {
+                    for (id, lookup) in &found {
+                        let Lookup::Found(writer) = lookup else {
+                            continue;
+                        };
+                        match self.writer.evolve_schema(writer) {
+                            Ok(changes) if changes.is_empty() => {}
+                            Ok(changes) => {
+                                tracing::info!(schema = %id, ?changes, "writer schema evolved the table schema")
+                            }
+                            // A writer schema whose values the table cannot read at all (a required
+                            // table field it lacks) makes dead letters below; one whose values it reads
+                            // but whose change Hudi refuses fails the invocation.
+                            Err(WriteError::Evolution(refused)) => {
+                                if self.plan(Some(*id), writer, &self.writer.schema()).is_ok() {
+                                    return Err(WriteError::Evolution(refused));
+                                }
+                            }
+                            Err(other) => return Err(other),
+                        }
+                    }
+                }
+                let schema = self.writer.schema();
+                for (id, lookup) in found {
                     let plan = match lookup {
-                        Lookup::Found(schema) => self.plan(Some(id), &schema).map_err(|reason| {
-                            format!("{id} cannot be read into the table: {reason}")
-                        }),
+                        Lookup::Found(writer) => {
+                            self.plan(Some(id), &writer, &schema).map_err(|reason| {
+                                format!("{id} cannot be read into the table: {reason}")
+                            })
+                        }
                         Lookup::Refused(reason) => Err(reason),
                     };
                     plans.insert(id, plan);
                 }
-                Ok(Values::Registry(plans))
+                Ok(Values {
+                    schema,
+                    reader: Reader::Registry(plans),
+                })
             }
         }
     }
 
-    /// The plan of writer schema `id`, compiled on first use.
+    /// The plan of writer schema `id` against `table`, compiled on first use.
     fn plan(
         &self,
         id: Option<SchemaId>,
-        writer: &crate::schema::avro::AvroSchema,
+        writer: &AvroSchema,
+        table: &Arc<TableSchema>,
     ) -> Result<Arc<AvroPlan>, String> {
-        if let Some(plan) = self
-            .plans
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&id)
         {
-            return Ok(plan.clone());
+            let mut cache = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+            if !cache.0.as_ref().is_some_and(|t| Arc::ptr_eq(t, table)) {
+                *cache = (Some(table.clone()), HashMap::new());
+            }
+            if let Some(plan) = cache.1.get(&id) {
+                return Ok(plan.clone());
+            }
         }
-        let schema = self.writer.schema();
+        if self.config.schema_evolution == SchemaEvolution::Pinned {
+            // Once per writer schema: what the pinned table schema does not store.
+            match crate::schema::evolution::evolve(&table.avro, writer) {
+                Ok(e) if e.changes.is_empty() => {}
+                Ok(e) => tracing::warn!(
+                    schema = ?id,
+                    changes = ?e.changes,
+                    "hudi.sink.schema.evolution=pinned: the writer schema differs from the table's; \
+                     values are read in the table schema and these changes are not applied"
+                ),
+                Err(e) => tracing::warn!(
+                    schema = ?id,
+                    reason = %e.reason,
+                    field = %e.path,
+                    "hudi.sink.schema.evolution=pinned: the writer schema could not evolve the table; \
+                     values are read in the table schema where they resolve"
+                ),
+            }
+        }
         let decoder =
-            RecordDecoder::try_new(schema.data.clone(), &schema.avro).map_err(|e| e.to_string())?;
+            RecordDecoder::try_new(table.data.clone(), &table.avro).map_err(|e| e.to_string())?;
         let plan = Arc::new(decoder.compile_avro(writer).map_err(|e| e.to_string())?);
-        self.plans
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, plan.clone());
+        let mut cache = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.0.as_ref().is_some_and(|t| Arc::ptr_eq(t, table)) {
+            cache.1.insert(id, plan.clone());
+        }
         Ok(plan)
     }
 }
@@ -122,10 +199,10 @@ pub(super) fn read_value(
     metadata: Option<&SchemaMetadata>,
     value: &[u8],
 ) -> Result<(), RecordDecodeError> {
-    match values {
-        Values::Json => decoder.append(value),
-        Values::Bare(plan) => decoder.append_avro(plan, value),
-        Values::Registry(plans) => {
+    match &values.reader {
+        Reader::Json => decoder.append(value),
+        Reader::Bare(plan) => decoder.append_avro(plan, value),
+        Reader::Registry(plans) => {
             let framed = locate(metadata, value).map_err(RecordDecoder::schema_refusal)?;
             match plans.get(&framed.id) {
                 Some(Ok(plan)) => decoder.append_avro(plan, &framed.body),

@@ -339,6 +339,9 @@ struct Warm {
     /// Metadata of commits the caller read already (a window member reads its window's commit): applied
     /// without reading it again.
     primed: BTreeMap<InstantTime, super::commit::CommitMetadata>,
+    /// The schema of the newest commit applied since the last listing that carries one (`None` after a
+    /// listing, which reads no commit): a writer catches up with it before it rewrites stored files.
+    schema: Option<(InstantTime, String)>,
 }
 
 /// How many primed commits a view keeps (older ones are dropped: they are read again if ever needed).
@@ -406,6 +409,15 @@ impl FileSystemView {
     /// when cold).
     pub fn slices(&self) -> impl Iterator<Item = &FileSlice> {
         self.warm.iter().flat_map(|w| w.slices.values())
+    }
+
+    /// The schema of the newest commit the view applied since it last listed the table, when it carried
+    /// one (`None` while cold or right after a listing: the caller reads the timeline's latest schema).
+    pub fn applied_schema(&self) -> Option<&str> {
+        self.warm
+            .as_ref()
+            .and_then(|w| w.schema.as_ref())
+            .map(|(_, s)| s.as_str())
     }
 
     /// The number of live file groups.
@@ -510,6 +522,13 @@ impl Warm {
                     None => timeline.commit_metadata(storage, instant).await?,
                 };
                 let stats = meta.write_stats().cloned().collect();
+                if let (true, Some(schema)) =
+                    (meta.operation_type.can_update_schema(), meta.schema())
+                {
+                    if self.schema.as_ref().is_none_or(|(t, _)| *t < instant.time) {
+                        self.schema = Some((instant.time.clone(), schema.to_string()));
+                    }
+                }
                 new.push(NewInstant {
                     time: instant.time.clone(),
                     stats,

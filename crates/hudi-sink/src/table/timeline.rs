@@ -323,6 +323,37 @@ impl Timeline {
         self.latest_checkpoint_for_topic(storage, None).await
     }
 
+    /// The checkpoint of [`Timeline::latest_checkpoint`] and the schema of [`Timeline::latest_schema`],
+    /// reading each commit once (the latest commit usually carries both).
+    pub async fn latest_checkpoint_and_schema(
+        &self,
+        storage: &dyn Storage,
+    ) -> Result<(Option<(Instant, Checkpoint)>, Option<String>), TimelineError> {
+        let mut checkpoint = None;
+        let mut schema = None;
+        for (read, instant) in self.completed_commits().into_iter().rev().enumerate() {
+            // Past the checkpoint, a schema is looked for among a few commits only (a table whose commits
+            // carry none would otherwise be read whole).
+            if checkpoint.is_some() && (schema.is_some() || read >= SCHEMA_LOOKBACK) {
+                break;
+            }
+            let meta = self.commit_metadata(storage, instant).await?;
+            if checkpoint.is_none() {
+                let found = Checkpoint::from_extra_metadata(&meta.extra_metadata, None).map_err(
+                    |source| TimelineError::Commit {
+                        instant: instant.to_string(),
+                        source,
+                    },
+                )?;
+                checkpoint = found.map(|c| (instant.clone(), c));
+            }
+            if schema.is_none() && meta.operation_type.can_update_schema() {
+                schema = meta.schema().map(str::to_string);
+            }
+        }
+        Ok((checkpoint, schema))
+    }
+
     /// As [`Timeline::latest_checkpoint`], attributing Kafka Connect's topic-less `kafka.commit.offsets` to
     /// `connect_topic` (without it such a commit is an error, not a silent skip to an older checkpoint).
     pub async fn latest_checkpoint_for_topic(
@@ -344,6 +375,9 @@ impl Timeline {
         Ok(None)
     }
 }
+
+/// Commits read for a schema once the checkpoint is found.
+const SCHEMA_LOOKBACK: usize = 10;
 
 async fn read_commit_file(
     storage: &dyn Storage,

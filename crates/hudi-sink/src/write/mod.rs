@@ -102,6 +102,9 @@ pub enum WriteError {
     /// The table lock failed.
     #[error(transparent)]
     Lock(#[from] crate::lock::LockError),
+    /// A writer schema Hudi would refuse for this table (nothing was written with it).
+    #[error(transparent)]
+    Evolution(#[from] crate::schema::evolution::EvolutionError),
     /// A schema registry could not be used (retryable: nothing was written).
     #[error(transparent)]
     Registry(#[from] crate::registry::RegistryError),

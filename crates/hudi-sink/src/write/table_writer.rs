@@ -7,34 +7,43 @@ use std::sync::Arc;
 use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
 use arrow_select::concat::concat_batches;
 use arrow_select::interleave::interleave;
 use arrow_select::take::take;
 use bytes::Bytes;
-use parquet::schema::types::SchemaDescriptor;
 
 use super::merge::{fold_incoming, plan_file_group, FileGroupPlan, Source, Winner};
-use super::ordering::OrderingComparator;
 use super::WriteError;
 
 mod append;
+mod merge_bucket;
+use merge_bucket::footer_may_contain;
+mod open;
+mod prepare;
+use open::check_compatible;
+mod rollback;
+mod schema;
 use crate::base_file::reader::read_base_file;
 use crate::base_file::writer::{BaseFileWriter, WrittenBaseFile};
 use crate::clock::Clock;
-use crate::config::write_config::{IndexConfig, WriteConfig, WriteOperation};
+use crate::config::write_config::{WriteConfig, WriteOperation};
 use crate::index::bucket::{self, BucketIndexConfig};
-use crate::record::keygen::{KeyGenConfig, KeyGenerator};
-use crate::schema::avro::AvroSchema;
-use crate::schema::meta::{self, META_COLUMNS};
+use crate::record::keygen::KeyGenConfig;
+use crate::schema::meta::META_COLUMNS;
 use crate::storage::{join_path, PutOutcome, Storage};
 use crate::table::commit::{CommitMetadata, OperationType, WriteStat};
 use crate::table::file_name::{marker_path, BaseFileName, MarkerType, WriteToken};
 use crate::table::fs_view::{FileSlice, FileSystemView};
 use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::partition_metadata::{metafile_path, PartitionMetadata};
-use crate::table::properties::{TableProperties, TableType};
+use crate::table::properties::TableProperties;
 use crate::table::timeline::Timeline;
+pub(crate) use rollback::{
+    delete_data_files, delete_markers, files_named_by_markers, rollback_failed,
+};
+pub use schema::TableSchema;
+use schema::{conform_batches, project_incoming, Shape};
 
 /// The data column Hudi treats as a delete marker.
 pub const IS_DELETED_FIELD: &str = "_hoodie_is_deleted";
@@ -45,47 +54,6 @@ const INSERT_CHUNK_ROWS: usize = 4096;
 const FIRST_CHUNK_ROWS: usize = 256;
 /// Fewest rows per call, so that a nearly full file still makes progress.
 const MIN_CHUNK_ROWS: usize = 16;
-
-/// The table schema in every form the writer needs, derived once from the Avro schema.
-#[derive(Debug, Clone)]
-pub struct TableSchema {
-    /// The data schema as Hudi stores it in every commit.
-    pub avro: AvroSchema,
-    /// Compact JSON of `avro` (`extraMetadata.schema`).
-    pub avro_json: String,
-    /// Compact JSON of the schema with the meta fields (`parquet.avro.schema` footer).
-    pub avro_with_meta_json: String,
-    /// Arrow schema of incoming data (data columns only).
-    pub data: SchemaRef,
-    /// Arrow schema of base files (meta columns, then data columns).
-    pub file: SchemaRef,
-    /// Parquet schema of base files (physical types as parquet-avro writes them).
-    pub parquet: SchemaDescriptor,
-}
-
-impl TableSchema {
-    /// Derives every form from the Avro data schema.
-    pub fn try_new(avro: AvroSchema) -> Result<Self, WriteError> {
-        meta::check_user_schema(&avro)?;
-        let data = Arc::new(crate::schema::arrow::avro_to_arrow(&avro)?);
-        let mut fields: Vec<Arc<Field>> = META_COLUMNS
-            .iter()
-            .map(|name| Arc::new(Field::new(*name, DataType::Utf8, true)))
-            .collect();
-        fields.extend(data.fields().iter().cloned());
-        let file = Arc::new(Schema::new(fields));
-        let with_meta = meta::with_meta_fields(&avro);
-        let parquet = crate::schema::parquet::parquet_schema_for(&file, &with_meta)?;
-        Ok(Self {
-            avro_json: avro.to_json_string(),
-            avro_with_meta_json: with_meta.to_json_string(),
-            avro,
-            data,
-            file,
-            parquet,
-        })
-    }
-}
 
 /// What happened to the incoming rows of one write. `records_in` always equals the sum of the others.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -165,10 +133,8 @@ pub struct TableWriter {
     clock: Arc<dyn Clock>,
     config: WriteConfig,
     properties: TableProperties,
-    schema: TableSchema,
-    keygen: KeyGenerator,
-    ordering: Option<(usize, OrderingComparator)>,
-    is_deleted: Option<usize>,
+    /// The table schema and what is derived from it; replaced whole when the schema evolves.
+    shape: std::sync::RwLock<Arc<Shape>>,
     bucket: Option<BucketIndexConfig>,
     /// The latest slice of every file group, kept across batches (a warm Lambda lists no partition) and synced
     /// from the timeline by every bucketed write.
@@ -176,62 +142,12 @@ pub struct TableWriter {
     /// Partitions whose `.hoodie_partition_metadata` this writer saw or wrote: not checked again while warm
     /// (at most [`MAX_KNOWN_PARTITIONS`], then forgotten and checked again).
     known_partitions: std::sync::Mutex<BTreeSet<String>>,
+    /// The latest completed commit whose schema [`TableWriter::catch_up_schema`] last applied.
+    schema_seen: std::sync::Mutex<Option<InstantTime>>,
 }
 
 /// Partitions a writer remembers as having their metadata file.
 const MAX_KNOWN_PARTITIONS: usize = 10_000;
-
-/// The `hoodie.properties` of a new table written from `config`.
-fn new_table_properties(
-    config: &WriteConfig,
-    schema: &TableSchema,
-    keygen: &KeyGenConfig,
-) -> Result<TableProperties, WriteError> {
-    let mut p = TableProperties::new_v6_cow(&config.table_name)?;
-    p.database = config.database_name.clone();
-    p.record_key_fields = config.record_key_fields.clone();
-    p.partition_fields = config.partition_fields.clone();
-    p.precombine_field = config.precombine_field.clone();
-    p.key_generator_class = Some(keygen.kind.class_name().to_string());
-    p.hive_style_partitioning = Some(config.hive_style_partitioning);
-    if config.table_type == TableType::MergeOnRead {
-        // Every reader merges base and logs by the rule these name (docs/architecture.md, "Merge-on-read"):
-        // with an ordering field the larger value wins (Spark and hudi-rs agree only for this payload),
-        // without one the later commit.
-        p.table_type = TableType::MergeOnRead;
-        let (payload, strategy) = match &config.precombine_field {
-            Some(_) => (
-                "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
-                "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
-            ),
-            None => (
-                "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
-                "ce9acb64-bde0-424c-9b91-f6ebba25356d",
-            ),
-        };
-        p.set_other("hoodie.compaction.payload.class", payload)?;
-        p.set_other("hoodie.compaction.record.merger.strategy", strategy)?;
-    }
-    p.url_encode_partitioning = Some(config.url_encode_partitions);
-    // hudi-rs reads property values raw and Java unescapes backslashes: store the create schema only when
-    // both read it the same way.
-    if !schema.avro_json.contains('\\') && schema.avro_json.is_ascii() {
-        p.create_schema = Some(schema.avro_json.clone());
-    }
-    if let IndexConfig::Bucket {
-        num_buckets,
-        hash_fields,
-    } = &config.index
-    {
-        // Hudi does not persist the bucket layout; a writer with another count would corrupt the table.
-        p.set_other("hoodie.index.type", "BUCKET")?;
-        p.set_other("hoodie.bucket.index.num.buckets", &num_buckets.to_string())?;
-        if !hash_fields.is_empty() {
-            p.set_other("hoodie.bucket.index.hash.field", &hash_fields.join(","))?;
-        }
-    }
-    Ok(p)
-}
 
 fn table_err(storage: &dyn Storage, reason: impl Into<String>) -> WriteError {
     WriteError::Table {
@@ -240,258 +156,7 @@ fn table_err(storage: &dyn Storage, reason: impl Into<String>) -> WriteError {
     }
 }
 
-/// A merge-on-read table's readers merge by the rule of its payload class: refuses a table whose rule
-/// readers do not share (another payload) or whose ordering field is not the configured precombine field,
-/// since the writer folds each batch by that field.
-fn check_merge_mode(
-    storage: &dyn Storage,
-    props: &TableProperties,
-    config: &WriteConfig,
-) -> Result<(), WriteError> {
-    use crate::log_file::scan::MergeMode;
-    if !props.is_merge_on_read() {
-        return Ok(());
-    }
-    let mode = MergeMode::from_table_properties(&props.as_map())
-        .map_err(|e| table_err(storage, format!("merge-on-read table: {e}")))?;
-    let ordering = match &mode {
-        MergeMode::EventTime { ordering_field } => Some(ordering_field.as_str()),
-        MergeMode::CommitTime => None,
-    };
-    if ordering != config.precombine_field.as_deref() {
-        return Err(table_err(
-            storage,
-            format!(
-                "readers merge this table's records by {} but hoodie.datasource.write.precombine.field is {:?}",
-                ordering.map_or("commit time".to_string(), |f| format!("ordering field {f}")),
-                config.precombine_field
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Refuses a configuration that disagrees with what the table on storage was written with.
-fn check_compatible(
-    storage: &dyn Storage,
-    props: &TableProperties,
-    config: &WriteConfig,
-    keygen: &KeyGenConfig,
-) -> Result<(), WriteError> {
-    let mismatch = |what: &str, table: String, config: String| {
-        table_err(
-            storage,
-            format!("{what} of the table is {table:?} but the configuration says {config:?}"),
-        )
-    };
-    if props.name != config.table_name {
-        return Err(mismatch(
-            "hoodie.table.name",
-            props.name.clone(),
-            config.table_name.clone(),
-        ));
-    }
-    if props.table_type != config.table_type {
-        return Err(mismatch(
-            "hoodie.table.type",
-            props.table_type.to_string(),
-            config.table_type.to_string(),
-        ));
-    }
-    if props.record_key_fields != config.record_key_fields {
-        return Err(mismatch(
-            "the record key fields",
-            props.record_key_fields.join(","),
-            config.record_key_fields.join(","),
-        ));
-    }
-    if props.partition_fields != config.partition_fields {
-        return Err(mismatch(
-            "the partition fields",
-            props.partition_fields.join(","),
-            config.partition_fields.join(","),
-        ));
-    }
-    if props.hive_style_partitioning_or_default() != config.hive_style_partitioning {
-        return Err(mismatch(
-            "hive_style_partitioning",
-            props.hive_style_partitioning_or_default().to_string(),
-            config.hive_style_partitioning.to_string(),
-        ));
-    }
-    if props.url_encode_partitioning_or_default() != config.url_encode_partitions {
-        return Err(mismatch(
-            "partitionpath.urlencode",
-            props.url_encode_partitioning_or_default().to_string(),
-            config.url_encode_partitions.to_string(),
-        ));
-    }
-    if let Some(class) = &props.key_generator_class {
-        if class.rsplit('.').next() != keygen.kind.class_name().rsplit('.').next() {
-            return Err(mismatch(
-                "the key generator",
-                class.clone(),
-                keygen.kind.class_name().to_string(),
-            ));
-        }
-    }
-    let stored_buckets = props.other().get("hoodie.bucket.index.num.buckets");
-    let configured = match &config.index {
-        IndexConfig::Bucket { num_buckets, .. } => Some(num_buckets.to_string()),
-        IndexConfig::None => None,
-    };
-    if let (Some(stored), Some(configured)) = (stored_buckets, &configured) {
-        if stored != configured {
-            return Err(mismatch(
-                "hoodie.bucket.index.num.buckets",
-                stored.to_string(),
-                configured.clone(),
-            ));
-        }
-    }
-    if stored_buckets.is_some() && configured.is_none() {
-        return Err(table_err(
-            storage,
-            "the table uses the bucket index; configure hoodie.index.type=BUCKET with its bucket count",
-        ));
-    }
-    let stored_hash = props
-        .other()
-        .get("hoodie.bucket.index.hash.field")
-        .unwrap_or("");
-    if let IndexConfig::Bucket { hash_fields, .. } = &config.index {
-        if stored_buckets.is_some() && stored_hash != hash_fields.join(",") {
-            return Err(mismatch(
-                "hoodie.bucket.index.hash.field",
-                stored_hash.to_string(),
-                hash_fields.join(","),
-            ));
-        }
-    }
-    Ok(())
-}
-
 impl TableWriter {
-    /// Opens the table at `storage`, creating it with `schema` when it does not exist yet.
-    ///
-    /// An existing table must agree with `config` (name, keys, partitioning, key generator, bucket count)
-    /// and, when `schema` is given, with its latest committed schema (no schema evolution yet).
-    pub async fn create_or_open(
-        storage: Arc<dyn Storage>,
-        clock: Arc<dyn Clock>,
-        config: WriteConfig,
-        schema: Option<AvroSchema>,
-    ) -> Result<Self, WriteError> {
-        let keygen_config = KeyGenConfig::from_properties(&config.properties)?;
-        let properties = match TableProperties::load(storage.as_ref()).await {
-            Ok(p) => Some(p),
-            Err(e) if e.is_not_found() => None,
-            Err(e) => return Err(e.into()),
-        };
-        let (properties, table_schema) = match properties {
-            Some(props) => {
-                props.validate_writable()?;
-                check_compatible(storage.as_ref(), &props, &config, &keygen_config)?;
-                let timeline = Timeline::load(storage.as_ref()).await?;
-                let stored = match timeline.latest_schema(storage.as_ref()).await? {
-                    Some(s) => Some(s),
-                    None => props.create_schema.clone(),
-                };
-                let stored = stored.map(|s| AvroSchema::parse(&s)).transpose()?;
-                let avro = match (stored, schema) {
-                    (Some(stored), Some(given)) => {
-                        if stored.to_json_value() != given.to_json_value() {
-                            return Err(table_err(
-                                storage.as_ref(),
-                                "the given schema differs from the table's latest schema (schema evolution is not supported yet)",
-                            ));
-                        }
-                        stored
-                    }
-                    (Some(stored), None) => stored,
-                    (None, Some(given)) => given,
-                    (None, None) => {
-                        return Err(table_err(
-                            storage.as_ref(),
-                            "the table has no schema yet; give one (hoodie.streamer.schemaprovider.source.schema.file)",
-                        ))
-                    }
-                };
-                (props, TableSchema::try_new(avro)?)
-            }
-            None => {
-                let avro = schema.ok_or_else(|| {
-                    table_err(
-                        storage.as_ref(),
-                        "no table here and no schema to create one (hoodie.streamer.schemaprovider.source.schema.file)",
-                    )
-                })?;
-                let table_schema = TableSchema::try_new(avro)?;
-                let props = new_table_properties(&config, &table_schema, &keygen_config)?;
-                props.create(storage.as_ref(), clock.as_ref()).await?;
-                // Another creator may have won the race: use what is stored and check it.
-                let stored = TableProperties::load(storage.as_ref()).await?;
-                stored.validate_writable()?;
-                check_compatible(storage.as_ref(), &stored, &config, &keygen_config)?;
-                (stored, table_schema)
-            }
-        };
-        check_merge_mode(storage.as_ref(), &properties, &config)?;
-        let keygen = KeyGenerator::try_new(keygen_config, &table_schema.data)?;
-        let ordering = match &config.precombine_field {
-            Some(field) => {
-                let (idx, f) = table_schema.data.column_with_name(field).ok_or_else(|| {
-                    WriteError::Config {
-                        reason: format!("precombine field {field} is not a column of the schema"),
-                    }
-                })?;
-                Some((idx, OrderingComparator::try_new(field, f.data_type())?))
-            }
-            None => None,
-        };
-        let is_deleted = match table_schema.data.column_with_name(IS_DELETED_FIELD) {
-            Some((idx, f)) if f.data_type() == &DataType::Boolean => Some(idx),
-            Some((_, f)) => {
-                return Err(WriteError::Config {
-                    reason: format!(
-                        "{IS_DELETED_FIELD} must be boolean, found {}",
-                        f.data_type()
-                    ),
-                })
-            }
-            None => None,
-        };
-        let bucket = match &config.index {
-            IndexConfig::Bucket {
-                num_buckets,
-                hash_fields,
-            } => Some(BucketIndexConfig::try_new(
-                *num_buckets,
-                hash_fields.clone(),
-                &config.record_key_fields,
-            )?),
-            IndexConfig::None => None,
-        };
-        Ok(Self {
-            storage,
-            clock,
-            config,
-            properties,
-            schema: table_schema,
-            keygen,
-            ordering,
-            is_deleted,
-            bucket,
-            view: tokio::sync::Mutex::new(FileSystemView::new()),
-            known_partitions: std::sync::Mutex::new(BTreeSet::new()),
-        })
-    }
-
-    /// The table schema.
-    pub fn schema(&self) -> &TableSchema {
-        &self.schema
-    }
-
     /// The write configuration.
     pub fn config(&self) -> &WriteConfig {
         &self.config
@@ -531,189 +196,6 @@ impl TableWriter {
             instant,
             commit,
             counts,
-        })
-    }
-
-    /// Keys, places and folds the incoming rows. Fails on the first row that cannot be keyed.
-    pub fn prepare(
-        &self,
-        operation: WriteOperation,
-        batches: &[RecordBatch],
-    ) -> Result<PreparedWrite, WriteError> {
-        let batch = self.concat(batches)?;
-        let prepared = self.prepare_records(operation, batch, None, &[])?;
-        match prepared.rejected.first() {
-            Some((row, source)) => Err(WriteError::Record {
-                row: *row,
-                source: source.clone(),
-            }),
-            None => Ok(prepared),
-        }
-    }
-
-    /// Concatenates incoming batches after checking they have the table's data schema.
-    pub fn concat(&self, batches: &[RecordBatch]) -> Result<RecordBatch, WriteError> {
-        for b in batches {
-            if b.schema().fields() != self.schema.data.fields() {
-                return Err(WriteError::Data {
-                    reason: format!(
-                        "batch schema {:?} differs from table schema {:?}",
-                        b.schema(),
-                        self.schema.data
-                    ),
-                });
-            }
-        }
-        concat_batches(&self.schema.data, batches).map_err(|source| WriteError::Arrow {
-            context: "concatenate incoming batches",
-            source,
-        })
-    }
-
-    /// Keys, places and folds incoming rows and Kafka tombstones, in arrival order.
-    ///
-    /// `positions[i]` is the arrival position of data row `i` (default: its index); `tombstones` are
-    /// `(record key, position)` of tombstones (records without a value). Per key, in arrival order: a
-    /// tombstone deletes whatever came before it; a record after a tombstone recreates the key whatever the
-    /// stored ordering value; otherwise the larger ordering value wins, ties go to the later record. Rows
-    /// whose key or partition cannot be computed are returned in `rejected` (with their row index) and take
-    /// no part in the write.
-    pub fn prepare_records(
-        &self,
-        operation: WriteOperation,
-        batch: RecordBatch,
-        positions: Option<&[u64]>,
-        tombstones: &[(String, u64)],
-    ) -> Result<PreparedWrite, WriteError> {
-        let rows = batch.num_rows();
-        let position = |row: usize| {
-            positions
-                .and_then(|p| p.get(row).copied())
-                .unwrap_or(row as u64)
-        };
-        let mut last_tombstone: HashMap<&str, u64> = HashMap::new();
-        for (key, pos) in tombstones {
-            let e = last_tombstone.entry(key.as_str()).or_insert(*pos);
-            *e = (*e).max(*pos);
-        }
-        let mut keys = vec![String::new(); rows];
-        let mut deletes = vec![false; rows];
-        let mut forced = vec![false; rows];
-        let mut rejected = Vec::new();
-        let mut counts = WriteCounts::default();
-        let is_deleted = self
-            .is_deleted
-            .map(|i| batch.column(i).as_boolean().clone());
-        let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        // One partition-path buffer for all rows: a path is copied only the first time it is seen.
-        let mut part = String::new();
-        for row in 0..rows {
-            let mut key = String::new();
-            part.clear();
-            if let Err(e) = self
-                .keygen
-                .record_key(&batch, row, &mut key)
-                .and_then(|()| self.keygen.partition_path(&batch, row, &mut part))
-            {
-                rejected.push((row, e));
-                continue;
-            }
-            counts.records_in += 1;
-            let pos = position(row);
-            match last_tombstone.get(key.as_str()) {
-                // A later tombstone deletes this version whatever its ordering value.
-                Some(t) if *t > pos => {
-                    counts.deduped += 1;
-                    continue;
-                }
-                Some(_) => forced[row] = true,
-                None => {}
-            }
-            let flagged = is_deleted
-                .as_ref()
-                .is_some_and(|a| a.is_valid(row) && a.value(row));
-            if operation == WriteOperation::Delete {
-                // The delete operation removes keys whatever their ordering value.
-                deletes[row] = true;
-                forced[row] = true;
-            } else {
-                deletes[row] = flagged;
-            }
-            keys[row] = key;
-            match by_partition.get_mut(part.as_str()) {
-                Some(rows_in_part) => rows_in_part.push(row),
-                None => {
-                    by_partition.insert(part.clone(), vec![row]);
-                }
-            }
-        }
-        // Tombstones: one effective delete per key; repeated tombstones and tombstones followed by a record
-        // of the same key (which recreates it) are superseded.
-        let recreated: std::collections::HashSet<&str> = (0..rows)
-            .filter(|r| forced[*r] && operation != WriteOperation::Delete)
-            .map(|r| keys[r].as_str())
-            .collect();
-        let mut effective_tombstones = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for (key, _) in tombstones {
-            counts.records_in += 1;
-            if !seen.insert(key.as_str()) || recreated.contains(key.as_str()) {
-                counts.deduped += 1;
-            } else {
-                effective_tombstones.push(key.clone());
-            }
-        }
-        // Recreated keys still delete their other partitions' versions.
-        let mut shadow_tombstones: Vec<String> = tombstones
-            .iter()
-            .filter(|(k, _)| recreated.contains(k.as_str()))
-            .map(|(k, _)| k.clone())
-            .collect();
-        shadow_tombstones.sort();
-        shadow_tombstones.dedup();
-
-        let ordering = self
-            .ordering
-            .map(|(idx, cmp)| (batch.column(idx).clone(), cmp));
-        let mut partitions = BTreeMap::new();
-        for (part, rows_in_part) in by_partition {
-            let winners = if operation == WriteOperation::Insert && self.bucketed().is_none() {
-                // Plain inserts append every row (Hudi does not combine before insert by default). Every
-                // partition takes this branch and each row is in one partition: its key can be moved.
-                rows_in_part
-                    .iter()
-                    .map(|&row| {
-                        (
-                            std::mem::take(&mut keys[row]),
-                            Winner {
-                                row,
-                                delete: deletes[row],
-                                force: forced[row],
-                            },
-                        )
-                    })
-                    .collect()
-            } else {
-                let folded = fold_incoming(
-                    &keys,
-                    &deletes,
-                    &forced,
-                    &rows_in_part,
-                    ordering.as_ref().map(|(col, cmp)| (col, *cmp)),
-                );
-                counts.deduped += folded.superseded;
-                folded.winners
-            };
-            partitions.insert(part, winners);
-        }
-        Ok(PreparedWrite {
-            operation,
-            batch,
-            partitions,
-            tombstones: effective_tombstones,
-            shadow_tombstones,
-            counts,
-            rejected,
         })
     }
 
@@ -817,6 +299,7 @@ impl TableWriter {
         let mut stats = Vec::new();
         let mut file_index = 0usize;
         let Some(index) = self.bucketed() else {
+            let incoming = project_incoming(&prepared.batch, &self.schema())?;
             if !prepared.tombstones.is_empty() || !prepared.shadow_tombstones.is_empty() {
                 return Err(WriteError::Config {
                     reason: "Kafka tombstones need an index to find their records (hoodie.index.type=BUCKET)".into(),
@@ -838,7 +321,7 @@ impl TableWriter {
                     self.write_new_file_groups(
                         instant,
                         partition,
-                        &prepared.batch,
+                        &incoming,
                         &rows,
                         &mut file_index,
                     )
@@ -857,6 +340,9 @@ impl TableWriter {
         };
         view.sync(storage, timeline).await?;
         view.saw_pending(instant);
+        self.catch_up_schema(timeline, view.applied_schema())
+            .await?;
+        let incoming = project_incoming(&prepared.batch, &self.schema())?;
         let view = &*view;
         let mut groups: BTreeMap<(String, u32), Option<&FileSlice>> = BTreeMap::new();
         for slice in view.slices() {
@@ -963,7 +449,7 @@ impl TableWriter {
                         instant,
                         &partition,
                         slice,
-                        &prepared.batch,
+                        &incoming,
                         &winners,
                         &mut file_index,
                         &mut counts,
@@ -980,7 +466,7 @@ impl TableWriter {
                     &partition,
                     b,
                     existing,
-                    &prepared.batch,
+                    &incoming,
                     &winners,
                     &mut file_index,
                     &mut counts,
@@ -1095,128 +581,14 @@ impl TableWriter {
         Ok(stats)
     }
 
-    /// Merges a bucket's winners into its file group (or creates the group) and writes the new slice.
-    #[allow(clippy::too_many_arguments)]
-    async fn merge_bucket(
-        &self,
-        instant: &InstantTime,
-        partition: &str,
-        bucket_id: u32,
-        existing: Option<&FileSlice>,
-        batch: &RecordBatch,
-        winners: &[(&str, Winner)],
-        file_index: &mut usize,
-        counts: &mut WriteCounts,
-    ) -> Result<(Option<WriteStat>, Vec<String>), WriteError> {
-        let stored = match existing {
-            Some(slice) => {
-                let path = join_path(&[partition, &slice.file_name]);
-                let data = self.storage.get(&path).await?;
-                let (_, batches) = read_base_file(data)?;
-                let stored = concat_batches(
-                    &self.schema.file,
-                    &conform_batches(&self.schema.file, batches)?,
-                )
-                .map_err(|source| WriteError::Arrow {
-                    context: "concatenate stored file",
-                    source,
-                })?;
-                Some(stored)
-            }
-            None => None,
-        };
-        let stored_keys: Vec<&str> = match &stored {
-            Some(s) => {
-                let col = s.column(2).as_string::<i32>();
-                (0..col.len()).map(|i| col.value(i)).collect()
-            }
-            None => Vec::new(),
-        };
-        let ordering = self.ordering.map(|(idx, cmp)| {
-            let meta_offset = META_COLUMNS.len();
-            (
-                stored
-                    .as_ref()
-                    .map(|s| s.column(meta_offset + idx).clone())
-                    .unwrap_or_else(|| batch.column(idx).clone()),
-                batch.column(idx).clone(),
-                cmp,
-            )
-        });
-        let plan = plan_file_group(
-            &stored_keys,
-            winners,
-            ordering.as_ref().map(|(s, i, c)| (s, i, *c)),
-        );
-        counts.add_plan(&plan);
-        let changed =
-            plan.updated + plan.inserted + plan.deleted + plan.tombstone_deletes.len() as u64;
-        if changed == 0 {
-            // Nothing to write for this group (only ignored versions or deletes of absent keys).
-            return Ok((None, Vec::new()));
-        }
-        let (file_id, prev_commit, marker) = match existing {
-            Some(slice) => (
-                slice.file_id.clone(),
-                Some(slice.base_instant.to_string()),
-                MarkerType::Merge,
-            ),
-            None => (
-                bucket::new_bucket_file_id(bucket_id),
-                None,
-                MarkerType::Create,
-            ),
-        };
-        let file_name = base_file_name(&file_id, *file_index, instant)?;
-        self.put_marker(instant, partition, &file_name, marker)
-            .await?;
-        let key_of_row: HashMap<usize, &str> = winners.iter().map(|(k, w)| (w.row, *k)).collect();
-        let keys: Vec<&str> = plan
-            .rows
-            .iter()
-            .map(|s| match s {
-                Source::Stored(r) | Source::Update { stored: r, .. } => stored_keys[*r],
-                Source::Insert(r) => key_of_row.get(r).copied().unwrap_or_default(),
-            })
-            .collect();
-        let mut seq = 0u64;
-        let out = self.build_output(
-            instant,
-            partition,
-            &file_name,
-            *file_index,
-            &mut seq,
-            stored.as_ref(),
-            batch,
-            &plan.rows,
-            &keys,
-        )?;
-        let mut writer = self.new_file_writer()?;
-        writer.write(&out)?;
-        let written = writer.finish()?;
-        let stat = self
-            .put_base_file(
-                partition,
-                &file_id,
-                &file_name,
-                written,
-                prev_commit,
-                plan.inserted,
-                plan.updated,
-                plan.deleted + plan.tombstone_deletes.len() as u64,
-            )
-            .await?;
-        *file_index += 1;
-        Ok((Some(stat), plan.tombstone_deletes))
-    }
-
     /// A writer for one base file of this table (also used by clustering, which writes outside
     /// [`TableWriter::write_files`]).
     pub(crate) fn new_file_writer(&self) -> Result<BaseFileWriter, WriteError> {
+        let schema = self.schema();
         Ok(BaseFileWriter::try_new(
-            self.schema.file.clone(),
-            self.schema.parquet.clone(),
-            self.schema.avro_with_meta_json.clone(),
+            schema.file.clone(),
+            schema.parquet.clone(),
+            schema.avro_with_meta_json.clone(),
             &self.config.base_file,
         )?)
     }
@@ -1227,102 +599,9 @@ impl TableWriter {
         &self,
         batch: RecordBatch,
     ) -> Result<RecordBatch, WriteError> {
-        let mut conformed = conform_batches(&self.schema.file, vec![batch])?;
+        let mut conformed = conform_batches(&self.schema().file, vec![batch])?;
         conformed.pop().ok_or_else(|| WriteError::Data {
             reason: "conforming a stored batch returned no batch".into(),
-        })
-    }
-
-    /// Builds the output rows of one file: meta columns (kept for stored rows, new for written ones) and data
-    /// columns gathered from the stored file and the incoming batch without re-sorting.
-    #[allow(clippy::too_many_arguments)]
-    fn build_output(
-        &self,
-        instant: &InstantTime,
-        partition: &str,
-        file_name: &str,
-        file_index: usize,
-        seq: &mut u64,
-        stored: Option<&RecordBatch>,
-        incoming: &RecordBatch,
-        rows: &[Source],
-        keys: &[&str],
-    ) -> Result<RecordBatch, WriteError> {
-        let t = instant.as_str();
-        let n = rows.len();
-        // Written straight into the column buffers: no string per row.
-        let mut commit_time = StringBuilder::with_capacity(n, n * t.len());
-        let mut seqno = StringBuilder::with_capacity(n, n * (t.len() + 12));
-        let stored_meta = stored.map(|s| {
-            (
-                s.column(0).as_string::<i32>(),
-                s.column(1).as_string::<i32>(),
-            )
-        });
-        let prefix = format!("{t}_{file_index}_");
-        for src in rows {
-            match (src, &stored_meta) {
-                (Source::Stored(r), Some((ct, sq))) => {
-                    commit_time.append_value(ct.value(*r));
-                    seqno.append_value(sq.value(*r));
-                }
-                _ => {
-                    commit_time.append_value(t);
-                    // Writing into a column buffer cannot fail.
-                    let _ = write!(seqno, "{prefix}{seq}");
-                    seqno.append_value("");
-                    *seq += 1;
-                }
-            }
-        }
-        let mut columns: Vec<ArrayRef> = vec![
-            Arc::new(commit_time.finish()),
-            Arc::new(seqno.finish()),
-            Arc::new(StringArray::from_iter_values(keys.iter())),
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
-                partition, n,
-            ))),
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
-                file_name, n,
-            ))),
-        ];
-        let meta_offset = META_COLUMNS.len();
-        let indices: Vec<(usize, usize)> = rows
-            .iter()
-            .map(|s| match s {
-                Source::Stored(r) => (0, *r),
-                Source::Update { incoming, .. } | Source::Insert(incoming) => (1, *incoming),
-            })
-            .collect();
-        for col in 0..self.schema.data.fields().len() {
-            let inc = incoming.column(col);
-            let array = match stored {
-                Some(s) => {
-                    let st = s.column(meta_offset + col);
-                    interleave(&[st.as_ref(), inc.as_ref()], &indices).map_err(|source| {
-                        WriteError::Arrow {
-                            context: "merge columns",
-                            source,
-                        }
-                    })?
-                }
-                None => {
-                    let idx = arrow_array::UInt32Array::from_iter_values(
-                        indices.iter().map(|(_, r)| *r as u32),
-                    );
-                    take(inc.as_ref(), &idx, None).map_err(|source| WriteError::Arrow {
-                        context: "gather rows",
-                        source,
-                    })?
-                }
-            };
-            columns.push(array);
-        }
-        RecordBatch::try_new(self.schema.file.clone(), columns).map_err(|source| {
-            WriteError::Arrow {
-                context: "assemble base file rows",
-                source,
-            }
         })
     }
 
@@ -1401,7 +680,7 @@ impl TableWriter {
         }
         commit
             .extra_metadata
-            .insert("schema".into(), self.schema.avro_json.clone());
+            .insert("schema".into(), self.schema().avro_json.clone());
         commit.extra_metadata.extend(extra_metadata);
         let file = Instant::new(
             instant.clone(),
@@ -1446,29 +725,6 @@ pub(crate) async fn create_pending_instant(
     Ok(())
 }
 
-/// Whether a base file may hold `key`: inside its min/max key range (Java order) and in its bloom filter.
-fn footer_may_contain(
-    footer: &crate::base_file::reader::BaseFileFooter,
-    key: &str,
-) -> Result<bool, WriteError> {
-    use crate::base_file::writer::java_string_cmp;
-    use std::cmp::Ordering;
-    if footer.num_rows == 0 {
-        return Ok(false);
-    }
-    if let (Some(min), Some(max)) = (footer.min_record_key(), footer.max_record_key()) {
-        if java_string_cmp(key, min) == Ordering::Less
-            || java_string_cmp(key, max) == Ordering::Greater
-        {
-            return Ok(false);
-        }
-    }
-    Ok(match footer.bloom_filter()? {
-        Some(bloom) => bloom.might_contain(key.as_bytes()),
-        None => true,
-    })
-}
-
 /// `<fileId>_<task>-<stage>-0_<t>.parquet`: Hudi's write token shape with the file's index in the instant as task,
 /// and as stage the window member's number (0 outside a window): members of one window write the same file
 /// group under the same instant, and their files must not share a name.
@@ -1479,180 +735,4 @@ fn base_file_name(
 ) -> Result<String, WriteError> {
     let token = WriteToken::new(file_index as u64, crate::write::lease::stage(), 0);
     Ok(BaseFileName::new_parquet(file_id, &token, instant.clone())?.file_name())
-}
-
-/// Checks that batches read from a stored base file have the table's file schema.
-fn conform_batches(
-    schema: &SchemaRef,
-    batches: Vec<RecordBatch>,
-) -> Result<Vec<RecordBatch>, WriteError> {
-    batches
-        .into_iter()
-        .map(|b| {
-            if b.schema().fields().len() != schema.fields().len() {
-                return Err(WriteError::Data {
-                    reason: format!(
-                        "stored base file has {} columns, the table schema {}",
-                        b.schema().fields().len(),
-                        schema.fields().len()
-                    ),
-                });
-            }
-            for (stored, expected) in b.schema().fields().iter().zip(schema.fields()) {
-                if stored.name() != expected.name() || !stored.data_type().equals_datatype(expected.data_type()) {
-                    return Err(WriteError::Data {
-                        reason: format!(
-                            "stored column {} {} differs from table column {} {} (schema evolution is not supported yet)",
-                            stored.name(),
-                            stored.data_type(),
-                            expected.name(),
-                            expected.data_type()
-                        ),
-                    });
-                }
-            }
-            RecordBatch::try_new(schema.clone(), b.columns().to_vec()).map_err(|source| WriteError::Arrow {
-                context: "conform stored batch",
-                source,
-            })
-        })
-        .collect()
-}
-
-/// Rolls back a failed commit: its data files first (named by its markers: a writer writes the marker before
-/// the file), then its markers, then its `.inflight` and `.commit.requested`, so that a crash half-way leaves
-/// a pending instant that the next writer rolls back again. The time is retired first; a file uploaded
-/// after the marker listing (a zombie writer) is removed by the scheduled sweep of retired times, and until
-/// then archival stays below the time. No listing of the table: the cost follows the failed write.
-pub(crate) async fn rollback_failed(
-    storage: &dyn Storage,
-    instant: &InstantTime,
-) -> Result<(), WriteError> {
-    // Retire the time first, so that even a rollback that stops half-way never sees its time reused.
-    let retired = format!("{}{instant}", crate::table::timeline::RETIRED_DIR);
-    storage.put(&retired, Bytes::new()).await?;
-    let dir = format!("{}/", crate::table::file_name::marker_dir(instant));
-    let markers = storage.list(&dir).await?;
-    let files = files_named_by_markers(storage, instant, &markers, &BTreeSet::new()).await?;
-    storage.delete_many(&files).await?;
-    let mut rest: Vec<String> = markers.into_iter().map(|m| m.path).collect();
-    let window = storage
-        .list(&crate::commit::window::window_dir(instant))
-        .await?;
-    rest.extend(window.into_iter().map(|o| o.path));
-    // Both actions' pending files: the instant is a commit on copy-on-write tables, a deltacommit on
-    // merge-on-read ones (absent keys cost nothing in the one request).
-    for action in [Action::Commit, Action::DeltaCommit] {
-        for state in [State::Inflight, State::Requested] {
-            let file = Instant::new(instant.clone(), action, state).file_name();
-            rest.push(format!(".hoodie/{file}"));
-        }
-    }
-    rest.push(crate::table::file_name::heartbeat_path(instant));
-    // Markers before the instant files (one request on S3; absent keys are fine).
-    storage.delete_many(&rest).await?;
-    tracing::info!(instant = %instant, files = files.len(), "rolled back failed instant");
-    Ok(())
-}
-
-/// The data files written by `instant` that its markers among `markers` name, except those in `keep`: a base
-/// file by the instant in its name, a log file by the instant in its first block's header (a marker may name
-/// a log version another instant took first; see `append.rs`), whatever a damaged marker may name.
-pub(crate) async fn files_named_by_markers(
-    storage: &dyn Storage,
-    instant: &InstantTime,
-    markers: &[crate::storage::ObjectMeta],
-    keep: &BTreeSet<String>,
-) -> Result<Vec<String>, WriteError> {
-    let mut files = Vec::new();
-    for marker in markers {
-        let Ok(parsed) = crate::table::file_name::Marker::parse(&marker.path) else {
-            continue;
-        };
-        let path = parsed.data_file_path();
-        if parsed.instant_time != *instant || keep.contains(&path) || files.contains(&path) {
-            continue;
-        }
-        let ours = BaseFileName::parse(&parsed.data_file_name)
-            .is_ok_and(|name| name.instant_time == *instant)
-            || (crate::log_file::LogFileName::parse(&parsed.data_file_name).is_ok()
-                && !crate::mutation::is_disabled(
-                    crate::mutation::Mutation::RollbackDeletesLogFiles,
-                )
-                && log_file_written_by(storage, &path, instant).await?);
-        if ours {
-            files.push(path);
-        }
-    }
-    Ok(files)
-}
-
-/// Whether the log file at `path` holds blocks of `instant` (its first block's INSTANT_TIME header). A log
-/// file is named after its slice, not its writer, and a marker may name a version another writer took
-/// first (see `append.rs`): only the header proves whose it is. An absent or unreadable file is not ours.
-async fn log_file_written_by(
-    storage: &dyn Storage,
-    path: &str,
-    instant: &InstantTime,
-) -> Result<bool, WriteError> {
-    Ok(log_file_instant(storage, path).await?.as_ref() == Some(instant))
-}
-
-/// Deletes every data file of the table written by an instant `doomed` picks, found by one listing of the
-/// whole table (which also covers files whose marker was never written): base files by the instant in their
-/// name, merge-on-read log files by the instant in their first block's header (a log is named after its
-/// slice, so each one is read: this runs only in the scheduled sweep, while some time is retired).
-pub(crate) async fn delete_data_files(
-    storage: &dyn Storage,
-    doomed: impl Fn(&InstantTime) -> bool,
-) -> Result<(), WriteError> {
-    for obj in storage.list("").await? {
-        if obj.path.starts_with(".hoodie/") {
-            continue;
-        }
-        let name = obj.path.rsplit('/').next().unwrap_or(&obj.path);
-        if let Ok(parsed) = BaseFileName::parse(name) {
-            if doomed(&parsed.instant_time) {
-                storage.delete(&obj.path).await?;
-            }
-        } else if crate::log_file::LogFileName::parse(name).is_ok() {
-            if let Some(instant) = log_file_instant(storage, &obj.path).await? {
-                if doomed(&instant) {
-                    storage.delete(&obj.path).await?;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The INSTANT_TIME header of the first block of the log file at `path` (`None`: absent or unreadable).
-async fn log_file_instant(
-    storage: &dyn Storage,
-    path: &str,
-) -> Result<Option<InstantTime>, WriteError> {
-    let bytes = match storage.get(path).await {
-        Ok(b) => b,
-        Err(e) if e.is_not_found() => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    let Ok(blocks) = crate::log_file::block::read_blocks(path, &bytes) else {
-        tracing::warn!(path, "unreadable log file left in place");
-        return Ok(None);
-    };
-    Ok(blocks
-        .first()
-        .and_then(|b| b.header.get(&crate::log_file::HeaderKey::InstantTime))
-        .and_then(|t| InstantTime::parse(t).ok()))
-}
-
-pub(crate) async fn delete_markers(
-    storage: &dyn Storage,
-    instant: &InstantTime,
-) -> Result<(), WriteError> {
-    let prefix = format!(".hoodie/.temp/{instant}/");
-    for obj in storage.list(&prefix).await? {
-        storage.delete(&obj.path).await?;
-    }
-    Ok(())
 }

@@ -2,7 +2,8 @@
 //! encoder) in Confluent framing against a stub Confluent registry served on 127.0.0.1, and in Glue framing
 //! (plain and zlib) against moto's Glue Schema Registry. Every Avro type the table schema supports, a writer
 //! schema that differs from the table's (fields reordered, one removed, one added with a default, an int
-//! widened to long), bad framings and unknown ids: the table read back by hudi-rs 0.5.0 equals, row for row,
+//! widened to long) read into a pinned table schema (`hudi.sink.schema.evolution=pinned`), bad framings and
+//! unknown ids: the table read back by hudi-rs 0.5.0 equals, row for row,
 //! what fastavro's own resolving reader gives for each datum with the table schema as reader schema; every
 //! bad value is a dead letter with its stage; a registry that answers 500 fails the invocation and writes
 //! nothing.
@@ -108,14 +109,14 @@ fn datum(n: i64, city: &str) -> Value {
 }
 
 /// A stub Confluent registry (`avro_registry.py serve`), stopped when dropped.
-struct StubRegistry {
+pub(crate) struct StubRegistry {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     dir: PathBuf,
 }
 
 impl StubRegistry {
-    fn start(dir: &Path) -> Self {
+    pub(crate) fn start(dir: &Path) -> Self {
         std::fs::create_dir_all(dir).expect("registry dir");
         let mut child = Command::new(python())
             .arg(workspace_root().join("tests/python/avro_registry.py"))
@@ -140,7 +141,7 @@ impl StubRegistry {
         }
     }
 
-    fn put(&self, id: i32, schema: &Value) {
+    pub(crate) fn put(&self, id: i32, schema: &Value) {
         std::fs::write(self.dir.join(format!("{id}.avsc")), schema.to_string()).expect("schema");
     }
 
@@ -162,12 +163,12 @@ impl Drop for StubRegistry {
 }
 
 /// Record keys with their base64 values and `valueSchemaMetadata`.
-type Values = Vec<(String, String, Option<Value>)>;
+pub(crate) type Values = Vec<(String, String, Option<Value>)>;
 /// fastavro's resolved row per value (`None`: a value that must be refused).
-type Rows = Vec<Option<Map<String, Value>>>;
+pub(crate) type Rows = Vec<Option<Map<String, Value>>>;
 
 /// Runs `avro_registry.py encode` on `spec`: the values and fastavro's resolved rows.
-fn encode(dir: &Path, spec: &Value) -> (Values, Rows) {
+pub(crate) fn encode(dir: &Path, spec: &Value) -> (Values, Rows) {
     let spec_path = dir.join("spec.json");
     let out_path = dir.join("encoded.json");
     std::fs::write(&spec_path, spec.to_string()).expect("spec");
@@ -228,7 +229,7 @@ fn batch(values: &[(String, String, Option<Value>)]) -> KafkaBatch {
     .expect("valid event")
 }
 
-fn base64_of(text: &str) -> String {
+pub(crate) fn base64_of(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(text)
 }
@@ -255,6 +256,10 @@ fn props(dir: &Path, extra: &[(&str, String)]) -> BTreeMap<String, String> {
         ("hoodie.index.type", "BUCKET".to_string()),
         ("hoodie.bucket.index.num.buckets", "2".to_string()),
         ("hudi.sink.value.format", "avro".to_string()),
+        // These tests read every value into the schema file's table schema, as Hudi's
+        // KafkaAvroSchemaDeserializer does: the writer schema's extra field is not stored
+        // (`schema_evolution.rs` tests the default, evolving mode).
+        ("hudi.sink.schema.evolution", "pinned".to_string()),
         ("hudi.sink.commit.interval.ms", "0".to_string()),
     ]
     .into_iter()
@@ -267,7 +272,7 @@ fn props(dir: &Path, extra: &[(&str, String)]) -> BTreeMap<String, String> {
 }
 
 /// The table's rows by record key, data columns only.
-fn table_rows(table: &Path) -> BTreeMap<String, Map<String, Value>> {
+pub(crate) fn table_rows(table: &Path) -> BTreeMap<String, Map<String, Value>> {
     let mut rows = BTreeMap::new();
     for mut row in read_rows(table, "hudi", &["snapshot"]) {
         row.retain(|k, _| !k.starts_with("_hoodie_"));

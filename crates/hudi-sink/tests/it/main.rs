@@ -27,6 +27,7 @@ mod mor_merge_golden;
 mod mor_slices;
 mod request_counts;
 mod request_counts_window;
+mod schema_evolution;
 mod schema_golden;
 mod services_crash;
 mod services_golden;

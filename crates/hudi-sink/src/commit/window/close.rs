@@ -363,7 +363,11 @@ impl Coordinator {
         if outcome == PutOutcome::AlreadyExists {
             return Ok(Closing::Settled);
         }
-        self.remember_checkpoint(instant.clone(), decided.resolution.checkpoint.clone());
+        self.remember(
+            instant.clone(),
+            decided.resolution.checkpoint.clone(),
+            decided.schema.clone(),
+        );
         tracing::info!(
             %instant,
             contributions = decided.resolution.accepted.len(),
@@ -412,6 +416,8 @@ impl Coordinator {
 /// The close decided before the lock: what the commit takes and what goes.
 struct Decided {
     action: Action,
+    /// The schema the commit carries (`commit/schema.rs`).
+    schema: Option<String>,
     /// The window's interval (0 when unknown: no slot check).
     interval_ms: u64,
     members: WindowListing,
@@ -476,7 +482,7 @@ impl Decided {
         {
             after_base.push(completed_write(coordinator, timeline, done).await?);
         }
-        let checkpoint = coordinator.latest_checkpoint(timeline).await?;
+        let (checkpoint, committed_schema) = coordinator.latest(timeline).await?;
         let resolution = resolve(
             WindowOf {
                 instant,
@@ -521,7 +527,11 @@ impl Decided {
         let doomed =
             crate::write::files_named_by_markers(storage, instant, &markers, &accepted_paths)
                 .await?;
-        let body = window_commit_body(&resolution, &record)?;
+        let schema = crate::commit::schema::commit_schema(
+            committed_schema.as_deref(),
+            resolution.accepted.iter().map(|c| c.schema.as_str()),
+        )?;
+        let body = window_commit_body(&resolution, &record, schema.as_deref())?;
         let commit_file = format!(
             ".hoodie/{}",
             Instant::new(instant.clone(), action, State::Completed).file_name()
@@ -538,6 +548,7 @@ impl Decided {
             marker_dir,
             commit_file,
             body,
+            schema,
         })
     }
 }
@@ -643,9 +654,13 @@ fn writer_stage(file_name: &str) -> Option<u64> {
         .map(|l| l.write_token.stage_id)
 }
 
-/// The commit metadata of a window: every accepted contribution's stats, the first one's operation and
-/// schema, the checkpoint and the window record.
-fn window_commit_body(resolution: &Resolution, record: &WindowRecord) -> Result<Bytes, WriteError> {
+/// The commit metadata of a window: every accepted contribution's stats, the first one's operation,
+/// `schema` (the widest: `commit/schema.rs`), the checkpoint and the window record.
+fn window_commit_body(
+    resolution: &Resolution,
+    record: &WindowRecord,
+    schema: Option<&str>,
+) -> Result<Bytes, WriteError> {
     let first = resolution.accepted.iter().find(|c| !c.schema.is_empty());
     let operation: OperationType = first
         .map(|c| c.operation.as_str())
@@ -659,8 +674,8 @@ fn window_commit_body(resolution: &Resolution, record: &WindowRecord) -> Result<
     {
         commit.add_write_stat(stat);
     }
-    if let Some(first) = first {
-        commit.set_schema(&first.schema);
+    if let Some(schema) = schema {
+        commit.set_schema(schema);
     }
     if !resolution.checkpoint.is_empty() {
         resolution.checkpoint.write_to(&mut commit.extra_metadata)?;

@@ -110,6 +110,7 @@ async fn write_merged(
             .map_err(|e| service_error(format!("base file {what}: {e}")))?;
         for batch in batches {
             let batch = batch.map_err(|e| merge_error(&e))?;
+            let batch = conform(&batch, &out.schema.file).map_err(|e| merge_error(&e))?;
             let merged = merger.merge(&batch).map_err(|e| merge_error(&e))?;
             out.write(&merged).await?;
         }
@@ -158,7 +159,9 @@ async fn compact_one(
     let base = RangedBaseFile::open(storage, &slice.path(), slice.size)
         .await
         .map_err(|e| service_error(format!("base file {}: {e}", slice.path())))?;
-    let merger = BaseRowMerger::new(base.schema(), log)
+    // The merge runs in the table schema: a base file or log block written before the schema evolved is
+    // projected into it (new columns null, narrower types widened), never the other way round.
+    let merger = BaseRowMerger::new(schema.file.clone(), log)
         .map_err(|e| service_error(format!("base file {}: {e}", slice.path())))?;
     storage
         .put(

@@ -89,7 +89,7 @@ impl TableWriter {
                 &keys,
             )?)
         };
-        let mut writer = LogFileWriter::new(instant.clone(), &slice.file_id, &self.schema.avro);
+        let mut writer = LogFileWriter::new(instant.clone(), &slice.file_id, &self.schema().avro);
         if let Some(rows) = &data {
             writer = writer.with_records(std::slice::from_ref(rows))?;
         }

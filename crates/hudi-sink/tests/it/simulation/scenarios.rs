@@ -457,6 +457,14 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         "a-batch-delivered-twice-into-one-window",
         super::window_scenarios::batch_delivered_twice_into_one_window_boxed,
     ),
+    (
+        "a-warm-writer-rewrites-files-of-an-evolved-schema",
+        super::evolution_scenarios::warm_writer_rewrites_files_of_an_evolved_schema_boxed,
+    ),
+    (
+        "a-narrower-writer-commits-after-an-evolution",
+        super::evolution_scenarios::narrower_writer_commits_after_an_evolution_boxed,
+    ),
 ];
 
 fn uncleaned_replacecommit_stays_on_the_timeline_boxed(

@@ -79,19 +79,24 @@ impl Storage for HeldFirstMarker {
 }
 
 /// What a window scenario builds: the recorded store, the settings and a sink factory.
-struct Table {
-    recorder: Arc<Recorder>,
+pub(super) struct Table {
+    pub(super) recorder: Arc<Recorder>,
     config: WriteConfig,
     sink_config: SinkConfig,
-    schema: AvroSchema,
+    pub(super) schema: AvroSchema,
     lock: MemoryLock,
     dead: Arc<dyn Storage>,
     /// One clock per process, all started with the scenario (a clock counts from its creation).
-    clocks: Vec<Arc<SimClock>>,
+    pub(super) clocks: Vec<Arc<SimClock>>,
 }
 
 impl Table {
-    fn new(mor: bool) -> Result<Self, Failure> {
+    pub(super) fn new(mor: bool) -> Result<Self, Failure> {
+        Self::with_props(mor, &[])
+    }
+
+    /// As [`Table::new`], with `extra` properties on top of the scenario's (an empty value removes the key).
+    pub(super) fn with_props(mor: bool, extra: &[(&str, &str)]) -> Result<Self, Failure> {
         let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
         let mut props = scenario_props();
         props.insert("hudi.sink.commit.interval.ms".into(), "1000".into());
@@ -105,6 +110,13 @@ impl Table {
         );
         if mor {
             props.insert("hoodie.table.type".into(), "MERGE_ON_READ".into());
+        }
+        for (k, v) in extra {
+            if v.is_empty() {
+                props.remove(*k);
+            } else {
+                props.insert(k.to_string(), v.to_string());
+            }
         }
         let options = LeaseOptions::hudi(Duration::from_millis(LEASE_MS))
             .with_refresh_period(Duration::from_millis(250));
@@ -122,11 +134,22 @@ impl Table {
     }
 
     /// A writer invocation on `storage` (its view of the table) with its own clock.
-    async fn sink(
+    pub(super) async fn sink(
         &self,
         storage: Arc<dyn Storage>,
         clock: Arc<SimClock>,
         name: &str,
+    ) -> Result<KafkaSink, Failure> {
+        self.sink_with(storage, clock, name, &self.schema).await
+    }
+
+    /// As [`Table::sink`], deployed with the schema file `schema`.
+    pub(super) async fn sink_with(
+        &self,
+        storage: Arc<dyn Storage>,
+        clock: Arc<SimClock>,
+        name: &str,
+        schema: &AvroSchema,
     ) -> Result<KafkaSink, Failure> {
         let coordinator = Coordinator::new(
             storage.clone(),
@@ -138,7 +161,7 @@ impl Table {
             storage,
             clock.clone(),
             self.config.clone(),
-            Some(self.schema.clone()),
+            Some(schema.clone()),
         )
         .await
         .map_err(|e| fail("setup", e.to_string()))?;
@@ -154,7 +177,7 @@ impl Table {
 
     /// The invariants after `batches` were acknowledged, once the scheduled services ran past the retired
     /// grace (they delete a straggler's markers).
-    async fn check(&self, batches: &[&[Msg]]) -> Result<(), Failure> {
+    pub(super) async fn check(&self, batches: &[&[Msg]]) -> Result<(), Failure> {
         tokio::time::sleep(Duration::from_millis(RETIRED_GRACE_MS + 1_000)).await;
         let clock = self.clocks[0].clone();
         Coordinator::new(
@@ -184,7 +207,7 @@ impl Table {
     }
 }
 
-fn batch_of(msgs: &[Msg]) -> Result<KafkaBatch, Failure> {
+pub(super) fn batch_of(msgs: &[Msg]) -> Result<KafkaBatch, Failure> {
     KafkaBatch::from_slice(&esm_payload(msgs)).map_err(|e| fail("setup", e.to_string()))
 }
 

@@ -1,0 +1,193 @@
+//! Preparing a write: incoming rows keyed, placed and folded per key (tombstones included), before any
+//! instant exists, so that every attempt of a batch writes the same preparation.
+
+use super::*;
+
+impl TableWriter {
+    /// Keys, places and folds the incoming rows. Fails on the first row that cannot be keyed.
+    pub fn prepare(
+        &self,
+        operation: WriteOperation,
+        batches: &[RecordBatch],
+    ) -> Result<PreparedWrite, WriteError> {
+        let batch = self.concat(batches)?;
+        let prepared = self.prepare_records(operation, batch, None, &[])?;
+        match prepared.rejected.first() {
+            Some((row, source)) => Err(WriteError::Record {
+                row: *row,
+                source: source.clone(),
+            }),
+            None => Ok(prepared),
+        }
+    }
+
+    /// Concatenates incoming batches after checking they have the table's data schema.
+    pub fn concat(&self, batches: &[RecordBatch]) -> Result<RecordBatch, WriteError> {
+        let schema = self.schema();
+        for b in batches {
+            if b.schema().fields() != schema.data.fields() {
+                return Err(WriteError::Data {
+                    reason: format!(
+                        "batch schema {:?} differs from table schema {:?}",
+                        b.schema(),
+                        schema.data
+                    ),
+                });
+            }
+        }
+        concat_batches(&schema.data, batches).map_err(|source| WriteError::Arrow {
+            context: "concatenate incoming batches",
+            source,
+        })
+    }
+
+    /// Keys, places and folds incoming rows and Kafka tombstones, in arrival order.
+    ///
+    /// `positions[i]` is the arrival position of data row `i` (default: its index); `tombstones` are
+    /// `(record key, position)` of tombstones (records without a value). Per key, in arrival order: a
+    /// tombstone deletes whatever came before it; a record after a tombstone recreates the key whatever the
+    /// stored ordering value; otherwise the larger ordering value wins, ties go to the later record. Rows
+    /// whose key or partition cannot be computed are returned in `rejected` (with their row index) and take
+    /// no part in the write.
+    pub fn prepare_records(
+        &self,
+        operation: WriteOperation,
+        batch: RecordBatch,
+        positions: Option<&[u64]>,
+        tombstones: &[(String, u64)],
+    ) -> Result<PreparedWrite, WriteError> {
+        let shape = self.shape();
+        // Decoded under an older schema (another task evolved it since): the rows in the current one.
+        let batch = project_incoming(&batch, &shape.schema)?;
+        let rows = batch.num_rows();
+        let position = |row: usize| {
+            positions
+                .and_then(|p| p.get(row).copied())
+                .unwrap_or(row as u64)
+        };
+        let mut last_tombstone: HashMap<&str, u64> = HashMap::new();
+        for (key, pos) in tombstones {
+            let e = last_tombstone.entry(key.as_str()).or_insert(*pos);
+            *e = (*e).max(*pos);
+        }
+        let mut keys = vec![String::new(); rows];
+        let mut deletes = vec![false; rows];
+        let mut forced = vec![false; rows];
+        let mut rejected = Vec::new();
+        let mut counts = WriteCounts::default();
+        let is_deleted = shape
+            .is_deleted
+            .map(|i| batch.column(i).as_boolean().clone());
+        let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        // One partition-path buffer for all rows: a path is copied only the first time it is seen.
+        let mut part = String::new();
+        for row in 0..rows {
+            let mut key = String::new();
+            part.clear();
+            if let Err(e) = shape
+                .keygen
+                .record_key(&batch, row, &mut key)
+                .and_then(|()| shape.keygen.partition_path(&batch, row, &mut part))
+            {
+                rejected.push((row, e));
+                continue;
+            }
+            counts.records_in += 1;
+            let pos = position(row);
+            match last_tombstone.get(key.as_str()) {
+                // A later tombstone deletes this version whatever its ordering value.
+                Some(t) if *t > pos => {
+                    counts.deduped += 1;
+                    continue;
+                }
+                Some(_) => forced[row] = true,
+                None => {}
+            }
+            let flagged = is_deleted
+                .as_ref()
+                .is_some_and(|a| a.is_valid(row) && a.value(row));
+            if operation == WriteOperation::Delete {
+                // The delete operation removes keys whatever their ordering value.
+                deletes[row] = true;
+                forced[row] = true;
+            } else {
+                deletes[row] = flagged;
+            }
+            keys[row] = key;
+            match by_partition.get_mut(part.as_str()) {
+                Some(rows_in_part) => rows_in_part.push(row),
+                None => {
+                    by_partition.insert(part.clone(), vec![row]);
+                }
+            }
+        }
+        // Tombstones: one effective delete per key; repeated tombstones and tombstones followed by a record
+        // of the same key (which recreates it) are superseded.
+        let recreated: std::collections::HashSet<&str> = (0..rows)
+            .filter(|r| forced[*r] && operation != WriteOperation::Delete)
+            .map(|r| keys[r].as_str())
+            .collect();
+        let mut effective_tombstones = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (key, _) in tombstones {
+            counts.records_in += 1;
+            if !seen.insert(key.as_str()) || recreated.contains(key.as_str()) {
+                counts.deduped += 1;
+            } else {
+                effective_tombstones.push(key.clone());
+            }
+        }
+        // Recreated keys still delete their other partitions' versions.
+        let mut shadow_tombstones: Vec<String> = tombstones
+            .iter()
+            .filter(|(k, _)| recreated.contains(k.as_str()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        shadow_tombstones.sort();
+        shadow_tombstones.dedup();
+
+        let ordering = shape
+            .ordering
+            .map(|(idx, cmp)| (batch.column(idx).clone(), cmp));
+        let mut partitions = BTreeMap::new();
+        for (part, rows_in_part) in by_partition {
+            let winners = if operation == WriteOperation::Insert && self.bucketed().is_none() {
+                // Plain inserts append every row (Hudi does not combine before insert by default). Every
+                // partition takes this branch and each row is in one partition: its key can be moved.
+                rows_in_part
+                    .iter()
+                    .map(|&row| {
+                        (
+                            std::mem::take(&mut keys[row]),
+                            Winner {
+                                row,
+                                delete: deletes[row],
+                                force: forced[row],
+                            },
+                        )
+                    })
+                    .collect()
+            } else {
+                let folded = fold_incoming(
+                    &keys,
+                    &deletes,
+                    &forced,
+                    &rows_in_part,
+                    ordering.as_ref().map(|(col, cmp)| (col, *cmp)),
+                );
+                counts.deduped += folded.superseded;
+                folded.winners
+            };
+            partitions.insert(part, winners);
+        }
+        Ok(PreparedWrite {
+            operation,
+            batch,
+            partitions,
+            tombstones: effective_tombstones,
+            shadow_tombstones,
+            counts,
+            rejected,
+        })
+    }
+}
