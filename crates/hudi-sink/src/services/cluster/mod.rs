@@ -182,6 +182,11 @@ pub async fn run(
     let Some(planned) = planned else {
         return Ok(report);
     };
+    // The clustering writer stays open while warm: it rewrites stored files in the latest committed schema,
+    // never an older one (a stored column it lacked would be refused, docs/architecture.md, "Schema evolution").
+    writer
+        .catch_up_schema(&Timeline::load(storage).await?, None)
+        .await?;
     let stats = execute(storage, clock, writer, &planned).await?;
     let guard = lock.acquire(lock_wait).await?;
     let ctx = ServiceContext {

@@ -137,10 +137,10 @@ impl TableWriter {
     }
 
     /// Evolves this writer's schema with the latest schema committed to the table (another writer may have
-    /// evolved it), before a write that merges into stored file groups, so that it never drops a column it
+    /// evolved it), before a write that merges into stored file groups (or clustering rewrites them), so that it never drops a column it
     /// does not know yet. `applied` is the schema the writer's view read with the commits it applied; without
     /// one (the view listed the table) the latest commit's is read, once per new latest commit.
-    pub(super) async fn catch_up_schema(
+    pub(crate) async fn catch_up_schema(
         &self,
         timeline: &Timeline,
         applied: Option<&str>,
