@@ -88,8 +88,8 @@ pub struct Coordinator {
     lock: Arc<dyn Lock>,
     clock: Arc<dyn Clock>,
     config: CoordinatorConfig,
-    /// The checkpoint of the last completed commit this coordinator wrote or read. Commit files are created
-    /// once and never change, so while that commit is still the latest, its checkpoint needs no read.
+    /// The checkpoint and schema of the last completed commit this coordinator wrote or read. Commit files
+    /// are created once and never change, so while that commit is still the latest, they need no read.
     last_checkpoint: Arc<std::sync::Mutex<Option<checkpoint::Latest>>>,
     /// Commit metadata the services read, kept while warm (commit files never change).
     commits: crate::services::commits::CommitCache,

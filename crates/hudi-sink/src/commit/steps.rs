@@ -292,8 +292,6 @@ impl Coordinator {
         timeline: &Timeline,
     ) -> Result<(Checkpoint, Option<String>), Stop> {
         let (mut checkpoint, committed) = self.latest(timeline).await?;
-        let schema =
-            super::schema::commit_schema(committed.as_deref(), [proposed.request.schema.as_str()])?;
         if checkpoint_covers(&checkpoint, &proposed.request.offsets)
             && !is_disabled(Mutation::CheckpointFilter)
         {
@@ -302,6 +300,8 @@ impl Coordinator {
             }));
         }
         advance(&mut checkpoint, &proposed.request.offsets);
+        let schema =
+            super::schema::commit_schema(committed.as_deref(), [proposed.request.schema.as_str()])?;
         Ok((checkpoint, schema))
     }
 

@@ -339,13 +339,7 @@ impl Timeline {
             }
             let meta = self.commit_metadata(storage, instant).await?;
             if checkpoint.is_none() {
-                let found = Checkpoint::from_extra_metadata(&meta.extra_metadata, None).map_err(
-                    |source| TimelineError::Commit {
-                        instant: instant.to_string(),
-                        source,
-                    },
-                )?;
-                checkpoint = found.map(|c| (instant.clone(), c));
+                checkpoint = checkpoint_of(instant, &meta, None)?.map(|c| (instant.clone(), c));
             }
             if schema.is_none() && meta.operation_type.can_update_schema() {
                 schema = meta.schema().map(str::to_string);
@@ -363,17 +357,26 @@ impl Timeline {
     ) -> Result<Option<(Instant, Checkpoint)>, TimelineError> {
         for instant in self.completed_commits().into_iter().rev() {
             let meta = self.commit_metadata(storage, instant).await?;
-            let found = Checkpoint::from_extra_metadata(&meta.extra_metadata, connect_topic)
-                .map_err(|source| TimelineError::Commit {
-                    instant: instant.to_string(),
-                    source,
-                })?;
-            if let Some(checkpoint) = found {
+            if let Some(checkpoint) = checkpoint_of(instant, &meta, connect_topic)? {
                 return Ok(Some((instant.clone(), checkpoint)));
             }
         }
         Ok(None)
     }
+}
+
+/// The checkpoint `meta`, the metadata of `instant`, carries (see [`Checkpoint::from_extra_metadata`]).
+fn checkpoint_of(
+    instant: &Instant,
+    meta: &CommitMetadata,
+    connect_topic: Option<&str>,
+) -> Result<Option<Checkpoint>, TimelineError> {
+    Checkpoint::from_extra_metadata(&meta.extra_metadata, connect_topic).map_err(|source| {
+        TimelineError::Commit {
+            instant: instant.to_string(),
+            source,
+        }
+    })
 }
 
 /// Commits read for a schema once the checkpoint is found.

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
-
 use arrow_select::concat::concat_batches;
 use arrow_select::interleave::interleave;
 use arrow_select::take::take;
@@ -15,15 +14,6 @@ use bytes::Bytes;
 
 use super::merge::{fold_incoming, plan_file_group, FileGroupPlan, Source, Winner};
 use super::WriteError;
-
-mod append;
-mod merge_bucket;
-use merge_bucket::footer_may_contain;
-mod open;
-mod prepare;
-use open::check_compatible;
-mod rollback;
-mod schema;
 use crate::base_file::reader::read_base_file;
 use crate::base_file::writer::{BaseFileWriter, WrittenBaseFile};
 use crate::clock::Clock;
@@ -39,6 +29,16 @@ use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::partition_metadata::{metafile_path, PartitionMetadata};
 use crate::table::properties::TableProperties;
 use crate::table::timeline::Timeline;
+
+mod append;
+mod merge_bucket;
+mod open;
+mod prepare;
+mod rollback;
+mod schema;
+
+use merge_bucket::footer_may_contain;
+use open::check_compatible;
 pub(crate) use rollback::{
     delete_data_files, delete_markers, files_named_by_markers, rollback_failed,
 };

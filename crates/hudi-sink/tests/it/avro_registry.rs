@@ -206,12 +206,21 @@ pub(crate) fn encode(dir: &Path, spec: &Value) -> (Values, Rows) {
     (values, rows)
 }
 
+/// An ESM event of `values` on `trips-0`, at offsets from 0.
 fn batch(values: &[(String, String, Option<Value>)]) -> KafkaBatch {
+    batch_at(values, 0)
+}
+
+/// As [`batch`], at offsets from `first_offset` (a stream delivered batch by batch).
+pub(crate) fn batch_at(
+    values: &[(String, String, Option<Value>)],
+    first_offset: i64,
+) -> KafkaBatch {
     let records: Vec<Value> = values
         .iter()
         .enumerate()
         .map(|(i, (key, b64, metadata))| {
-            let mut r = json!({"topic": "trips", "partition": 0, "offset": i,
+            let mut r = json!({"topic": "trips", "partition": 0, "offset": first_offset + i as i64,
                    "timestamp": 1_764_412_800_000i64 + i as i64,
                    "timestampType": "CREATE_TIME", "key": base64_of(key), "value": b64, "headers": []});
             if let Some(m) = metadata {

@@ -12,10 +12,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use hudi_sink::bootstrap::build_sink;
-use hudi_sink::source::event::KafkaBatch;
 use serde_json::{json, Map, Value};
 
-use crate::avro_registry::{base64_of, encode, table_rows, StubRegistry};
+use crate::avro_registry::{base64_of, batch_at, encode, table_rows, StubRegistry};
 use crate::common::all_files;
 
 fn v1() -> Value {
@@ -62,39 +61,17 @@ fn trip(n: i64, ts: i64, schema: &str, passengers: i64, note: Option<&str>) -> V
     json!({"key": format!("trip-{n}"), "schema": schema, "framing": format!("confluent:{id}"), "datum": datum})
 }
 
-fn kafka_batch(values: &[(String, String, Option<Value>)], first_offset: i64) -> KafkaBatch {
-    let records: Vec<Value> = values
-        .iter()
-        .enumerate()
-        .map(|(i, (key, b64, _))| {
-            json!({"topic": "trips", "partition": 0, "offset": first_offset + i as i64,
-                   "timestamp": 1_764_412_800_000i64 + i as i64, "timestampType": "CREATE_TIME",
-                   "key": base64_of(key), "value": b64, "headers": []})
-        })
-        .collect();
-    KafkaBatch::from_value(json!({
-        "eventSource": "aws:kafka",
-        "eventSourceArn": "arn:aws:kafka:eu-west-1:111122223333:cluster/trips/00000000-0000-0000-0000-000000000000-1",
-        "bootstrapServers": "b-1.trips.kafka.example:9092",
-        "records": { "trips-0": records },
-    }))
-    .expect("valid event")
-}
-
-fn props(dir: &Path, registry_port: u16, table_type: &str) -> BTreeMap<String, String> {
-    let schema = dir.join("trips.avsc");
-    std::fs::write(&schema, v1().to_string()).expect("table schema");
+/// A copy-on-write table at `dir/trips` keyed by `uuid`, partitioned by `city`, bucketed, with `schema` as
+/// its schema file.
+fn table_props(dir: &Path, schema: &Value) -> BTreeMap<String, String> {
+    let schema_path = dir.join("trips.avsc");
+    std::fs::write(&schema_path, schema.to_string()).expect("table schema");
     [
         ("hoodie.base.path", dir.join("trips").display().to_string()),
         ("hoodie.table.name", "trips".to_string()),
-        ("hoodie.table.type", table_type.to_string()),
         (
             "hoodie.streamer.schemaprovider.source.schema.file",
-            schema.display().to_string(),
-        ),
-        (
-            "hoodie.streamer.schemaprovider.registry.url",
-            format!("http://127.0.0.1:{registry_port}"),
+            schema_path.display().to_string(),
         ),
         (
             "hoodie.datasource.write.recordkey.field",
@@ -107,14 +84,30 @@ fn props(dir: &Path, registry_port: u16, table_type: &str) -> BTreeMap<String, S
         ("hoodie.datasource.write.precombine.field", "ts".to_string()),
         ("hoodie.index.type", "BUCKET".to_string()),
         ("hoodie.bucket.index.num.buckets", "2".to_string()),
-        ("hoodie.compact.inline", "true".to_string()),
-        ("hoodie.compact.inline.max.delta.commits", "2".to_string()),
-        ("hudi.sink.value.format", "avro".to_string()),
         ("hudi.sink.commit.interval.ms", "0".to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+/// [`table_props`] with v1, of `table_type`, reading registry-framed Avro (inline compaction on
+/// merge-on-read).
+fn props(dir: &Path, registry_port: u16, table_type: &str) -> BTreeMap<String, String> {
+    let mut props = table_props(dir, &v1());
+    for (k, v) in [
+        ("hoodie.table.type", table_type.to_string()),
+        (
+            "hoodie.streamer.schemaprovider.registry.url",
+            format!("http://127.0.0.1:{registry_port}"),
+        ),
+        ("hoodie.compact.inline", "true".to_string()),
+        ("hoodie.compact.inline.max.delta.commits", "2".to_string()),
+        ("hudi.sink.value.format", "avro".to_string()),
+    ] {
+        props.insert(k.to_string(), v);
+    }
+    props
 }
 
 /// The completed commit-like instants' metadata, oldest first, as (file name, metadata).
@@ -196,7 +189,7 @@ async fn evolves(table_type: &str) {
     for b in &batches {
         let slice = &values[offset as usize..offset as usize + b.len()];
         let report = sink
-            .process(kafka_batch(slice, offset))
+            .process(batch_at(slice, offset))
             .await
             .unwrap_or_else(|e| panic!("{table_type} batch at {offset}: {e}"));
         assert_eq!(report.dead_lettered, 0, "{report:?}");
@@ -235,7 +228,7 @@ async fn evolves(table_type: &str) {
     ]});
     let (bad, _) = encode(dir.path(), &spec);
     let err = sink
-        .process(kafka_batch(&bad, offset))
+        .process(batch_at(&bad, offset))
         .await
         .expect_err("a refused change");
     let text = err.to_string();
@@ -267,33 +260,7 @@ async fn merge_on_read_evolves_and_compacts_v1_bases_with_v2_logs() {
 async fn a_new_schema_file_evolves_the_json_path_too() {
     let dir = tempfile::tempdir().expect("tempdir");
     let table = dir.path().join("trips");
-    let schema_path = dir.path().join("trips.avsc");
-    let props = |schema: &Value| -> BTreeMap<String, String> {
-        std::fs::write(&schema_path, schema.to_string()).expect("schema");
-        [
-            ("hoodie.base.path", table.display().to_string()),
-            ("hoodie.table.name", "trips".to_string()),
-            (
-                "hoodie.streamer.schemaprovider.source.schema.file",
-                schema_path.display().to_string(),
-            ),
-            (
-                "hoodie.datasource.write.recordkey.field",
-                "uuid".to_string(),
-            ),
-            (
-                "hoodie.datasource.write.partitionpath.field",
-                "city".to_string(),
-            ),
-            ("hoodie.datasource.write.precombine.field", "ts".to_string()),
-            ("hoodie.index.type", "BUCKET".to_string()),
-            ("hoodie.bucket.index.num.buckets", "2".to_string()),
-            ("hudi.sink.commit.interval.ms", "0".to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
-    };
+    let props = |schema: &Value| table_props(dir.path(), schema);
     let json_batch = |rows: &[Value], first: i64| {
         let values: Vec<(String, String, Option<Value>)> = rows
             .iter()
@@ -305,7 +272,7 @@ async fn a_new_schema_file_evolves_the_json_path_too() {
                 )
             })
             .collect();
-        kafka_batch(&values, first)
+        batch_at(&values, first)
     };
     let first = [
         json!({"uuid": "a", "ts": 1, "city": "sf", "passengers": 1, "rider": "r"}),
@@ -382,14 +349,10 @@ async fn a_warm_writer_catches_up_with_another_writers_evolution() {
     let mut props = props(dir.path(), registry.port, "COPY_ON_WRITE");
     props.insert("hoodie.bucket.index.num.buckets".into(), "1".into());
     let b = build_sink(&props, "writer-b").await.expect("sink b");
-    b.process(kafka_batch(&values[0..2], 0))
-        .await
-        .expect("b, v1");
+    b.process(batch_at(&values[0..2], 0)).await.expect("b, v1");
     let a = build_sink(&props, "writer-a").await.expect("sink a");
-    a.process(kafka_batch(&values[2..3], 2))
-        .await
-        .expect("a, v2");
-    b.process(kafka_batch(&values[3..4], 3))
+    a.process(batch_at(&values[2..3], 2)).await.expect("a, v2");
+    b.process(batch_at(&values[3..4], 3))
         .await
         .expect("b, v1 after a's evolution");
     let table = dir.path().join("trips");

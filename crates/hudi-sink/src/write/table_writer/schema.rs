@@ -137,9 +137,10 @@ impl TableWriter {
     }
 
     /// Evolves this writer's schema with the latest schema committed to the table (another writer may have
-    /// evolved it), before a write that merges into stored file groups (or clustering rewrites them), so that it never drops a column it
-    /// does not know yet. `applied` is the schema the writer's view read with the commits it applied; without
-    /// one (the view listed the table) the latest commit's is read, once per new latest commit.
+    /// evolved it), before a write that merges into stored file groups or clustering rewrites them, so that
+    /// it never drops a column it does not know yet. `applied` is the schema the writer's view read with the
+    /// commits it applied; without one (the view listed the table) the latest commit's is read, once per new
+    /// latest commit.
     pub(crate) async fn catch_up_schema(
         &self,
         timeline: &Timeline,
@@ -148,31 +149,29 @@ impl TableWriter {
         if crate::mutation::is_disabled(crate::mutation::Mutation::StoredColumnsKept) {
             return Ok(());
         }
-        let committed = match applied {
-            Some(schema) => Some(schema.to_string()),
+        let (committed, latest) = match applied {
+            Some(schema) => (Some(schema.to_string()), None),
             None => {
                 let Some(latest) = timeline.completed_commits().last().map(|i| i.time.clone())
                 else {
                     return Ok(());
                 };
-                let mut seen = self
-                    .schema_seen
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone();
-                if seen.as_ref() == Some(&latest) {
+                if *self.schema_seen.lock().unwrap_or_else(|p| p.into_inner())
+                    == Some(latest.clone())
+                {
                     return Ok(());
                 }
                 let schema = timeline.latest_schema(self.storage.as_ref()).await?;
-                seen = Some(latest);
-                *self.schema_seen.lock().unwrap_or_else(|p| p.into_inner()) = seen;
-                schema
+                (schema, Some(latest))
             }
         };
         if let Some(committed) = committed {
             if committed != self.schema().avro_json {
                 self.evolve_schema(&AvroSchema::parse(&committed)?)?;
             }
+        }
+        if latest.is_some() {
+            *self.schema_seen.lock().unwrap_or_else(|p| p.into_inner()) = latest;
         }
         Ok(())
     }
@@ -195,7 +194,8 @@ pub(super) fn conform_batches(
                 return Err(WriteError::Data {
                     reason: format!(
                         "a stored base file has columns {dropped:?} that the writer's table schema lacks \
-                         (the table schema evolved after this writer read it); the batch fails and its redelivery reads the table schema again"
+                         (the table schema evolved after this writer read it); the batch fails and its \
+                         redelivery reads the table schema again"
                     ),
                 });
             }
