@@ -19,9 +19,11 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
+use std::ops::Range;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
+use bytes::Bytes;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use thiserror::Error;
@@ -220,10 +222,11 @@ pub struct KafkaRecord {
     pub timestamp_ms: i64,
     /// How the timestamp was set; `None` when the payload omits `timestampType`.
     pub timestamp_type: Option<TimestampType>,
-    /// Decoded Kafka key; `None` for a null key (or an undecodable one, see `base64_error`).
-    pub key: Option<Vec<u8>>,
+    /// Decoded Kafka key; `None` for a null key (or an undecodable one, see `base64_error`). A slice of the
+    /// batch's one buffer of decoded bytes, like `value`.
+    pub key: Option<Bytes>,
     /// Decoded Kafka value; `None` for a tombstone (or an undecodable one, see `base64_error`).
-    pub value: Option<Vec<u8>>,
+    pub value: Option<Bytes>,
     /// Headers in delivery order, duplicates kept, values as unsigned bytes. A `null` header value (Kafka
     /// allows one) is delivered as an empty value.
     pub headers: Vec<(String, Vec<u8>)>,
@@ -535,6 +538,18 @@ impl RawEvent<'_> {
         })?;
         let total = entries.iter().map(|(_, r)| r.len()).sum();
         let mut records = Vec::with_capacity(total);
+        let mut spans = Vec::with_capacity(total);
+        // One buffer for every decoded key and value (base64 is never shorter than its bytes), sliced by the
+        // records once it is full: no allocation per record, and the decoder then reads one contiguous region.
+        let text_bytes: usize = entries
+            .iter()
+            .flat_map(|(_, r)| r.iter())
+            .map(|r| {
+                r.key.as_ref().map_or(0, |t| t.len()) + r.value.as_ref().map_or(0, |t| t.len())
+            })
+            .sum();
+        let mut arena =
+            Vec::with_capacity(base64_simd::STANDARD.estimated_decoded_length(text_bytes));
         let mut keys: HashSet<&str> = HashSet::with_capacity(entries.len());
         for (key, _) in &entries {
             if !keys.insert(key.as_str()) {
@@ -544,7 +559,7 @@ impl RawEvent<'_> {
         for (key, raw_records) in entries {
             let mut previous: Option<i64> = None;
             for (index, raw) in raw_records.into_iter().enumerate() {
-                let record = convert_record(&key, index, raw)?;
+                let (record, span) = convert_record(&key, index, raw, &mut arena)?;
                 if let Some(previous) = previous {
                     if record.offset <= previous {
                         return Err(EventError::OffsetOrder {
@@ -557,7 +572,13 @@ impl RawEvent<'_> {
                 }
                 previous = Some(record.offset);
                 records.push(record);
+                spans.push(span);
             }
+        }
+        let arena = Bytes::from(arena);
+        for (record, span) in records.iter_mut().zip(spans) {
+            record.key = span.key.map(|r| arena.slice(r));
+            record.value = span.value.map(|r| arena.slice(r));
         }
         Ok(KafkaBatch { source, records })
     }
@@ -589,16 +610,32 @@ fn key_matches(key: &str, topic: &str, partition: i32) -> bool {
 }
 
 /// Strict standard base64 (canonical padding, no trailing bits), SIMD where the CPU has it: values are most
-/// of a payload's bytes. Text the fast decoder refuses goes through the `base64` crate, whose decision and
-/// message are the reference (a unit test compares the two decoders).
-fn decode_base64(text: &[u8]) -> Result<Vec<u8>, base64::DecodeError> {
-    match base64_simd::STANDARD.decode_to_vec(text) {
-        Ok(bytes) => Ok(bytes),
-        Err(_) => STANDARD.decode(text),
+/// of a payload's bytes. The bytes are appended to `arena` (the batch's one buffer) and their range returned;
+/// on an error `arena` is left as it was. Text the fast decoder refuses goes through the `base64` crate, whose
+/// decision and message are the reference (a unit test compares the two decoders).
+fn decode_base64(text: &[u8], arena: &mut Vec<u8>) -> Result<Range<usize>, base64::DecodeError> {
+    let start = arena.len();
+    if base64_simd::STANDARD.decode_append(text, arena).is_err() {
+        arena.truncate(start);
+        let bytes = STANDARD.decode(text)?;
+        arena.extend_from_slice(&bytes);
     }
+    Ok(start..arena.len())
 }
 
-fn convert_record(key: &str, index: usize, raw: RawRecord<'_>) -> Result<KafkaRecord, EventError> {
+/// Where a record's decoded key and value sit in the batch's buffer, until the buffer is frozen.
+#[derive(Default)]
+struct Spans {
+    key: Option<Range<usize>>,
+    value: Option<Range<usize>>,
+}
+
+fn convert_record(
+    key: &str,
+    index: usize,
+    raw: RawRecord<'_>,
+    arena: &mut Vec<u8>,
+) -> Result<(KafkaRecord, Spans), EventError> {
     let invalid =
         |field: &'static str, value: String, reason: &'static str| EventError::InvalidRecordField {
             key: key.to_string(),
@@ -649,29 +686,36 @@ fn convert_record(key: &str, index: usize, raw: RawRecord<'_>) -> Result<KafkaRe
     // The text is kept only when it does not decode: STANDARD decoding is strict (canonical padding, no
     // trailing bits), so decoded bytes re-encode to exactly the delivered text.
     let mut base64_error = None;
-    let (decoded_key, raw_key_b64) = match raw.key {
-        None => (None, None),
-        Some(text) => match decode_base64(text.as_bytes()) {
-            Ok(bytes) => (Some(bytes), None),
+    let mut spans = Spans::default();
+    let raw_key_b64 = match raw.key {
+        None => None,
+        Some(text) => match decode_base64(text.as_bytes(), arena) {
+            Ok(range) => {
+                spans.key = Some(range);
+                None
+            }
             Err(e) => {
                 base64_error = Some(Base64Error {
                     part: RecordPart::Key,
                     reason: e.to_string(),
                 });
-                (None, Some(text.into_owned()))
+                Some(text.into_owned())
             }
         },
     };
-    let (value, raw_value_b64) = match raw.value {
-        None => (None, None),
-        Some(text) => match decode_base64(text.as_bytes()) {
-            Ok(bytes) => (Some(bytes), None),
+    let raw_value_b64 = match raw.value {
+        None => None,
+        Some(text) => match decode_base64(text.as_bytes(), arena) {
+            Ok(range) => {
+                spans.value = Some(range);
+                None
+            }
             Err(e) => {
                 base64_error.get_or_insert(Base64Error {
                     part: RecordPart::Value,
                     reason: e.to_string(),
                 });
-                (None, Some(text.into_owned()))
+                Some(text.into_owned())
             }
         },
     };
@@ -681,14 +725,14 @@ fn convert_record(key: &str, index: usize, raw: RawRecord<'_>) -> Result<KafkaRe
         .into_iter()
         .flat_map(|h| h.0)
         .collect();
-    Ok(KafkaRecord {
+    let record = KafkaRecord {
         topic: raw.topic,
         partition: raw.partition,
         offset: raw.offset,
         timestamp_ms: raw.timestamp,
         timestamp_type: raw.timestamp_type.map(TimestampType::parse),
-        key: decoded_key,
-        value,
+        key: None,
+        value: None,
         headers,
         raw_key_b64,
         raw_value_b64,
@@ -701,7 +745,8 @@ fn convert_record(key: &str, index: usize, raw: RawRecord<'_>) -> Result<KafkaRe
                 None => String::new(),
             },
         }),
-    })
+    };
+    Ok((record, spans))
 }
 
 #[cfg(test)]
@@ -875,8 +920,16 @@ mod tests {
             cases.push(good[..good.len().saturating_sub(1)].to_vec());
         }
         for case in &cases {
+            let mut arena = b"before".to_vec();
+            let decoded = decode_base64(case, &mut arena).map(|range| arena[range].to_vec());
+            if decoded.is_err() {
+                assert_eq!(
+                    arena, b"before",
+                    "a refused text leaves the buffer as it was"
+                );
+            }
             assert_eq!(
-                decode_base64(case).ok(),
+                decoded.ok(),
                 STANDARD.decode(case).ok(),
                 "{:?}",
                 String::from_utf8_lossy(case)

@@ -201,7 +201,7 @@ mod tests {
             timestamp_ms: 0,
             timestamp_type: None,
             key: None,
-            value: Some(b"{}".to_vec()),
+            value: Some(bytes::Bytes::from_static(b"{}")),
             headers: Vec::new(),
             raw_key_b64: None,
             raw_value_b64: Some("e30=".into()),
