@@ -41,6 +41,7 @@ pub fn metric_values(report: &SinkReport) -> Vec<(&'static str, &'static str, u6
         ("RecordsIgnoredOlder", "Count", c.ignored_older),
         ("DeleteMisses", "Count", c.delete_misses),
         ("RecordsDeadLettered", "Count", report.dead_lettered),
+        ("IgnoredFields", "Count", report.ignored_fields),
         ("FilesWritten", "Count", report.files),
         ("BytesWritten", "Bytes", report.bytes),
         ("CommitLatency", "Milliseconds", report.commit_latency_ms),
@@ -200,6 +201,7 @@ mod tests {
             records_in: 20,
             skipped: 2,
             dead_lettered: 3,
+            ignored_fields: 7,
             counts: WriteCounts {
                 records_in: 15,
                 inserted: 6,
@@ -276,6 +278,7 @@ mod tests {
             ("DeleteMisses", 1),
             ("ExcludedMembers", 1),
             ("FilesWritten", 4),
+            ("IgnoredFields", 7),
             ("LockWait", 12),
             ("MaxLag", 4_500),
             ("RecordsDeadLettered", 3),
@@ -317,7 +320,7 @@ mod tests {
         assert!(!v.contains_key("MaxLag"));
         assert!(doc.get("MaxLag").is_none());
         assert_eq!(doc["Instant"], Value::Null);
-        assert_eq!(v.len(), 14);
+        assert_eq!(v.len(), 15);
         assert!(v.values().all(|n| *n == 0));
     }
 

@@ -68,6 +68,8 @@ pub struct KafkaSink {
     registry: Option<Arc<crate::registry::SchemaRegistry>>,
     /// Avro read plans compiled so far.
     plans: values::PlanCache,
+    /// Whether dropped fields of values were warned about (once per process; the metric counts every batch).
+    warned_ignored: std::sync::atomic::AtomicBool,
     /// Batches prepared so far (the tests check that a retry reuses its preparation).
     #[cfg(test)]
     preparations: std::sync::atomic::AtomicU32,
@@ -95,6 +97,7 @@ impl KafkaSink {
             member_nonce: std::sync::atomic::AtomicU32::new(uuid::Uuid::new_v4().as_u128() as u32),
             registry: None,
             plans: Default::default(),
+            warned_ignored: std::sync::atomic::AtomicBool::new(false),
             #[cfg(test)]
             preparations: std::sync::atomic::AtomicU32::new(0),
         }

@@ -31,6 +31,8 @@ pub(super) struct Prepared {
     pub letters: Vec<DeadLetter>,
     /// First and last offset per topic-partition of the batch's records.
     pub offsets: Vec<TopicOffsets>,
+    /// Fields of the batch's values that the table schema lacks, dropped (`RecordDecoder::ignored_fields`).
+    pub ignored_fields: u64,
 }
 
 impl KafkaSink {
@@ -48,6 +50,18 @@ impl KafkaSink {
         let bucketed = self.writer.config().index != crate::config::write_config::IndexConfig::None;
         let routed = route(batch, &mut decoder, values, bucketed);
         let mut letters = routed.letters;
+        let ignored_fields = decoder.ignored_fields();
+        if ignored_fields > 0
+            && !self
+                .warned_ignored
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!(
+                ignored_fields,
+                "values carry fields the table schema lacks: they are dropped (counted in IgnoredFields; \
+                 warned once)"
+            );
+        }
         let data = decoder.finish()?;
         let operation = self.writer.config().operation;
         let write = self.writer.prepare_records(
@@ -69,6 +83,7 @@ impl KafkaSink {
             write,
             letters,
             offsets: offsets_of(batch),
+            ignored_fields,
         })
     }
 }

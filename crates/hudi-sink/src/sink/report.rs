@@ -15,6 +15,9 @@ pub struct SinkReport {
     pub skipped: u64,
     /// Records that went to the dead-letter output.
     pub dead_lettered: u64,
+    /// Fields of written values that the table schema lacks, dropped: JSON members and Avro writer fields
+    /// (a producer ahead of the table under `pinned`, or writing to the wrong table).
+    pub ignored_fields: u64,
     /// Accounting of the records that were written.
     pub counts: WriteCounts,
     /// The committed instant, if anything was committed.

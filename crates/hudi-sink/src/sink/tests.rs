@@ -284,3 +284,46 @@ async fn offsets_committed_meanwhile_are_dropped_and_the_rest_prepared_again() {
     assert_eq!(s.sink.preparations(), 2);
     assert_eq!(completed(&s.storage).await, 1);
 }
+
+#[tokio::test]
+async fn fields_the_table_lacks_are_counted_as_ignored() {
+    use base64::Engine as _;
+    let value = |json: &str| base64::engine::general_purpose::STANDARD.encode(json);
+    let event = serde_json::json!({
+        "eventSource": "SelfManagedKafka",
+        "bootstrapServers": "k:9092",
+        "records": {"t-0": [
+            {"topic": "t", "partition": 0, "offset": 1, "timestamp": NOW, "key": null, "headers": [],
+             "value": value(r#"{"id":"a","ts":1,"color":"red","size":{"w":[1,2]}}"#)},
+            {"topic": "t", "partition": 0, "offset": 2, "timestamp": NOW, "key": null, "headers": [],
+             "value": value(r#"{"id":"b","ts":2}"#)},
+            // Refused (no id): its unknown member is not counted, the record is a dead letter.
+            {"topic": "t", "partition": 0, "offset": 3, "timestamp": NOW, "key": null, "headers": [],
+             "value": value(r#"{"ts":3,"color":"blue"}"#)},
+            {"topic": "t", "partition": 0, "offset": 4, "timestamp": NOW, "key": null, "headers": [],
+             "value": value(r#"{"color":"green","id":"c","ts":4}"#)}
+        ]}
+    });
+    let batch = KafkaBatch::from_value(event).unwrap_or_else(|e| panic!("{e}"));
+    let s = setup(0, false, 1).await;
+    let report = s
+        .sink
+        .process(batch)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.balanced(), "{report:?}");
+    assert_eq!(
+        (
+            report.counts.inserted,
+            report.dead_lettered,
+            report.ignored_fields
+        ),
+        (3, 1, 3),
+        "{report:?}"
+    );
+    let metrics = crate::metrics::metric_values(&report);
+    assert!(
+        metrics.contains(&("IgnoredFields", "Count", 3)),
+        "{metrics:?}"
+    );
+}

@@ -181,6 +181,14 @@ impl KafkaSink {
         let decoder =
             RecordDecoder::try_new(table.data.clone(), &table.avro).map_err(|e| e.to_string())?;
         let plan = Arc::new(decoder.compile_avro(writer).map_err(|e| e.to_string())?);
+        if !plan.skipped_fields().is_empty() {
+            tracing::warn!(
+                schema = ?id,
+                fields = ?plan.skipped_fields(),
+                "the writer schema has fields the table schema lacks: their values are dropped \
+                 (counted in IgnoredFields)"
+            );
+        }
         let mut cache = self.plans.lock().unwrap_or_else(|p| p.into_inner());
         if cache.0.as_ref().is_some_and(|t| Arc::ptr_eq(t, table)) {
             cache.1.insert(id, plan.clone());

@@ -534,8 +534,9 @@ impl RecordDecoder {
         self.root.len == 0
     }
 
-    /// Object members ignored because the schema has no such field, over the decoder's lifetime (accepted
-    /// records only).
+    /// Fields a value carries that the table schema lacks, over the decoder's lifetime (accepted records
+    /// only): JSON object members, and Avro writer fields a plan steps over. They are dropped, so the sink
+    /// reports them (`IgnoredFields`).
     pub fn ignored_fields(&self) -> u64 {
         self.ignored_fields
     }
@@ -593,10 +594,16 @@ impl RecordDecoder {
     pub fn append_avro(&mut self, plan: &AvroPlan, datum: &[u8]) -> Result<(), RecordDecodeError> {
         let rows = self.root.len;
         let mut cursor = Cursor::new(datum, self.max_depth);
-        plan.read(&mut self.root, &mut cursor).map_err(|fail| {
-            self.root.truncate(rows);
-            fail.into_error()
-        })
+        match plan.read(&mut self.root, &mut cursor) {
+            Ok(()) => {
+                self.ignored_fields += cursor.skipped_fields;
+                Ok(())
+            }
+            Err(fail) => {
+                self.root.truncate(rows);
+                Err(fail.into_error())
+            }
+        }
     }
 
     /// Refuses a record whose writer schema cannot be used, in the same error type as a decode refusal.

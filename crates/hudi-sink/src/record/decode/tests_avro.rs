@@ -111,6 +111,16 @@ fn writer_fields_are_matched_by_name_skipped_defaulted_and_widened() {
         &datum.0,
         r#"{"a":"hello","b":-42,"c":null,"d":7,"e":1.5}"#,
     );
+    // The skipped writer field is named by the plan and counted per accepted datum.
+    let mut d = decoder(TABLE);
+    let p = plan(&d, writer).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.skipped_fields(), ["gone"]);
+    d.append_avro(&p, &datum.0)
+        .unwrap_or_else(|e| panic!("{e}"));
+    d.append_avro(&p, &datum.0)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _ = refused(&mut d, &p, &datum.0[..3]);
+    assert_eq!(d.ignored_fields(), 2);
 }
 
 #[test]

@@ -6,6 +6,8 @@ use super::*;
 pub(super) struct Compiler<'w> {
     pub(super) names: NamedTypes<'w>,
     pub(super) skips: Vec<Skip>,
+    /// Paths of the writer fields the table lacks.
+    pub(super) skipped: Vec<String>,
     /// Skip entry of each named writer type compiled so far.
     pub(super) named: HashMap<String, usize>,
 }
@@ -22,6 +24,7 @@ impl AvroPlan {
         let mut c = Compiler {
             names,
             skips: Vec::new(),
+            skipped: Vec::new(),
             named: HashMap::new(),
         };
         let (resolved, ns) = c.resolve(writer, None, "")?;
@@ -42,6 +45,7 @@ impl AvroPlan {
         Ok(AvroPlan {
             root,
             skips: c.skips,
+            skipped: c.skipped,
         })
     }
 }
@@ -106,11 +110,16 @@ impl<'w> Compiler<'w> {
                     )?;
                     reads.push(FieldRead::Slot(i, read));
                 }
-                None => reads.push(FieldRead::Skip(self.skip(
-                    &field.schema,
-                    ns.map(str::to_string),
-                    &field_path,
-                )?)),
+                None => {
+                    if !self.skipped.contains(&field_path) {
+                        self.skipped.push(field_path.clone());
+                    }
+                    reads.push(FieldRead::Skip(self.skip(
+                        &field.schema,
+                        ns.map(str::to_string),
+                        &field_path,
+                    )?))
+                }
             }
         }
         for (slot, done) in s.slots.iter().zip(&seen) {

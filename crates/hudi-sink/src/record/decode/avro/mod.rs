@@ -105,6 +105,15 @@ pub(super) enum Skip {
 pub struct AvroPlan {
     root: Vec<FieldRead>,
     skips: Vec<Skip>,
+    skipped: Vec<String>,
+}
+
+impl AvroPlan {
+    /// Paths of the writer fields the table lacks: their values are stepped over and dropped (logged once
+    /// per writer schema, counted per record in `RecordDecoder::ignored_fields`).
+    pub fn skipped_fields(&self) -> &[String] {
+        &self.skipped
+    }
 }
 
 /// Why a writer schema cannot be read into the table (the record is dead-lettered with it).

@@ -11,6 +11,8 @@ pub(in crate::record::decode) struct Cursor<'a> {
     pub(super) max_depth: usize,
     /// Array and map items left to read in this datum: bounds zero-byte items (nulls, empty records).
     pub(super) items_left: usize,
+    /// Writer fields the table lacks, stepped over in this datum (what `RecordDecoder::ignored_fields` counts).
+    pub(in crate::record::decode) skipped_fields: u64,
 }
 
 /// Items a datum may hold beyond one per byte (zero-byte items such as nulls).
@@ -31,6 +33,7 @@ impl<'a> Cursor<'a> {
             depth: 0,
             max_depth,
             items_left: bytes.len().saturating_add(EXTRA_ITEMS),
+            skipped_fields: 0,
         }
     }
 
@@ -188,7 +191,10 @@ impl AvroPlan {
                     self.value(read, &mut slot.column, cur)
                         .map_err(|f| f.at(Segment::Field(slot.name.clone())))?;
                 }
-                FieldRead::Skip(id) => self.skip(*id, cur)?,
+                FieldRead::Skip(id) => {
+                    cur.skipped_fields += 1;
+                    self.skip(*id, cur)?
+                }
             }
         }
         s.fill_missing()
