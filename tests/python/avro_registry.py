@@ -3,7 +3,9 @@
   avro_registry.py serve DIR
       A stub Confluent Schema Registry on 127.0.0.1: GET /schemas/ids/<id> answers {"schema": <DIR/<id>.avsc>}
       (404 with error_code 40403 when there is no such file; DIR/<id>.status holds another status to answer
-      with). Prints the port, serves until stdin closes, and counts requests in DIR/requests.log.
+      with); GET /subjects/<s>/versions/latest answers {"subject", "version", "id", "schema"} for the id
+      written in DIR/subjects/<s> (404 without it; DIR/subjects/<s>.status likewise). Prints the port,
+      serves until stdin closes, and counts requests in DIR/requests.log.
 
   avro_registry.py encode SPEC OUT
       SPEC (JSON): {"table": <table schema>, "schemas": {"<name>": <writer schema>},
@@ -45,6 +47,20 @@ def serve(directory):
             with lock:
                 with open(os.path.join(directory, "requests.log"), "a") as log:
                     log.write(self.path + " " + (self.headers.get("authorization") or "-") + "\n")
+            subject = self.path.split("?")[0]
+            if subject.startswith("/subjects/") and subject.endswith("/versions/latest"):
+                name = subject[len("/subjects/"):-len("/versions/latest")]
+                latest = os.path.join(directory, "subjects", name)
+                status_file = latest + ".status"
+                if os.path.exists(status_file):
+                    with open(status_file) as f:
+                        return self.answer(int(f.read().strip()), {"error_code": 50001, "message": "stub"})
+                if not os.path.exists(latest):
+                    return self.answer(404, {"error_code": 40401, "message": "Subject not found"})
+                with open(latest) as f:
+                    sid = int(f.read().strip())
+                with open(os.path.join(directory, f"{sid}.avsc")) as f:
+                    return self.answer(200, {"subject": name, "version": sid, "id": sid, "schema": f.read()})
             prefix = "/schemas/ids/"
             if not self.path.startswith(prefix):
                 return self.answer(404, {"error_code": 404, "message": "not found"})

@@ -188,8 +188,20 @@ pub async fn build_sink(
     );
     let timeouts = ClientTimeouts::from_properties(props)?;
     let storage = open_storage_with(&write.base_path, &timeouts).await?;
-    let schema = load_schema(&write).await?;
+    let mut schema = load_schema(&write).await?;
+    let latest = build_latest(props, &sink)?;
+    // Without a schema file the subject's latest version is the schema the table is opened (or created)
+    // with: asked now, and taken once the writer took it.
+    let mut opened_with = None;
+    if let (None, Some(watch)) = (&schema, &latest) {
+        let version = watch.fetch().await?;
+        schema = Some(version.schema.as_ref().clone());
+        opened_with = Some(version);
+    }
     let writer = TableWriter::create_or_open(storage, clock.clone(), write, schema).await?;
+    if let (Some(version), Some(watch)) = (&opened_with, &latest) {
+        watch.taken(version, clock.now_millis());
+    }
     let coordinator: Arc<dyn CoordinatorClient> = match &sink.coordinator_function {
         #[cfg(feature = "aws")]
         Some(function) => {
@@ -211,9 +223,60 @@ pub async fn build_sink(
     ));
     let registry = build_registry(props, &sink, &timeouts).await?;
     let sink = KafkaSink::new(writer, coordinator, dead_letters, clock, sink, writer_id);
+    let sink = match latest {
+        Some(watch) => sink.with_latest_schema(watch),
+        None => sink,
+    };
     Ok(match registry {
         Some(registry) => sink.with_registry(registry),
         None => sink,
+    })
+}
+
+/// The registry URL of Hudi's schema provider, if set.
+fn registry_url(props: &BTreeMap<String, String>) -> Option<&str> {
+    props
+        .get(REGISTRY_URL_KEY)
+        .or_else(|| props.get("hoodie.deltastreamer.schemaprovider.registry.url"))
+        .map(|u| u.trim())
+        .filter(|u| !u.is_empty())
+}
+
+/// JSON values with [`REGISTRY_URL_KEY`] set: the subject it names, whose latest version is their schema
+/// (HoodieStreamer's `SchemaRegistryProvider`).
+pub fn build_latest(
+    props: &BTreeMap<String, String>,
+    sink: &SinkConfig,
+) -> Result<Option<Arc<crate::registry::latest::LatestWatch>>, WriteError> {
+    if sink.value_format != crate::sink::ValueFormat::Json {
+        return Ok(None);
+    }
+    let Some(url) = registry_url(props) else {
+        return Ok(None);
+    };
+    #[cfg(feature = "aws")]
+    {
+        if crate::registry::confluent::subject_url(url).is_none() {
+            return Err(WriteError::Config {
+                reason: format!(
+                    "{REGISTRY_URL_KEY}={url:?}: JSON values take their schema from a registry subject, \
+                     so the URL names one (https://host/subjects/<subject>/versions/latest)"
+                ),
+            });
+        }
+        let registry = crate::registry::confluent::ConfluentRegistry::new(
+            url,
+            sink.registry_user_info.as_deref(),
+            sink.registry_timeout,
+        )?;
+        Ok(Some(Arc::new(crate::registry::latest::LatestWatch::new(
+            Arc::new(registry),
+            sink.registry_refresh,
+        ))))
+    }
+    #[cfg(not(feature = "aws"))]
+    Err(WriteError::Config {
+        reason: format!("{REGISTRY_URL_KEY}={url:?} needs the `aws` feature"),
     })
 }
 
@@ -230,11 +293,7 @@ pub async fn build_registry(
     if sink.value_format != crate::sink::ValueFormat::AvroRegistry {
         return Ok(None);
     }
-    let url = props
-        .get(REGISTRY_URL_KEY)
-        .or_else(|| props.get("hoodie.deltastreamer.schemaprovider.registry.url"))
-        .map(|u| u.trim())
-        .filter(|u| !u.is_empty());
+    let url = registry_url(props);
     #[cfg(feature = "aws")]
     let confluent: Option<Arc<dyn crate::registry::SchemaSource>> = match url {
         Some(url) => Some(Arc::new(

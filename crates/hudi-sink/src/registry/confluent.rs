@@ -2,8 +2,9 @@
 //! SDK already brings (hyper, rustls with the system's roots).
 //!
 //! The base URL comes from Hudi's `hoodie.streamer.schemaprovider.registry.url`. HoodieStreamer's value is
-//! usually a full subject URL (`https://host/subjects/orders-value/versions/latest`): everything from
-//! `/subjects/` on is dropped, since the sink asks by id. Basic auth comes from the URL's user info
+//! usually a full subject URL (`https://host/subjects/orders-value/versions/latest`): Avro values are
+//! asked for by id under the base URL (everything from `/subjects/` on dropped), and JSON values take the
+//! subject URL's answer as their schema (`GET` as configured, see `latest.rs`). Basic auth comes from the URL's user info
 //! (`https://key:secret@host`, percent-encoded) or from `hudi.sink.schema.registry.basic.auth.user.info`
 //! (`key:secret`).
 
@@ -28,6 +29,8 @@ type Https = hyper_rustls::HttpsConnector<HttpConnector>;
 /// A Confluent Schema Registry reachable at a base URL.
 pub struct ConfluentRegistry {
     base: String,
+    /// The configured URL without its user info, when it names a subject (`…/subjects/…`).
+    subject: Option<String>,
     authorization: Option<String>,
     timeout: Duration,
     client: Client<Https, Empty<Bytes>>,
@@ -38,6 +41,7 @@ impl std::fmt::Debug for ConfluentRegistry {
         // The authorization header is a secret.
         f.debug_struct("ConfluentRegistry")
             .field("base", &self.base)
+            .field("subject", &self.subject)
             .field("basic_auth", &self.authorization.is_some())
             .finish()
     }
@@ -74,6 +78,17 @@ pub fn parse_url(url: &str) -> Result<(String, Option<String>), RegistryError> {
     Ok((format!("{scheme}://{host}{path}"), user_info))
 }
 
+/// `url` without its user info, when it names a subject (`https://host/subjects/<subject>/versions/latest`).
+pub fn subject_url(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (authority, path) = rest.split_at(rest.find('/')?);
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    path.contains("/subjects/")
+        .then(|| format!("{scheme}://{host}{}", path.trim_end_matches('/')))
+}
+
 fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -99,6 +114,7 @@ impl ConfluentRegistry {
         timeout: Duration,
     ) -> Result<Self, RegistryError> {
         let (base, url_user) = parse_url(url)?;
+        let subject = subject_url(url);
         let authorization = user_info
             .map(str::to_string)
             .or(url_user)
@@ -112,6 +128,7 @@ impl ConfluentRegistry {
         let client = Client::builder(TokioExecutor::new()).build(https);
         Ok(Self {
             base,
+            subject,
             authorization,
             timeout,
             client,
@@ -123,9 +140,9 @@ impl ConfluentRegistry {
         format!("{}/schemas/ids/{id}", self.base)
     }
 
-    async fn get(&self, id: i32) -> Result<Option<Fetched>, String> {
-        let url = self.schema_url(id);
-        let mut request = hyper::Request::get(&url).header(
+    /// `GET url`: the schema object answered, `None` on 404.
+    async fn get_answer(&self, url: &str) -> Result<Option<super::latest::LatestVersion>, String> {
+        let mut request = hyper::Request::get(url).header(
             "accept",
             "application/vnd.schemaregistry.v1+json, application/json",
         );
@@ -159,14 +176,49 @@ impl ConfluentRegistry {
         struct Answer {
             schema: String,
             schema_type: Option<String>,
+            id: Option<i64>,
+            version: Option<i64>,
         }
         let answer: Answer = serde_json::from_slice(&body)
             .map_err(|e| format!("GET {url}: the answer is not a schema object: {e}"))?;
-        Ok(Some(Fetched {
-            text: answer.schema,
-            // Older registries and Avro answers omit the type.
-            format: answer.schema_type.unwrap_or_else(|| "AVRO".to_string()),
+        Ok(Some(super::latest::LatestVersion {
+            id: answer.id,
+            version: answer.version,
+            fetched: Fetched {
+                text: answer.schema,
+                // Older registries and Avro answers omit the type.
+                format: answer.schema_type.unwrap_or_else(|| "AVRO".to_string()),
+            },
         }))
+    }
+
+    /// `get_answer` with the request deadline and one quick second try (a registry behind a load balancer
+    /// may drop one idle connection).
+    async fn get_with_retry(
+        &self,
+        url: &str,
+    ) -> Result<Option<super::latest::LatestVersion>, String> {
+        let mut last = String::new();
+        for _ in 0..2 {
+            match tokio::time::timeout(self.timeout, self.get_answer(url)).await {
+                Ok(Ok(found)) => return Ok(found),
+                Ok(Err(e)) => last = e,
+                Err(_) => last = format!("GET {url}: no answer within {:?}", self.timeout),
+            }
+        }
+        Err(last)
+    }
+}
+
+#[async_trait]
+impl super::latest::LatestSource for ConfluentRegistry {
+    fn subject_url(&self) -> &str {
+        self.subject.as_deref().unwrap_or(&self.base)
+    }
+
+    async fn latest(&self) -> Result<Option<super::latest::LatestVersion>, String> {
+        let url = self.subject_url().to_string();
+        self.get_with_retry(&url).await
     }
 }
 
@@ -176,22 +228,10 @@ impl SchemaSource for ConfluentRegistry {
         let SchemaId::Confluent(n) = id else {
             return Ok(None);
         };
-        // One quick second try: a registry behind a load balancer may drop one idle connection.
-        let mut last = String::new();
-        for _ in 0..2 {
-            match tokio::time::timeout(self.timeout, self.get(n)).await {
-                Ok(Ok(found)) => return Ok(found),
-                Ok(Err(e)) => last = e,
-                Err(_) => {
-                    last = format!(
-                        "GET {}: no answer within {:?}",
-                        self.schema_url(n),
-                        self.timeout
-                    )
-                }
-            }
-        }
-        Err(last)
+        Ok(self
+            .get_with_retry(&self.schema_url(n))
+            .await?
+            .map(|a| a.fetched))
     }
 }
 
@@ -213,6 +253,12 @@ mod tests {
                 Some("k@y:s:cret".to_string())
             )
         );
+        assert_eq!(
+            subject_url("https://k:s@sr.example.com/subjects/orders-value/versions/latest/")
+                .as_deref(),
+            Some("https://sr.example.com/subjects/orders-value/versions/latest")
+        );
+        assert_eq!(subject_url("https://sr.example.com/registry"), None);
         assert!(parse_url("ftp://x").is_err());
         assert!(parse_url("https:///path").is_err());
         assert!(parse_url("https://u:%zz@host").is_err());

@@ -11,6 +11,7 @@
 //! does not know, or a schema that is not Avro, dead-letters only the records that name it.
 
 pub mod framing;
+pub mod latest;
 
 #[cfg(feature = "aws")]
 pub mod confluent;
@@ -60,6 +61,22 @@ pub enum RegistryError {
     /// The registry settings are wrong (a start-up error).
     #[error("schema registry configuration: {0}")]
     Config(String),
+    /// The subject whose latest version is the JSON values' schema could not be asked.
+    #[error("schema registry unavailable for {url}: {detail} (retryable: nothing was written)")]
+    SubjectUnavailable {
+        /// The subject URL.
+        url: String,
+        /// What happened.
+        detail: String,
+    },
+    /// The subject's latest version cannot be the JSON values' schema.
+    #[error("schema registry subject {url}: {reason} (nothing was written)")]
+    SubjectRefused {
+        /// The subject URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// What one registry returns for an id: the schema's text and type, or `None` when it does not know it.

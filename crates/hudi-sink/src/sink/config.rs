@@ -37,6 +37,9 @@ pub struct SinkConfig {
     pub registry_timeout: Duration,
     /// `hudi.sink.schema.evolution`: whether registry writer schemas evolve the table schema.
     pub schema_evolution: SchemaEvolution,
+    /// `hudi.sink.schema.registry.refresh.ms`: JSON values with a registry subject URL: how often the
+    /// subject's latest version is asked for (0: every batch, as HoodieStreamer does).
+    pub registry_refresh: Duration,
 }
 
 /// What a registry writer schema that differs from the table's does (`hudi.sink.schema.evolution`).
@@ -81,6 +84,7 @@ impl Default for SinkConfig {
             registry_user_info: None,
             registry_timeout: Duration::from_secs(5),
             schema_evolution: SchemaEvolution::Evolve,
+            registry_refresh: Duration::from_secs(60),
         }
     }
 }
@@ -112,6 +116,7 @@ const SINK_KEYS: &[&str] = &[
     "hudi.sink.value.avro.framing",
     "hudi.sink.schema.registry.basic.auth.user.info",
     "hudi.sink.schema.registry.timeout.ms",
+    "hudi.sink.schema.registry.refresh.ms",
     "hudi.sink.schema.evolution",
 ];
 
@@ -166,6 +171,9 @@ impl SinkConfig {
                 }
                 "hudi.sink.schema.registry.timeout.ms" => {
                     c.registry_timeout = Duration::from_millis(num(value)?.max(1))
+                }
+                "hudi.sink.schema.registry.refresh.ms" => {
+                    c.registry_refresh = Duration::from_millis(num(value)?)
                 }
                 "hudi.sink.schema.evolution" => {
                     c.schema_evolution = match value.trim().to_ascii_lowercase().as_str() {

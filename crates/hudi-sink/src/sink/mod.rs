@@ -66,6 +66,8 @@ pub struct KafkaSink {
     member_nonce: std::sync::atomic::AtomicU32,
     /// Writer schemas of registry-framed Avro values (`None`: JSON values or bare Avro).
     registry: Option<Arc<crate::registry::SchemaRegistry>>,
+    /// The registry subject whose latest version is the schema of JSON values (`None`: the schema file).
+    latest: Option<Arc<crate::registry::latest::LatestWatch>>,
     /// Avro read plans compiled so far.
     plans: values::PlanCache,
     /// Whether dropped fields of values were warned about (once per process; the metric counts every batch).
@@ -96,6 +98,7 @@ impl KafkaSink {
             members: std::sync::atomic::AtomicU64::new(0),
             member_nonce: std::sync::atomic::AtomicU32::new(uuid::Uuid::new_v4().as_u128() as u32),
             registry: None,
+            latest: None,
             plans: Default::default(),
             warned_ignored: std::sync::atomic::AtomicBool::new(false),
             #[cfg(test)]
@@ -117,6 +120,14 @@ impl KafkaSink {
     /// Reads registry-framed Avro values with the writer schemas `registry` fetches.
     pub fn with_registry(mut self, registry: Arc<crate::registry::SchemaRegistry>) -> Self {
         self.registry = Some(registry);
+        self
+    }
+
+    /// JSON values take their schema from this registry subject's latest version, asked for at most once
+    /// per `hudi.sink.schema.registry.refresh.ms`; a new version evolves the table schema before the batch
+    /// is decoded.
+    pub fn with_latest_schema(mut self, watch: Arc<crate::registry::latest::LatestWatch>) -> Self {
+        self.latest = Some(watch);
         self
     }
 

@@ -1,7 +1,7 @@
 //! Values: how a batch's record values are read, settled before anything is decoded.
 //!
 //! ```text
-//! json             → the JSON reader
+//! json             → the JSON reader (with a registry subject URL: its latest version evolves the table first)
 //! avro, registry   → unframe every value (or read the ESM's valueSchemaMetadata, framing already removed)
 //!                    ─ fetch unknown writer schemas (registry/) ─ plan per schema id
 //! avro, none       → one plan: the table schema as the writer schema
@@ -18,6 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::record::decode::{AvroPlan, RecordDecodeError, RecordDecoder};
+use crate::registry::latest::LatestWatch;
 use crate::registry::{schema_id, unframe, Framed, Lookup, SchemaId};
 use crate::schema::avro::AvroSchema;
 use crate::source::event::{KafkaBatch, Payload, SchemaMetadata};
@@ -58,10 +59,15 @@ impl KafkaSink {
     /// their plans.
     pub(super) async fn values_of(&self, batch: &KafkaBatch) -> Result<Values, WriteError> {
         match self.config.value_format {
-            ValueFormat::Json => Ok(Values {
-                schema: self.writer.schema(),
-                reader: Reader::Json,
-            }),
+            ValueFormat::Json => {
+                if let Some(watch) = &self.latest {
+                    self.take_latest(watch).await?;
+                }
+                Ok(Values {
+                    schema: self.writer.schema(),
+                    reader: Reader::Json,
+                })
+            }
             ValueFormat::AvroBare => {
                 let schema = self.writer.schema();
                 let plan = self.plan(None, &schema.avro, &schema).map_err(|reason| {
@@ -141,6 +147,47 @@ impl KafkaSink {
                 })
             }
         }
+    }
+
+    /// Evolves the table with the registry subject's latest version when it is due to be asked and new
+    /// (`registry/latest.rs`). A change Hudi refuses fails the invocation and the version stays untaken, so
+    /// every batch fails until it is fixed.
+    async fn take_latest(&self, watch: &LatestWatch) -> Result<(), WriteError> {
+        let now = self.clock.now_millis();
+        let Some(new) = watch.poll(now).await? else {
+            return Ok(());
+        };
+        match self.config.schema_evolution {
+            SchemaEvolution::Evolve => {
+                let changes = self.writer.evolve_schema(&new.schema)?;
+                if !changes.is_empty() {
+                    tracing::info!(
+                        version = ?new.version, ?changes,
+                        "the registry subject's latest version evolved the table schema"
+                    );
+                }
+            }
+            SchemaEvolution::Pinned => {
+                match crate::schema::evolution::evolve(&self.writer.schema().avro, &new.schema) {
+                    Ok(e) if e.changes.is_empty() => {}
+                    Ok(e) => tracing::warn!(
+                        version = ?new.version,
+                        changes = ?e.changes,
+                        "hudi.sink.schema.evolution=pinned: the registry subject's latest version differs \
+                         from the table schema; these changes are not applied"
+                    ),
+                    Err(e) => tracing::warn!(
+                        version = ?new.version,
+                        reason = %e.reason,
+                        field = %e.path,
+                        "hudi.sink.schema.evolution=pinned: the registry subject's latest version could \
+                         not evolve the table schema"
+                    ),
+                }
+            }
+        }
+        watch.taken(&new, now);
+        Ok(())
     }
 
     /// The plan of writer schema `id` against `table`, compiled on first use.

@@ -145,8 +145,26 @@ impl StubRegistry {
         std::fs::write(self.dir.join(format!("{id}.avsc")), schema.to_string()).expect("schema");
     }
 
+    /// Makes `id` the latest version of `subject`.
+    pub(crate) fn set_latest(&self, subject: &str, id: i32) {
+        std::fs::create_dir_all(self.dir.join("subjects")).expect("subjects dir");
+        std::fs::write(self.dir.join("subjects").join(subject), id.to_string()).expect("latest");
+    }
+
+    /// Answers `subject` with HTTP `status` (`None`: as its latest version says).
+    pub(crate) fn set_subject_status(&self, subject: &str, status: Option<u16>) {
+        std::fs::create_dir_all(self.dir.join("subjects")).expect("subjects dir");
+        let path = self.dir.join("subjects").join(format!("{subject}.status"));
+        match status {
+            Some(status) => std::fs::write(path, status.to_string()).expect("status"),
+            None => {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+
     /// The paths asked so far.
-    fn requests(&self) -> Vec<String> {
+    pub(crate) fn requests(&self) -> Vec<String> {
         std::fs::read_to_string(self.dir.join("requests.log"))
             .unwrap_or_default()
             .lines()

@@ -327,6 +327,148 @@ async fn a_new_schema_file_evolves_the_json_path_too() {
     assert!(err.to_string().contains("field `level`"), "{err}");
 }
 
+/// JSON values whose schema is a registry subject's latest version (HoodieStreamer's
+/// `SchemaRegistryProvider`): the table is created with v1 from the registry (no schema file), a new latest
+/// version v2 evolves it before the next batch is decoded, the registry is asked at most once per refresh
+/// interval, and a refused latest version or an unavailable registry fails the invocation with nothing
+/// written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_json_path_follows_the_registry_subjects_latest_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = dir.path().join("trips");
+    let registry = StubRegistry::start(&dir.path().join("registry"));
+    registry.put(1, &v1());
+    registry.put(2, &v2());
+    registry.put(3, &refused());
+    registry.set_latest("trips-value", 1);
+    let props = |refresh_ms: u64| {
+        let mut p = table_props(dir.path(), &v1());
+        p.remove("hoodie.streamer.schemaprovider.source.schema.file");
+        p.insert(
+            "hoodie.streamer.schemaprovider.registry.url".into(),
+            format!(
+                "http://127.0.0.1:{}/subjects/trips-value/versions/latest",
+                registry.port
+            ),
+        );
+        p.insert(
+            "hudi.sink.schema.registry.refresh.ms".into(),
+            refresh_ms.to_string(),
+        );
+        p
+    };
+    let latest_asks = || {
+        registry
+            .requests()
+            .iter()
+            .filter(|r| r.starts_with("/subjects/trips-value/versions/latest"))
+            .count()
+    };
+    let json_batch = |rows: &[Value], first: i64| {
+        let values: Vec<(String, String, Option<Value>)> = rows
+            .iter()
+            .map(|r| {
+                let key = r["uuid"].as_str().expect("uuid").to_string();
+                (key, base64_of(&r.to_string()), None)
+            })
+            .collect();
+        batch_at(&values, first)
+    };
+    // A long refresh interval: the subject is asked once, when the table is created with v1.
+    let sink = build_sink(&props(3_600_000), "json-latest")
+        .await
+        .expect("sink");
+    sink.process(json_batch(
+        &[json!({"uuid": "a", "ts": 1, "city": "sf", "passengers": 1, "rider": "r"})],
+        0,
+    ))
+    .await
+    .expect("v1 batch");
+    // A second writer that asks every batch (refresh 0), opened while v1 is still the latest.
+    let every_batch = build_sink(&props(0), "json-latest-2").await.expect("sink");
+    // Each asked once, when it opened the table.
+    assert_eq!(latest_asks(), 2);
+    registry.set_latest("trips-value", 2);
+    // v2 is not seen within the interval: its `note` is dropped and counted, and the table stays v1.
+    let report = sink
+        .process(json_batch(
+            &[json!({"uuid": "b", "ts": 2, "city": "nyc", "passengers": 2, "rider": null, "note": "early"})],
+            1,
+        ))
+        .await
+        .expect("batch within the interval");
+    assert_eq!(report.ignored_fields, 1, "{report:?}");
+    assert_eq!(latest_asks(), 2);
+    assert_eq!(
+        schema_of(&commits(&table).pop().expect("commit").1).1,
+        json!("int")
+    );
+    drop(sink);
+
+    // The writer that asks every batch sees v2, which evolves the table before the batch is decoded.
+    let sink = every_batch;
+    let asks = latest_asks();
+    let report = sink
+        .process(json_batch(
+            &[
+                json!({"uuid": "a", "ts": 3, "city": "sf", "passengers": 4_000_000_000i64, "rider": "r",
+                       "note": "n"}),
+                json!({"uuid": "c", "ts": 4, "city": "nyc", "passengers": 3, "rider": "q"}),
+            ],
+            2,
+        ))
+        .await
+        .expect("v2 batch");
+    assert_eq!(report.ignored_fields, 0, "{report:?}");
+    assert_eq!(latest_asks(), asks + 1);
+    let (names, passengers) = schema_of(&commits(&table).pop().expect("commit").1);
+    assert_eq!(
+        (names.last().map(String::as_str), passengers),
+        (Some("note"), json!("long"))
+    );
+    let row = |uuid: &str, ts: i64, city: &str, passengers: i64, rider: Value, note: Value| {
+        let v = json!({"uuid": uuid, "ts": ts, "city": city, "passengers": passengers, "rider": rider,
+                       "note": note});
+        (uuid.to_string(), v.as_object().expect("row").clone())
+    };
+    let want: BTreeMap<String, Map<String, Value>> = [
+        row("a", 3, "sf", 4_000_000_000, json!("r"), json!("n")),
+        row("b", 2, "nyc", 2, Value::Null, Value::Null),
+        row("c", 4, "nyc", 3, json!("q"), Value::Null),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(table_rows(&table), want);
+
+    // A refused latest version, then an unavailable registry: the invocation fails, nothing is written.
+    let before = all_files(&table);
+    let next = || {
+        json_batch(
+            &[
+                json!({"uuid": "d", "ts": 5, "city": "sf", "passengers": 5, "rider": null, "note": "x"}),
+            ],
+            4,
+        )
+    };
+    registry.set_latest("trips-value", 3);
+    let err = sink.process(next()).await.expect_err("refused");
+    let text = err.to_string();
+    assert!(text.contains("field `level`"), "{text}");
+    registry.set_subject_status("trips-value", Some(500));
+    let err = sink.process(next()).await.expect_err("unavailable");
+    assert!(
+        err.to_string().contains("schema registry unavailable")
+            && err.to_string().contains("retryable"),
+        "{err}"
+    );
+    assert_eq!(all_files(&table), before, "nothing was written");
+    // Fixed (latest back at v2): the batch goes through.
+    registry.set_subject_status("trips-value", None);
+    registry.set_latest("trips-value", 2);
+    sink.process(next()).await.expect("after the fix");
+    assert_eq!(table_rows(&table)["d"]["note"], json!("x"));
+}
+
 /// Two writers of one table: one evolves it to v2 while the other, warm, still decodes v1. The second's
 /// next rewrite of a file group the first wrote under v2 keeps the v2 column (it catches up with the
 /// committed schema before merging), and its commit carries v2, never v1 again.
