@@ -164,7 +164,7 @@ fn check_batch(batch: &KafkaBatch) {
             !r.topic.is_empty() && r.partition >= 0 && r.offset >= 0,
             "{r:?}"
         );
-        if let Some(previous) = last.insert((r.topic.as_str(), r.partition), r.offset) {
+        if let Some(previous) = last.insert((&*r.topic, r.partition), r.offset) {
             assert!(previous < r.offset, "offsets must increase: {r:?}");
         }
         // The delivered text is kept only when it did not decode.

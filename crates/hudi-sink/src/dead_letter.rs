@@ -268,7 +268,7 @@ pub struct DeadLetter {
 impl DeadLetter {
     fn from_record(record: &KafkaRecord, stage: DeadLetterStage, reason: String) -> Self {
         DeadLetter {
-            topic: record.topic.clone(),
+            topic: record.topic.to_string(),
             partition: record.partition,
             offset: record.offset,
             timestamp_ms: record.timestamp_ms,

@@ -20,6 +20,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
@@ -212,8 +213,8 @@ pub struct Base64Error {
 /// [`KafkaRecord::payload`] rather than `value.is_none()` to tell a tombstone from a broken record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KafkaRecord {
-    /// Topic name.
-    pub topic: String,
+    /// Topic name, shared by the records of one topic-partition (no allocation per record).
+    pub topic: Arc<str>,
     /// Partition number (≥ 0).
     pub partition: i32,
     /// Offset in the partition (≥ 0).
@@ -362,7 +363,8 @@ struct RawEvent<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawRecord<'a> {
-    topic: String,
+    #[serde(borrow)]
+    topic: Cow<'a, str>,
     partition: i32,
     offset: i64,
     timestamp: i64,
@@ -558,12 +560,13 @@ impl RawEvent<'_> {
         }
         for (key, raw_records) in entries {
             let mut previous: Option<i64> = None;
+            let mut topic = None;
             for (index, raw) in raw_records.into_iter().enumerate() {
-                let (record, span) = convert_record(&key, index, raw, &mut arena)?;
+                let (record, span) = convert_record(&key, index, raw, &mut arena, &mut topic)?;
                 if let Some(previous) = previous {
                     if record.offset <= previous {
                         return Err(EventError::OffsetOrder {
-                            topic: record.topic,
+                            topic: record.topic.to_string(),
                             partition: record.partition,
                             previous,
                             offset: record.offset,
@@ -635,6 +638,7 @@ fn convert_record(
     index: usize,
     raw: RawRecord<'_>,
     arena: &mut Vec<u8>,
+    topic: &mut Option<Arc<str>>,
 ) -> Result<(KafkaRecord, Spans), EventError> {
     let invalid =
         |field: &'static str, value: String, reason: &'static str| EventError::InvalidRecordField {
@@ -678,7 +682,7 @@ fn convert_record(
         return Err(EventError::KeyMismatch {
             key: key.to_string(),
             index,
-            topic: raw.topic,
+            topic: raw.topic.into_owned(),
             partition: raw.partition,
             offset: raw.offset,
         });
@@ -725,8 +729,13 @@ fn convert_record(
         .into_iter()
         .flat_map(|h| h.0)
         .collect();
+    // Every record of a key has the key's topic (checked above): one shared name per key.
+    let topic = match topic {
+        Some(t) if **t == *raw.topic => t.clone(),
+        _ => topic.insert(Arc::from(raw.topic.as_ref())).clone(),
+    };
     let record = KafkaRecord {
-        topic: raw.topic,
+        topic,
         partition: raw.partition,
         offset: raw.offset,
         timestamp_ms: raw.timestamp,
@@ -819,7 +828,7 @@ mod tests {
         assert_eq!(batch.len(), 3);
         let r = &batch.records;
         assert_eq!(
-            (r[0].topic.as_str(), r[0].partition, r[0].offset),
+            (&*r[0].topic, r[0].partition, r[0].offset),
             ("orders.v1", 0, 1200)
         );
         assert_eq!((r[1].partition, r[1].offset), (0, 1202));
@@ -1122,7 +1131,7 @@ mod tests {
             let text = format!(
                 r#"{{"eventSource":"SelfManagedKafka","bootstrapServers":"h","records":{{"{topic}-0":[{{"topic":"{topic}","partition":0,"offset":1,"timestamp":1}}]}}}}"#
             );
-            assert_eq!(parse(&text).records[0].topic, topic);
+            assert_eq!(&*parse(&text).records[0].topic, topic);
         }
     }
 
@@ -1171,7 +1180,7 @@ mod tests {
         let order: Vec<_> = batch
             .records
             .iter()
-            .map(|r| (r.topic.as_str(), r.offset))
+            .map(|r| (&*r.topic, r.offset))
             .collect();
         assert_eq!(order, [("b", 9), ("a", 3), ("a", 7)]);
     }

@@ -71,7 +71,7 @@ impl TopicPartition {
     }
 
     fn is_of(&self, record: &KafkaRecord) -> bool {
-        self.partition.0 == record.partition && self.topic == record.topic
+        self.partition.0 == record.partition && *self.topic == *record.topic
     }
 }
 
@@ -129,7 +129,7 @@ impl KafkaBatch {
                 current = Some(found.unwrap_or_else(|| {
                     ranges.push(OffsetRange {
                         topic_partition: TopicPartition::new(
-                            record.topic.clone(),
+                            record.topic.to_string(),
                             record.partition,
                         ),
                         first: Offset(record.offset),
@@ -167,13 +167,13 @@ impl KafkaBatch {
             .filter(|record| {
                 let next = match &run {
                     Some((topic, partition, next))
-                        if *partition == record.partition && *topic == record.topic =>
+                        if *partition == record.partition && **topic == *record.topic =>
                     {
                         *next
                     }
                     _ => {
                         let next = next_offset(&record.topic, record.partition);
-                        run = Some((record.topic.clone(), record.partition, next));
+                        run = Some((record.topic.to_string(), record.partition, next));
                         next
                     }
                 };
@@ -222,7 +222,7 @@ mod tests {
     fn offsets(b: &KafkaBatch) -> Vec<(String, i32, i64)> {
         b.records
             .iter()
-            .map(|r| (r.topic.clone(), r.partition, r.offset))
+            .map(|r| (r.topic.to_string(), r.partition, r.offset))
             .collect()
     }
 

@@ -31,7 +31,7 @@ fn ours(batch: &KafkaBatch) -> BTreeMap<(String, i64, i64), (Seen, i64)> {
         .iter()
         .map(|r| {
             let seen = (
-                r.topic.clone(),
+                r.topic.to_string(),
                 i64::from(r.partition),
                 r.offset,
                 r.timestamp_type.as_ref().map(|t| t.as_str().to_string()),
@@ -40,7 +40,7 @@ fn ours(batch: &KafkaBatch) -> BTreeMap<(String, i64, i64), (Seen, i64)> {
                 r.headers.clone(),
             );
             (
-                (r.topic.clone(), i64::from(r.partition), r.offset),
+                (r.topic.to_string(), i64::from(r.partition), r.offset),
                 (seen, r.timestamp_ms),
             )
         })

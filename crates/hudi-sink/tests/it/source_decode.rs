@@ -160,13 +160,13 @@ fn run(name: &str) -> Run {
             // Built where the record failed: coordinates and raw content as delivered.
             assert_eq!(
                 (
-                    &letter.topic,
+                    letter.topic.as_str(),
                     letter.partition,
                     letter.offset,
                     letter.timestamp_ms
                 ),
                 (
-                    &record.topic,
+                    &*record.topic,
                     record.partition,
                     record.offset,
                     record.timestamp_ms
