@@ -48,11 +48,14 @@ pub enum Mutation {
     /// A commit carries the widest of the table's latest schema and its contributions' schemas, never a
     /// narrower one than the table's.
     CommitSchemaWidest,
+    /// A `.compaction.inflight` without its plan whose time is retired (a rollback removed the plan while
+    /// its holder was paused) is this sink's and is rolled back again, not left as another engine's.
+    CompactionOrphanRolledBack,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 16] = [
+    pub const ALL: [Mutation; 17] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -69,6 +72,7 @@ impl Mutation {
         Mutation::ContributionDedupe,
         Mutation::StoredColumnsKept,
         Mutation::CommitSchemaWidest,
+        Mutation::CompactionOrphanRolledBack,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -90,6 +94,7 @@ impl Mutation {
             Mutation::ContributionDedupe => "contribution-dedupe",
             Mutation::StoredColumnsKept => "stored-columns-kept",
             Mutation::CommitSchemaWidest => "commit-schema-widest",
+            Mutation::CompactionOrphanRolledBack => "compaction-orphan-rolled-back",
         }
     }
 

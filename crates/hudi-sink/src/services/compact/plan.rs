@@ -200,7 +200,10 @@ pub async fn pending_compactions(
                 // fence comes before the two timeline files, not between them). Rolled back again; only this
                 // sink retires times.
                 let retired = format!("{}{}", crate::table::timeline::RETIRED_DIR, pending.time);
-                if storage.head(&retired).await?.is_some() {
+                let ours = !crate::mutation::is_disabled(
+                    crate::mutation::Mutation::CompactionOrphanRolledBack,
+                ) && storage.head(&retired).await?.is_some();
+                if ours {
                     out.own.push((pending.time.clone(), Default::default()));
                 } else {
                     out.others.push(pending.time.clone());
