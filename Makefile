@@ -132,12 +132,12 @@ bench-writers: venv
 # The deterministic simulation with one safety mechanism switched off at a time: each must be caught
 # (first failing seed and invariant printed). `make test` runs the same check; this shows the report.
 mutants:
-	$(CARGO) test -p hudi-sink --features mutations --test it simulation::every_mutation_is_caught -- --nocapture
+	$(CARGO) test -p hudi-sink --features mutations --test it simulation::runs::every_mutation_is_caught -- --nocapture
 
 # More simulation seeds than `make test` runs, e.g. `make sim SIM_SEEDS=10000`.
 SIM_SEEDS ?= 5000
 sim:
-	SIM_SEEDS=$(SIM_SEEDS) $(CARGO) test -p hudi-sink --test it simulation::seeds_hold_every_invariant -- --nocapture
+	SIM_SEEDS=$(SIM_SEEDS) $(CARGO) test -p hudi-sink --test it simulation::runs::seeds_hold_every_invariant -- --nocapture
 
 # Fuzzing (README "Fuzzing and bad input"): builds the cargo-fuzz targets of fuzz/ and runs each for
 # FUZZ_SECONDS from the committed corpus (new inputs go to fuzz/target/corpus, crashes to fuzz/artifacts).
