@@ -97,6 +97,7 @@ def figures(runs):
         "instants_per_min": median_of(runs, ["instants_per_min"]),
         "lock_hold_ms_p50": median_of(runs, ["lock_hold_ms", "p50"]),
         "lock_hold_ms_p90": median_of(runs, ["lock_hold_ms", "p90"]),
+        "lock_hold_ms_max": median_of(runs, ["lock_hold_ms", "max"]),
         "lock_hold_share": median_of(runs, ["lock_hold_share"]),
         "lock_wait_ms_p50": median_of(runs, ["lock_wait_ms", "p50"]),
         "window_wait_ms_p50": median_of(runs, ["window_wait_ms", "p50"]),
@@ -106,6 +107,7 @@ def figures(runs):
         "excluded_members": median_of(runs, ["excluded_members"]),
         "conflicts": median_of(runs, ["conflicts"]),
         "compactions": median_of(runs, ["compactions"]),
+        "carried_logs": median_of(runs, ["carried_logs"]),
         "errors": median_of(runs, ["errors"]),
     }
 
@@ -194,7 +196,8 @@ def main():
                     continue
                 print(f"round {rnd} {t:14} interval {interval:>5} ms K={k:>2}: {r['records_per_s']:8.0f} rec/s "
                       f"{r['instants_per_min']:5.1f} instants/min, contributions p50 "
-                      f"{r['contributions_per_instant']['p50']}, lock hold p50 {r['lock_hold_ms']['p50']:.0f} ms, "
+                      f"{r['contributions_per_instant']['p50']}, lock hold p50 {r['lock_hold_ms']['p50']:.0f} ms "
+                      f"max {r['lock_hold_ms']['max']:.0f} ms, compactions {r.get('compactions')}, "
                       f"window wait p50 {r['window_wait_ms']['p50']} ms, excluded {r['excluded_members']}, "
                       f"conflicts {r['conflicts']}, errors {r['errors']}", flush=True)
     finally:

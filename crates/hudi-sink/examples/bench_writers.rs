@@ -545,10 +545,19 @@ async fn run(args: Args) -> Result<Value, BoxError> {
             }
         }
     }
-    let compactions = if write_action == Action::DeltaCommit {
-        write_instants(&after, Action::Commit, last_before.as_ref()).len()
+    // Compactions, and the logs they carried into their new slices (appended while they merged).
+    let (compactions, carried_logs) = if write_action == Action::DeltaCommit {
+        let done = write_instants(&after, Action::Commit, last_before.as_ref());
+        let mut carried = 0usize;
+        for c in &done {
+            let meta = after.commit_metadata(s3_table.as_ref(), c).await?;
+            carried += hudi_sink::table::carried::carried_logs(&meta)
+                .map(|l| l.len())
+                .unwrap_or_default();
+        }
+        (done.len(), carried)
     } else {
-        0
+        (0, 0)
     };
 
     let reports: Vec<&SinkReport> = runs.iter().flat_map(|r| &r.reports).collect();
@@ -581,7 +590,7 @@ async fn run(args: Args) -> Result<Value, BoxError> {
         "committed_records": committed_records, "timeline_records": timeline_records,
         "records_per_s": committed_records as f64 / wall_s,
         "instants": instants.len(), "instants_per_min": instants.len() as f64 / (wall_s / 60.0),
-        "compactions": compactions,
+        "compactions": compactions, "carried_logs": carried_logs,
         "contributions_per_instant": summary(&members),
         "contributions_per_instant_reported": summary(&per_report_contributions),
         "excluded_members": excluded, "excluded_reasons": excluded_reasons,

@@ -51,11 +51,17 @@ pub enum Mutation {
     /// A `.compaction.inflight` without its plan whose time is retired (a rollback removed the plan while
     /// its holder was paused) is this sink's and is rolled back again, not left as another engine's.
     CompactionOrphanRolledBack,
+    /// A pending compaction holds every writer's base below it, so that appends to the slices it replaces are
+    /// checked against it when it completes after them.
+    PendingCompactionHoldsBase,
+    /// A compaction carries the logs that deltacommits appended to its slices while it merged into the new
+    /// slices, so that they are not superseded by its base files.
+    CompactionCarriesLateLogs,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 17] = [
+    pub const ALL: [Mutation; 19] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -73,6 +79,8 @@ impl Mutation {
         Mutation::StoredColumnsKept,
         Mutation::CommitSchemaWidest,
         Mutation::CompactionOrphanRolledBack,
+        Mutation::PendingCompactionHoldsBase,
+        Mutation::CompactionCarriesLateLogs,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -95,6 +103,8 @@ impl Mutation {
             Mutation::StoredColumnsKept => "stored-columns-kept",
             Mutation::CommitSchemaWidest => "commit-schema-widest",
             Mutation::CompactionOrphanRolledBack => "compaction-orphan-rolled-back",
+            Mutation::PendingCompactionHoldsBase => "pending-compaction-holds-base",
+            Mutation::CompactionCarriesLateLogs => "compaction-carries-late-logs",
         }
     }
 

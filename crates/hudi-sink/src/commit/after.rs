@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! … create <t>.commit ─ clean up ─ after_commit (under the lock) ─ unlock ─ after_release ─ Committed
-//!                                                                       (clustering, catalog sync)
+//!                                                        (compaction, clustering, catalog sync)
 //! ```
 //!
 //! Everything here is best effort. The commit is durable and its answer is `committed` whatever happens
@@ -24,22 +24,24 @@ use super::Coordinator;
 
 impl Coordinator {
     /// Under the commit's lock, once `<t>.commit` exists and the instant's markers and heartbeat are
-    /// deleted: the inline clean and archival, then compaction (merge-on-read), when due. `committed` is the timeline with the new commit,
-    /// `listed` the `.hoodie/` listing it was read from.
+    /// deleted: the inline clean and archival, when due. `committed` is the timeline with the new commit,
+    /// `listed` the `.hoodie/` listing it was read from; it is kept for the compaction's due check.
     pub(super) async fn after_commit(
         &self,
         guard: &LockGuard,
         committed: &Timeline,
         listed: &[ObjectMeta],
     ) {
-        let changed = self.inline_services(guard, committed, listed).await;
-        self.inline_compaction(guard, committed, changed).await;
+        self.inline_services(guard, committed, listed).await;
+        self.note_committed(committed);
     }
 
     /// After the commit's lock is released, for a request answered `committed` (a retried commit whose
-    /// answer was lost included): inline clustering, which takes the lock itself for planning and completion,
-    /// then the catalog sync with the partitions the commit wrote (`written`), which needs no lock.
+    /// answer was lost included): inline compaction and clustering, which take the lock themselves for
+    /// planning and completion, then the catalog sync with the partitions the commit wrote (`written`), which
+    /// needs no lock.
     pub(super) async fn after_release(&self, written: Option<(InstantTime, BTreeSet<String>)>) {
+        self.inline_compaction().await;
         self.inline_clustering().await;
         self.sync_catalog(written).await;
     }

@@ -40,16 +40,17 @@ impl Coordinator {
         if !is_disabled(Mutation::RollbackBeforeCommit) {
             self.rollback_expired(guard, &timeline, None).await?;
         }
-        // A compaction pending under the lock crashed (compactions never leave the lock): no deltacommit may
-        // begin on the slices it was replacing until it is rolled back.
+        // A compaction whose heartbeat expired crashed: rolled back before a write begins (a live one merges
+        // while writers append to the slices it replaces, and carries their logs into its own).
         if timeline
             .pending()
             .iter()
             .any(|i| i.action == crate::table::instant::Action::Compaction)
         {
-            crate::services::compact::roll_back_pending_compactions(
+            crate::services::compact::roll_back_expired_compactions(
                 &self.service_context(guard),
                 &timeline,
+                self.config.heartbeat_tolerance,
             )
             .await?;
         }

@@ -13,11 +13,14 @@
 //! | log versions follow commit order | a deltacommit after the base appended a higher log version to a group the candidate appends to | [`Conflict::LogVersionBehind`] |
 //!
 //! Merge-on-read appends commute: two deltacommits that each append a log file to the same file group do not
-//! conflict (readers merge both logs), as long as the later commit's log comes later in the slice (the last
+//! conflict (readers merge both logs), as long as the later commit's log comes later in reader order (the last
 //! rule: Java's log scanner stops at the first block newer than the query instant, so block instants must
-//! grow with the log version). Appends do conflict with whatever rewrites the group (a compaction, a
-//! replacecommit) and with a new file group in their bucket. A compaction `commit` carries no checkpoint, so
-//! it does not count for the completion order of deltacommits.
+//! grow with the log's place: its slice's base instant, then its version). Appends do conflict with whatever
+//! rewrites the group (a compaction, a replacecommit) and with a new file group in their bucket, unless the
+//! append went to the slice the rewrite made (or a later one): a member that saw the compaction complete
+//! appends to its slice. A compaction `commit` carries no checkpoint, so it does not count for the
+//! completion order of deltacommits; it may complete after newer deltacommits (its merge runs outside the
+//! lock), which is why a pending compaction holds every writer's base below it ([`writer_base`]).
 //!
 //! The checker is pure: it sees the candidate's write stats and base, and the completed instants with their
 //! write stats, never storage. The coordinator reads the metadata of one completed commit at a time and stops
@@ -29,6 +32,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::index::bucket::bucket_id_from_file_id;
+use crate::mutation::Mutation;
 use crate::table::commit::WriteStat;
 use crate::table::instant::{Action, Instant, InstantTime};
 
@@ -87,9 +91,10 @@ pub enum Conflict {
         /// The commit that completed first.
         winner: InstantTime,
     },
-    /// A deltacommit completed after the candidate's base appended a log file with a higher version to a
-    /// file group the candidate appends to: the candidate's blocks would come before older-instant blocks
-    /// of the winner, and Java readers of earlier instants would stop before them.
+    /// A deltacommit completed after the candidate's base appended a log file that comes later in reader
+    /// order (a higher version in the same slice, or any log of a newer slice) to a file group the candidate
+    /// appends to: the candidate's blocks would come before older-instant blocks of the winner, and Java
+    /// readers of earlier instants would stop before them.
     ///
     /// Help: the writer retries, appending the next version.
     #[error(
@@ -130,8 +135,8 @@ pub struct Candidate<'a> {
     buckets: BTreeSet<(&'a str, u32)>,
     /// Buckets of the groups it creates or rewrites (not merge-on-read appends).
     rewritten_buckets: BTreeSet<(&'a str, u32)>,
-    /// Merge-on-read appends: the log version per (partition, file group).
-    appends: BTreeMap<(&'a str, &'a str), i64>,
+    /// Merge-on-read appends: the log's place per (partition, file group).
+    appends: BTreeMap<(&'a str, &'a str), LogPlace>,
     /// Whether the candidate is a deltacommit (merge-on-read): compaction commits do not order it.
     delta: bool,
 }
@@ -148,6 +153,10 @@ fn orders_writes(done: &Instant, delta: bool) -> bool {
 /// writes, see [`Candidate::check_order`]); then the newest completed instant older than that write. A write
 /// that completes after a newer compaction would otherwise be below the base of writers that never saw it, and
 /// their file groups and buckets would not be checked against it.
+///
+/// On merge-on-read a pending compaction always counts as such a write: it merges outside the lock and
+/// completes after the deltacommits that landed meanwhile, so a writer based above it would never check its
+/// appends to the old slices against it (the mutation switch `PendingCompactionHoldsBase` turns this off).
 pub fn writer_base(timeline: &crate::table::timeline::Timeline, delta: bool) -> Option<&Instant> {
     let completed = timeline.completed_commits();
     let can_complete = |p: &Instant| {
@@ -155,10 +164,15 @@ pub fn writer_base(timeline: &crate::table::timeline::Timeline, delta: bool) -> 
             .iter()
             .any(|c| c.time > p.time && orders_writes(c, delta))
     };
+    let compaction_holds =
+        delta && !crate::mutation::is_disabled(Mutation::PendingCompactionHoldsBase);
     let oldest_live = timeline
         .pending()
         .into_iter()
-        .filter(|p| p.action.is_write() && can_complete(p))
+        .filter(|p| {
+            (p.action.is_write() && can_complete(p))
+                || (compaction_holds && p.action == Action::Compaction)
+        })
         .map(|p| &p.time)
         .min();
     completed
@@ -172,15 +186,37 @@ fn bucket_of<'s>(partition: &'s str, file_id: &str) -> Option<(&'s str, u32)> {
     bucket_id_from_file_id(file_id).map(|b| (partition, b))
 }
 
-/// The log version of a merge-on-read append (a stat whose file is a log file), `None` for a base file.
-fn appended_version(stat: &WriteStat) -> Option<i64> {
+/// Where a merge-on-read log sits in reader order: the base instant of its slice (from its name; `None`
+/// when the name does not parse), then its version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LogPlace {
+    base: Option<InstantTime>,
+    version: i64,
+}
+
+impl LogPlace {
+    /// Whether `self` comes before `other` in reader order. Logs of two slices order by their base instants;
+    /// without both bases, by version alone.
+    fn is_before(&self, other: &LogPlace) -> bool {
+        match (&self.base, &other.base) {
+            (Some(a), Some(b)) if a != b => a < b,
+            _ => self.version < other.version,
+        }
+    }
+}
+
+/// The place of a merge-on-read append (a stat whose file is a log file), `None` for a base file.
+fn appended_place(stat: &WriteStat) -> Option<LogPlace> {
     if !stat.file_name().starts_with('.') {
         return None;
     }
-    stat.log_version.or_else(|| {
-        crate::log_file::LogFileName::parse(stat.file_name())
-            .ok()
-            .map(|n| i64::from(n.version))
+    let parsed = crate::log_file::LogFileName::parse(stat.file_name()).ok();
+    let version = stat
+        .log_version
+        .or_else(|| parsed.as_ref().map(|n| i64::from(n.version)))?;
+    Some(LogPlace {
+        base: parsed.map(|n| n.base_instant),
+        version,
     })
 }
 
@@ -199,9 +235,9 @@ impl<'a> Candidate<'a> {
             let group = (s.partition_path.as_str(), s.file_id.as_str());
             groups.insert(group);
             buckets.extend(bucket_of(&s.partition_path, &s.file_id));
-            match appended_version(s) {
-                Some(v) => {
-                    appends.insert(group, v);
+            match appended_place(s) {
+                Some(place) => {
+                    appends.insert(group, place);
                 }
                 None => rewritten_buckets.extend(bucket_of(&s.partition_path, &s.file_id)),
             }
@@ -249,15 +285,15 @@ impl<'a> Candidate<'a> {
     /// The file group, bucket and log version rules against one commit completed after the base.
     pub fn check_against(&self, done: &CompletedWrite) -> Result<(), Conflict> {
         let winner = || done.instant.time.clone();
-        // Per (partition, file group) the winner wrote: the highest log version it appended, or `None` when
-        // it wrote a base file there.
-        let mut written: BTreeMap<(&str, &str), Option<i64>> = BTreeMap::new();
+        // Per (partition, file group) the winner wrote: the latest log place it appended, or `None` when it
+        // wrote a base file there.
+        let mut written: BTreeMap<(&str, &str), Option<LogPlace>> = BTreeMap::new();
         for s in &done.written {
             let key = (s.partition_path.as_str(), s.file_id.as_str());
-            let version = appended_version(s);
-            let entry = written.entry(key).or_insert(version);
-            *entry = match (*entry, version) {
-                (Some(a), Some(b)) => Some(a.max(b)),
+            let place = appended_place(s);
+            let entry = written.entry(key).or_insert_with(|| place.clone());
+            *entry = match (entry.take(), place) {
+                (Some(a), Some(b)) => Some(if a.is_before(&b) { b } else { a }),
                 _ => None,
             };
         }
@@ -266,9 +302,12 @@ impl<'a> Candidate<'a> {
             .iter()
             .map(|(p, f)| (p.as_str(), f.as_str()))
             .collect();
+        // Groups the candidate appended to at the slice the winner made (or a later one): settled, for the
+        // bucket rule too (the winner's base file there is not another group of the bucket).
+        let mut settled: BTreeSet<(&str, &str)> = BTreeSet::new();
         for &(partition, file_id) in &self.groups {
             let key = (partition, file_id);
-            let ours = self.appends.get(&key).copied();
+            let ours = self.appends.get(&key);
             let is_replaced = replaced.contains(&key);
             let conflict = match (written.get(&key), ours) {
                 // Appends of one window's members carry the same instant: they commute.
@@ -276,15 +315,26 @@ impl<'a> Candidate<'a> {
                     None
                 }
                 // Both appended: logs commute, if the later commit's log comes later.
-                (Some(Some(theirs)), Some(version)) if !is_replaced && *theirs < version => None,
-                (Some(Some(theirs)), Some(version)) if !is_replaced => {
+                (Some(Some(theirs)), Some(place)) if !is_replaced && theirs.is_before(place) => {
+                    None
+                }
+                (Some(Some(theirs)), Some(place)) if !is_replaced => {
                     Some(Conflict::LogVersionBehind {
                         partition: partition.to_string(),
                         file_id: file_id.to_string(),
-                        version,
-                        winner_version: *theirs,
+                        version: place.version,
+                        winner_version: theirs.version,
                         winner: winner(),
                     })
+                }
+                // The winner rewrote the group (a compaction's new base file) and the candidate appended to
+                // the slice it made, or a later one: the candidate saw it complete.
+                (Some(None), Some(place))
+                    if !is_replaced
+                        && place.base.as_ref().is_some_and(|b| *b >= done.instant.time) =>
+                {
+                    settled.insert(key);
+                    None
                 }
                 (Some(_), _) => Some(Conflict::FileGroupWritten {
                     partition: partition.to_string(),
@@ -305,7 +355,7 @@ impl<'a> Candidate<'a> {
         // Buckets: a group created or rewritten in a bucket the other side touched.
         let mut their_buckets = BTreeSet::new();
         let mut their_rewritten = BTreeSet::new();
-        for (&(p, f), version) in &written {
+        for (&(p, f), version) in written.iter().filter(|(k, _)| !settled.contains(*k)) {
             their_buckets.extend(bucket_of(p, f));
             if version.is_none() {
                 their_rewritten.extend(bucket_of(p, f));
@@ -575,6 +625,100 @@ mod tests {
         assert_eq!(
             checked_delta(&[append("p", BUCKET_3, 3)], &completed),
             Ok(())
+        );
+    }
+
+    /// A merge-on-read append of log version `v` to the slice of `file_id` whose base instant is `base`.
+    fn append_in(p: &str, f: &str, base: &str, v: i64) -> WriteStat {
+        let mut stat = WriteStat::new(f, p, &format!("{p}/.{f}_{base}.log.{v}_0-0-0"));
+        stat.log_version = Some(v);
+        stat
+    }
+
+    /// A compaction `commit` at `t` that wrote a new base file of (partition, file group).
+    fn compaction(t: &str, p: &str, f: &str) -> CompletedWrite {
+        done(t, Action::Commit, &[(p, f)], &[])
+    }
+
+    #[test]
+    fn logs_of_two_slices_order_by_their_base_instants_whatever_their_versions() {
+        // The candidate appended version 1 to a newer slice (the compaction WINNER made); a deltacommit that
+        // completed after the base appended version 9 to the old slice: the candidate's log comes later.
+        let completed = [CompletedWrite {
+            instant: Instant::new(time(NEWER), Action::DeltaCommit, State::Completed),
+            written: vec![append_in("p", BUCKET_3, BASE, 9)],
+            replaced: Vec::new(),
+        }];
+        let (instant, base) = (time("20250101000004000"), time(BASE));
+        let mine = [append_in("p", BUCKET_3, WINNER, 1)];
+        let candidate = Candidate::new(&instant, Some(&base), &mine).deltacommit(true);
+        assert_eq!(
+            check(&candidate, completed.iter().map(|d| &d.instant), &completed),
+            Ok(())
+        );
+        // The other way round: an append to the old slice after a log of the new slice completed.
+        let completed = [CompletedWrite {
+            instant: Instant::new(time(NEWER), Action::DeltaCommit, State::Completed),
+            written: vec![append_in("p", BUCKET_3, WINNER, 1)],
+            replaced: Vec::new(),
+        }];
+        let mine = [append_in("p", BUCKET_3, BASE, 9)];
+        let candidate = Candidate::new(&instant, Some(&base), &mine).deltacommit(true);
+        assert_eq!(
+            check(&candidate, completed.iter().map(|d| &d.instant), &completed),
+            Err(Conflict::LogVersionBehind {
+                partition: "p".into(),
+                file_id: BUCKET_3.into(),
+                version: 9,
+                winner_version: 1,
+                winner: time(NEWER),
+            })
+        );
+    }
+
+    #[test]
+    fn an_append_to_the_slice_a_compaction_made_does_not_conflict_with_it() {
+        // A member that saw compaction WINNER complete appended to its slice: no conflict with it.
+        let completed = [compaction(WINNER, "p", BUCKET_3)];
+        assert_eq!(
+            checked_delta(&[append_in("p", BUCKET_3, WINNER, 1)], &completed),
+            Ok(())
+        );
+        // An append to the slice it replaced conflicts: the compaction's base file supersedes that slice.
+        assert_eq!(
+            checked_delta(&[append_in("p", BUCKET_3, BASE, 4)], &completed),
+            Err(Conflict::FileGroupWritten {
+                partition: "p".into(),
+                file_id: BUCKET_3.into(),
+                winner: time(WINNER),
+            })
+        );
+    }
+
+    #[test]
+    fn a_pending_compaction_holds_the_base_below_it() {
+        use crate::table::timeline::Timeline;
+        let i = |t: &str, a: Action, st: State| Instant::new(time(t), a, st);
+        // Compaction WINNER merges outside the lock; deltacommit CANDIDATE completed meanwhile. A writer
+        // based on CANDIDATE would never check its appends against WINNER when it completes later.
+        let timeline = Timeline::from_instants([
+            i(BASE, Action::DeltaCommit, State::Completed),
+            i(WINNER, Action::Compaction, State::Inflight),
+            i(CANDIDATE, Action::DeltaCommit, State::Completed),
+        ]);
+        assert_eq!(
+            writer_base(&timeline, true).map(|b| b.time.as_str()),
+            Some(BASE)
+        );
+        // Once it completed (a `commit` on merge-on-read), the base is the latest completed instant.
+        let timeline = Timeline::from_instants([
+            i(BASE, Action::DeltaCommit, State::Completed),
+            i(WINNER, Action::Commit, State::Completed),
+            i(CANDIDATE, Action::DeltaCommit, State::Completed),
+        ]);
+        assert_eq!(
+            writer_base(&timeline, true).map(|b| b.time.as_str()),
+            Some(CANDIDATE)
         );
     }
 

@@ -2,15 +2,15 @@
 //! run (`services` request, `hudi-sink services`), and the inline runs after a commit.
 //!
 //! ```text
-//! scheduled: lock ─ roll back expired ─ leftovers ─ sweep retired ─ compact ─ clean ─ archive ─ unlock ─ cluster
-//! inline:    (under the commit's lock, after <t>.commit) clean if due ─ archive ─ compact if due
-//!            │ (after unlock) cluster
+//! scheduled: compact ─ lock ─ roll back expired ─ leftovers ─ sweep retired ─ clean ─ archive ─ unlock ─ cluster
+//! inline:    (under the commit's lock, after <t>.commit) clean if due ─ archive
+//!            │ (after unlock) compact if due ─ cluster
 //! ```
 //!
-//! Compaction (merge-on-read) runs whole under the lock: plan, merge and `<c>.commit`, so that no deltacommit
-//! can land while it is pending (hudi-rs 0.5.0 hides logs written against a pending compaction). Its cost per
-//! run is bounded by `hudi.sink.compaction.max.file.groups` groups, each merged with memory bounded by its
-//! log records.
+//! Compaction (merge-on-read) takes the lock itself, for planning and completion only: its merge runs
+//! outside it, after the commit's lock is released, so writers keep committing while it merges
+//! (`services::compact`). Its cost per run is bounded by `hudi.sink.compaction.max.file.groups` groups, each
+//! merged with memory bounded by its log records.
 //!
 //! The services themselves live in [`crate::services`]; this file holds what the coordinator keeps for them
 //! between runs while warm (commit metadata, the last clean's scan, the clustering writer and its view).
@@ -44,6 +44,9 @@ pub(super) struct Compaction {
     base_file: crate::base_file::writer::BaseFileOptions,
     /// The latest slices, kept from the timeline between runs (no listing of the table per run).
     view: tokio::sync::Mutex<crate::table::fs_view::FileSystemView>,
+    /// The timeline with the last commit this coordinator made, for the due check after the lock is
+    /// released (no listing of its own).
+    committed: std::sync::Mutex<Option<Timeline>>,
 }
 
 impl Coordinator {
@@ -55,59 +58,81 @@ impl Coordinator {
             Arc::new(Compaction {
                 base_file: config.base_file.clone(),
                 view: tokio::sync::Mutex::new(crate::table::fs_view::FileSystemView::new()),
+                committed: std::sync::Mutex::new(None),
             })
         });
         self
     }
 
-    /// One compaction under the held lock, when this coordinator may compact and one is due.
-    async fn compact(
-        &self,
-        ctx: &crate::services::ServiceContext<'_>,
-        timeline: &Timeline,
-    ) -> Result<ServiceReport, WriteError> {
+    /// One compaction, when this coordinator may compact and one is due: it takes the lock to plan and to
+    /// complete, and merges without it (`services::compact::run`).
+    async fn compact(&self) -> Result<ServiceReport, WriteError> {
         let Some(compaction) = &self.compaction else {
             return Ok(ServiceReport::default());
         };
-        let report = crate::services::compact::compact(
-            ctx,
-            timeline,
-            Some(&compaction.view),
-            &compaction.base_file,
-        )
-        .await?;
+        let runner = crate::services::compact::Runner {
+            storage: self.storage.as_ref(),
+            lock: self.lock.as_ref(),
+            lock_wait: self.config.lock_wait,
+            clock: self.clock.as_ref(),
+            config: &self.config.services,
+            heartbeat_tolerance: self.config.heartbeat_tolerance,
+        };
+        let report =
+            crate::services::compact::run(&runner, Some(&compaction.view), &compaction.base_file)
+                .await?;
+        if let Some(r) = &report {
+            tracing::info!(
+                instant = %r.instant,
+                groups = r.file_groups,
+                logs = r.log_files,
+                carried = r.carried,
+                completion_lock_ms = r.completion_lock_ms,
+                "compaction"
+            );
+        }
         Ok(report.map(|r| r.to_service_report()).unwrap_or_default())
     }
 
-    /// Compaction after a deltacommit (`hoodie.compact.inline`), under the commit's lock; best effort.
-    /// `changed`: the inline clean or archival changed the timeline since `committed` was listed, which is
-    /// then read again.
-    pub(super) async fn inline_compaction(
-        &self,
-        guard: &LockGuard,
-        committed: &Timeline,
-        changed: bool,
-    ) {
-        if self.compaction.is_none() || !self.config.services.compact_inline {
+    /// Under a commit's lock: keeps the timeline with the new commit for the inline compaction's due check
+    /// after the lock is released.
+    pub(super) fn note_committed(&self, committed: &Timeline) {
+        if let Some(compaction) = &self.compaction {
+            if let Ok(mut slot) = compaction.committed.lock() {
+                *slot = Some(committed.clone());
+            }
+        }
+    }
+
+    /// Compaction after a deltacommit (`hoodie.compact.inline`), once the commit's lock is released, when
+    /// one is due on the timeline of the last commit (best effort, like the other inline services).
+    pub(super) async fn inline_compaction(&self) {
+        let Some(compaction) = &self.compaction else {
+            return;
+        };
+        if !self.config.services.compact_inline {
             return;
         }
-        let ctx = self.service_context(guard);
-        let reloaded;
-        let timeline = if changed {
-            match Timeline::load(self.storage.as_ref()).await {
-                Ok(t) => {
-                    reloaded = t;
-                    &reloaded
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "inline compaction skipped; a later run retries");
-                    return;
-                }
-            }
-        } else {
-            committed
+        let committed = compaction.committed.lock().ok().and_then(|mut s| s.take());
+        let Some(timeline) = committed else {
+            return;
         };
-        match self.compact(&ctx, timeline).await {
+        let due = crate::services::compact::is_due(
+            self.storage.as_ref(),
+            &timeline,
+            &compaction.view,
+            &self.config.services,
+        )
+        .await;
+        match due {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "inline compaction skipped; a later run retries");
+                return;
+            }
+        }
+        match self.compact().await {
             Ok(report) if report.compaction_instant.is_some() => {
                 tracing::info!(?report, "inline compaction");
             }
@@ -290,6 +315,9 @@ impl Coordinator {
     /// and clusters as the settings say, and reports what it did.
     pub async fn run_services(&self) -> Result<ServiceReport, WriteError> {
         let started = std::time::Instant::now();
+        // Compaction first (it takes the lock itself, and merges without it): archival may pass deltacommits
+        // (and compactions that carried logs) only once their logs are compacted.
+        let compacted = self.compact().await?;
         let guard = self.lock().await?;
         let result = async {
             let storage = self.storage.as_ref();
@@ -298,12 +326,7 @@ impl Coordinator {
             self.clean_completed_leftovers(&guard, &timeline).await?;
             self.sweep_retired(&guard).await?;
             let ctx = self.service_context(&guard);
-            // Compaction first: archival may pass deltacommits only once their logs are compacted.
-            let mut report = ServiceReport::default();
-            if self.compaction.is_some() {
-                let timeline = Timeline::load(storage).await?;
-                report.merge(self.compact(&ctx, &timeline).await?);
-            }
+            let mut report = compacted;
             let listed = storage.list(crate::table::timeline::META_DIR).await?;
             let timeline = Timeline::from_listing(&listed)?;
             let services = &self.config.services;

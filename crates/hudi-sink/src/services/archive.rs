@@ -12,9 +12,10 @@
 //! - the earliest commit to retain of the configuration and of the last clean (queries inside the retention
 //!   keep their instants; cleans stay incremental);
 //! - a replacecommit whose replaced file groups are not cleaned yet (archiving it resurrects those groups);
-//! - merge-on-read: a deltacommit that wrote a log file into a slice no later base file of its group
-//!   supersedes (not compacted yet): the file-system view finds a slice's logs in the write stats of
-//!   active deltacommits only (`LogVisibility`), so archiving it would hide the log from the writer and the
+//! - merge-on-read: a deltacommit that wrote a log file (or a compaction that carried one) into a slice no
+//!   later base file of its group supersedes (not compacted yet): the file-system view finds a slice's logs in
+//!   the write stats of active deltacommits and the carried logs of active compactions only
+//!   (`LogVisibility`), so archiving it would hide the log from the writer and the
 //!   compactor (readers, which take any log block older than the first active instant as committed, would
 //!   still see it);
 //! - the first savepoint.
@@ -242,7 +243,8 @@ async fn uncompacted_logs(
 /// The oldest deltacommit among `commits` (completed commit-like instants, any order) that wrote a log file
 /// (a stat's `path`) into a slice that no later base file of its group (a compaction's, or any commit's)
 /// supersedes and whose group no replacecommit replaced: its logs are still live, and only its write stats
-/// tell the file-system view so.
+/// tell the file-system view so. A compaction that carried logs into its new slices (`table::carried`) holds
+/// archival the same way while those slices are the latest: only its metadata names the copies.
 pub fn oldest_uncompacted_log_writer(commits: &[Arc<CommitSummary>]) -> Option<InstantTime> {
     // Per (partition, file id): the newest base file instant and whether the group was replaced.
     let mut newest_base: BTreeMap<(String, String), InstantTime> = BTreeMap::new();
@@ -266,15 +268,27 @@ pub fn oldest_uncompacted_log_writer(commits: &[Arc<CommitSummary>]) -> Option<I
     }
     let mut oldest: Option<InstantTime> = None;
     for summary in commits {
-        if summary.instant.action != Action::DeltaCommit {
-            continue;
-        }
+        // A deltacommit names the logs it wrote; a compaction the logs it carried into its new slices.
+        let logs: Vec<String> = match summary.instant.action {
+            Action::DeltaCommit => summary
+                .metadata
+                .commit
+                .write_stats()
+                .map(|s| s.path.clone())
+                .collect(),
+            Action::Commit => crate::table::carried::carried_logs(&summary.metadata.commit)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| c.path)
+                .collect(),
+            _ => continue,
+        };
         let time = &summary.instant.time;
         if oldest.as_ref().is_some_and(|o| o <= time) {
             continue;
         }
-        let live = summary.metadata.commit.write_stats().any(|stat| {
-            let (partition, name) = stat.path.rsplit_once('/').unwrap_or(("", &stat.path));
+        let live = logs.iter().any(|path| {
+            let (partition, name) = path.rsplit_once('/').unwrap_or(("", path));
             let Ok(log) = LogFileName::parse(name) else {
                 return false;
             };
@@ -646,6 +660,32 @@ mod tests {
             times(&plan_archive(&tl(&commits(1..=8)), &config(), &b)),
             vec![1]
         );
+    }
+
+    #[test]
+    fn a_compaction_that_carried_logs_holds_archival_until_its_slice_is_compacted() {
+        // 1: bases a. 2: log of a@1. 4: compaction of a (planned at 3) carrying 3's log into a@4. 3: log of a@1.
+        let mut compaction = (*summary(4, Action::Commit, &[base("a", 4)])).clone();
+        let carried = crate::table::carried::CarriedLog {
+            path: log("a", 4, 1),
+            from: log("a", 1, 2),
+            size: 1,
+            instant: t(3).to_string(),
+        };
+        crate::table::carried::set_carried(&mut compaction.metadata.commit, &[carried])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let written = vec![
+            summary(1, Action::DeltaCommit, &[base("a", 1)]),
+            summary(2, Action::DeltaCommit, &[log("a", 1, 1)]),
+            summary(3, Action::DeltaCommit, &[log("a", 1, 2)]),
+            Arc::new(compaction),
+        ];
+        // 2's and 3's logs are superseded by a@4; the copy in a@4 is named by 4 alone: 4 stays.
+        assert_eq!(oldest_uncompacted_log_writer(&written), Some(t(4)));
+        // Once a@4 is compacted, nothing holds archival.
+        let mut compacted = written;
+        compacted.push(summary(6, Action::Commit, &[base("a", 6)]));
+        assert_eq!(oldest_uncompacted_log_writer(&compacted), None);
     }
 
     #[test]

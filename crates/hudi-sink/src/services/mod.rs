@@ -7,7 +7,7 @@
 //! - [`cluster`]: rewrites the small files of insert tables into fewer, larger file groups
 //!   (`replacecommit`, operation `CLUSTER`).
 //! - [`compact`]: merges the log files of merge-on-read file slices into new base files (`compaction`
-//!   instants completed as `commit`, operation `COMPACT`), entirely under the table lock.
+//!   instants completed as `commit`, operation `COMPACT`), merging outside the table lock.
 //! - [`avro`]: the Avro object-container encoding of the timeline files these services write.
 //!
 //! Every service plans and changes the timeline under the table lock and proves the lease (fences) right

@@ -322,6 +322,22 @@ struct NewInstant {
     replaced: Vec<(String, String)>,
     /// A deltacommit: only its stats' log files count as written (as in [`LogVisibility::load`]).
     delta: bool,
+    /// A compaction's carried logs (`table::carried`): logs of its new slices that it wrote.
+    carried: Vec<(String, u64)>,
+}
+
+/// The carried logs of the compaction commit `time` (see [`crate::table::carried`]), as (path, size).
+pub(crate) fn carried_of(
+    time: &InstantTime,
+    meta: &super::commit::CommitMetadata,
+) -> Result<Vec<(String, u64)>, TimelineError> {
+    super::carried::carried_logs(meta)
+        .map(|logs| logs.into_iter().map(|l| (l.path, l.size)).collect())
+        .map_err(|e| TimelineError::InvalidWriteStat {
+            instant: time.to_string(),
+            path: super::carried::CARRIED_KEY.to_string(),
+            reason: e.to_string(),
+        })
 }
 
 /// The state of a view that has synced.
@@ -515,6 +531,7 @@ impl Warm {
                     stats,
                     replaced,
                     delta: false,
+                    carried: Vec::new(),
                 });
             } else {
                 let meta = match self.primed.remove(&instant.time) {
@@ -529,11 +546,18 @@ impl Warm {
                         self.schema = Some((instant.time.clone(), schema.to_string()));
                     }
                 }
+                let delta = instant.action == Action::DeltaCommit;
+                let carried = if delta {
+                    Vec::new()
+                } else {
+                    carried_of(&instant.time, &meta)?
+                };
                 new.push(NewInstant {
                     time: instant.time.clone(),
                     stats,
                     replaced: Vec::new(),
-                    delta: instant.action == Action::DeltaCommit,
+                    delta,
+                    carried,
                 });
             }
         }
@@ -549,7 +573,11 @@ impl Warm {
         let visibility = SliceVisibility::new(timeline, None).with_replaced(&self.replaced);
         let logs = LogVisibility::new(timeline, visibility.cutoff());
         for NewInstant {
-            time, stats, delta, ..
+            time,
+            stats,
+            delta,
+            carried,
+            ..
         } in &new
         {
             for stat in stats {
@@ -579,6 +607,14 @@ impl Warm {
                         attach_log(&mut self.slices, &mut self.detached, &logs, &partition, log);
                     }
                     _ => {}
+                }
+            }
+            // A compaction's carried logs, after its base files: they belong to its new slices.
+            for (path, size) in carried {
+                if let Some(DataFile::Log(partition, log)) = FileSlice::from_path(path, *size)? {
+                    if !visibility.is_replaced(&partition, &log.name.file_id) {
+                        attach_log(&mut self.slices, &mut self.detached, &logs, &partition, log);
+                    }
                 }
             }
         }

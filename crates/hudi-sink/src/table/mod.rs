@@ -4,6 +4,7 @@
 //! for callers that only need "the table layer failed". Nothing here writes data files: this layer reads and
 //! writes the metadata that makes data files visible, following hudi-format.md for table version 6.
 
+pub mod carried;
 pub mod commit;
 pub mod file_name;
 pub mod fs_view;

@@ -72,6 +72,7 @@ use hudi_sink::write::{TableWriter, WriteError};
 use crate::model::{esm_payload, local_props, stream_with_seed, Model, Msg, Trip, SCHEMA};
 
 mod catalog;
+mod compaction_scenarios;
 mod evolution_scenarios;
 mod fakes;
 mod invariants;

@@ -212,9 +212,10 @@ impl Coordinator {
             .iter()
             .any(|i| i.action == Action::Compaction)
         {
-            crate::services::compact::roll_back_pending_compactions(
+            crate::services::compact::roll_back_expired_compactions(
                 &self.service_context(guard),
                 &timeline,
+                self.config.heartbeat_tolerance,
             )
             .await?;
         }

@@ -11,9 +11,11 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use bytes::Bytes;
 
-use super::{service_error, CompactionPlanned, PlannedOperation};
+use super::{service_error, PlannedOperation, Scheduled};
 use crate::base_file::ranged::RangedBaseFile;
 use crate::base_file::writer::{BaseFileOptions, BaseFileWriter, StreamedBaseFile};
+use crate::clock::Clock;
+use crate::commit::write_heartbeat;
 use crate::log_file::merge::{conform, MERGE_BATCH_ROWS};
 use crate::log_file::{
     scan_stored_log_files, BaseRowMerger, CommittedInstants, MergeCounts, MergeMode,
@@ -226,34 +228,37 @@ async fn compact_one(
 /// (plus a row group each).
 const GROUPS_IN_FLIGHT: usize = 4;
 
-/// Merges every planned slice into its new base file (see the module doc of [`super`]) and returns one
-/// write stat per new file. `committed` says which log blocks count, `mode` how records merge; the files
-/// are written in `schema` with `options`.
+/// Merges every planned slice of `scheduled` into its new base file (see the module doc of [`super`]) and
+/// returns one write stat per new file, writing the compaction's heartbeat before each group (the merge runs
+/// outside the lock, and a later holder rolls back a compaction whose heartbeat expired). The files are
+/// written in the scheduled schema with `options`.
 pub async fn execute(
     storage: &dyn Storage,
-    planned: &CompactionPlanned,
-    schema: &TableSchema,
-    mode: &MergeMode,
-    committed: &CommittedInstants,
+    clock: &dyn Clock,
+    scheduled: &Scheduled,
     options: &BaseFileOptions,
 ) -> Result<Vec<WriteStat>, WriteError> {
     use futures_util::stream::{StreamExt, TryStreamExt};
-    // GROUPS_IN_FLIGHT groups at a time: the lock is held throughout, and each group waits on its reads
-    // and uploads; the stats keep the plan's order.
-    // Collected first: a stream over a mapping closure would make the caller's future not `Send` for every
-    // lifetime (a rustc limitation).
+    let planned = &scheduled.planned;
+    // GROUPS_IN_FLIGHT groups at a time: each group waits on its reads and uploads; the stats keep the
+    // plan's order. Collected first: a stream over a mapping closure would make the caller's future not
+    // `Send` for every lifetime (a rustc limitation).
     let mut groups = Vec::with_capacity(planned.operations.len());
     for (index, op) in planned.operations.iter().enumerate() {
-        groups.push(compact_one(
-            storage,
-            &planned.instant,
-            index as u64,
-            op,
-            schema,
-            mode,
-            committed,
-            options,
-        ));
+        groups.push(async move {
+            write_heartbeat(storage, clock, &planned.instant).await?;
+            compact_one(
+                storage,
+                &planned.instant,
+                index as u64,
+                op,
+                &scheduled.schema,
+                &scheduled.mode,
+                &scheduled.committed,
+                options,
+            )
+            .await
+        });
     }
     let stats: Vec<WriteStat> = futures_util::stream::iter(groups)
         .buffered(GROUPS_IN_FLIGHT)

@@ -9,7 +9,8 @@ use super::*;
 use crate::log_file::LogFileName;
 use crate::services::avro::compaction::COMPACTION_PLAN_VERSION;
 use crate::storage::memory::MemoryStorage;
-use crate::table::commit::{CommitMetadata, OperationType};
+use crate::storage::Storage;
+use crate::table::commit::{CommitMetadata, OperationType, WriteStat};
 use crate::table::fs_view::SliceLogFile;
 
 fn t(n: u32) -> InstantTime {

@@ -7,9 +7,10 @@
 //! its group's visible slice, which the callers check):
 //! - [`LogVisibility::is_pending_compaction_base`]: the log's base instant is not a pending compaction (such
 //!   logs stay invisible to hudi-rs 0.5.0 until the compaction commits, so a writer must not append to them);
-//! - [`LogVisibility::written_by`]: a completed deltacommit ≤ the cutoff names the log as its `path`. Logs of
-//!   a failed (pending or rolled-back) deltacommit and rollback command blocks are named by none, so they are
-//!   not visible.
+//! - [`LogVisibility::written_by`]: a completed deltacommit ≤ the cutoff names the log as its `path`, or a
+//!   completed compaction ≤ the cutoff carried it into its new slice (`table::carried`; visible from the later
+//!   of the compaction and the deltacommit whose blocks it holds). Logs of a failed (pending or rolled-back)
+//!   deltacommit and rollback command blocks are named by none, so they are not visible.
 //!
 //! Cost: [`LogVisibility::load`] reads every completed deltacommit ≤ the cutoff (one GET each), which is bounded
 //! by the active timeline. A log written by an archived deltacommit is therefore not found; compaction retires
@@ -60,11 +61,30 @@ impl LogVisibility {
         let Some(cutoff) = cutoff else {
             return Ok(rule);
         };
-        for instant in timeline.completed_commits() {
-            if instant.action == Action::DeltaCommit && instant.time <= *cutoff {
+        let completed = timeline.completed_commits();
+        let merge_on_read = completed.iter().any(|i| i.action == Action::DeltaCommit);
+        for instant in completed {
+            if instant.time > *cutoff {
+                continue;
+            }
+            if instant.action == Action::DeltaCommit {
                 let meta = timeline.commit_metadata(storage, instant).await?;
                 for stat in meta.write_stats() {
                     rule.record(&stat.path, &instant.time);
+                }
+            } else if merge_on_read && instant.action == Action::Commit {
+                // A compaction: the logs it carried into its new slices (`table::carried`).
+                let meta = timeline.commit_metadata(storage, instant).await?;
+                let carried = crate::table::carried::carried_logs(&meta).map_err(|e| {
+                    TimelineError::InvalidWriteStat {
+                        instant: instant.time.to_string(),
+                        path: crate::table::carried::CARRIED_KEY.to_string(),
+                        reason: e.to_string(),
+                    }
+                })?;
+                for log in &carried {
+                    let from = crate::table::carried::visible_from(&instant.time, log);
+                    rule.record(&log.path, &from);
                 }
             }
         }

@@ -92,8 +92,9 @@ async fn log_file_written_by(
 
 /// Deletes every data file of the table written by an instant `doomed` picks, found by one listing of the
 /// whole table (which also covers files whose marker was never written): base files by the instant in their
-/// name, merge-on-read log files by the instant in their first block's header (a log is named after its
-/// slice, so each one is read: this runs only in the scheduled sweep, while some time is retired).
+/// name, merge-on-read log files by the base instant in their name (a compaction's carried copies) or else by
+/// the instant in their first block's header (a log is named after its slice, so each one is read: this runs
+/// only in the scheduled sweep, while some time is retired).
 pub(crate) async fn delete_data_files(
     storage: &dyn Storage,
     doomed: impl Fn(&InstantTime) -> bool,
@@ -107,8 +108,12 @@ pub(crate) async fn delete_data_files(
             if doomed(&parsed.instant_time) {
                 storage.delete(&obj.path).await?;
             }
-        } else if crate::log_file::LogFileName::parse(name).is_ok() {
-            if let Some(instant) = log_file_instant(storage, &obj.path).await? {
+        } else if let Ok(log) = crate::log_file::LogFileName::parse(name) {
+            // A log of a slice whose base instant is doomed (a compaction's carried copy) belongs to a slice
+            // that never became visible; it goes without reading its header.
+            if doomed(&log.base_instant) {
+                storage.delete(&obj.path).await?;
+            } else if let Some(instant) = log_file_instant(storage, &obj.path).await? {
                 if doomed(&instant) {
                     storage.delete(&obj.path).await?;
                 }

@@ -40,6 +40,9 @@ struct Seen {
     windows: BTreeSet<String>,
     /// Files of pending windows deleted (an excluded member's), by instant: its commit may not list them.
     deleted_from_windows: BTreeMap<String, BTreeSet<String>>,
+    /// Compaction plans stored, by time: per (partition, file id), the planned slice's base instant and the
+    /// log paths the plan merges.
+    compaction_plans: BTreeMap<String, BTreeMap<(String, String), (String, BTreeSet<String>)>>,
 }
 
 /// The instant in a base file's name (`<fileId>_<token>_<t>.parquet`), for data files outside `.hoodie/`.
@@ -51,11 +54,25 @@ fn base_file_instant(path: &str) -> Option<&str> {
         .and_then(|p| p.rsplit('_').next())
 }
 
-/// The paths a completed commit's body lists.
+/// The paths a completed commit's body lists: its write stats' files and a compaction's carried logs.
 fn listed_paths(body: &Bytes) -> BTreeSet<String> {
     CommitMetadata::from_json(body)
-        .map(|m| m.write_stats().map(|s| s.path.clone()).collect())
+        .map(|m| {
+            let carried = hudi_sink::table::carried::carried_logs(&m).unwrap_or_default();
+            m.write_stats()
+                .map(|s| s.path.clone())
+                .chain(carried.into_iter().map(|c| c.path))
+                .collect()
+        })
         .unwrap_or_default()
+}
+
+/// The parsed name of a log file path outside `.hoodie/`, with its partition.
+fn log_name_of(path: &str) -> Option<(&str, hudi_sink::log_file::LogFileName)> {
+    let (partition, name) = path.rsplit_once('/').unwrap_or(("", path));
+    hudi_sink::log_file::LogFileName::parse(name)
+        .ok()
+        .map(|n| (partition, n))
 }
 
 /// The file name suffixes of completed commit-like instants.
@@ -81,8 +98,17 @@ impl Seen {
     }
 
     /// A data file of `time` lands: if `time` completed already, its commit must list the file (an excluded
-    /// window member's upload after the close would be visible as the instant's).
+    /// window member's upload after the close would be visible as the instant's). A log of the slice of a
+    /// pending compaction is the compaction's carried copy of a committed log: its commit lists it (checked
+    /// by [`Seen::check_compaction_commit`]).
     fn on_data_file(&mut self, path: &str, time: &str) {
+        // A log of a slice whose base instant never completed (a pending compaction's carried copy, or one a
+        // paused compactor wrote after its compaction was rolled back) is part of no visible slice.
+        let invisible_slice = log_name_of(path)
+            .is_some_and(|(_, log)| !self.commits.contains_key(&log.base_instant.to_string()));
+        if invisible_slice {
+            return;
+        }
         if let Some((name, body)) = self.commits.get(time) {
             if !listed_paths(body).contains(path) {
                 self.violations.push((
@@ -244,6 +270,9 @@ impl Seen {
             if let Some(time) = completed_time(name) {
                 if !self.commits.contains_key(time) {
                     self.on_commit(name, time, data);
+                    if name.ends_with(".commit") {
+                        self.check_compaction_commit(time, data);
+                    }
                 }
                 if std::env::var_os("SIM_TRACE").is_some() {
                     let files: Vec<String> = CommitMetadata::from_json(data)
@@ -311,7 +340,17 @@ impl Seen {
                 return;
             }
         };
+        let mut planned = BTreeMap::new();
         for op in &plan.operations {
+            let logs: BTreeSet<String> = op
+                .delta_file_paths
+                .iter()
+                .map(|name| hudi_sink::storage::join_path(&[&op.partition_path, name]))
+                .collect();
+            planned.insert(
+                (op.partition_path.clone(), op.file_id.clone()),
+                (op.base_instant_time.clone(), logs),
+            );
             for name in &op.delta_file_paths {
                 let path = hudi_sink::storage::join_path(&[&op.partition_path, name]);
                 // The latest store of the path is the one the plan reads.
@@ -329,6 +368,66 @@ impl Seen {
                         ),
                     ));
                 }
+            }
+        }
+        self.compaction_plans.insert(time.to_string(), planned);
+    }
+
+    /// A compaction `time` completes: every committed log of a slice it replaces (a completed deltacommit
+    /// lists it) is merged by its plan or carried into its new slice, or its rows would vanish behind the
+    /// new base file.
+    fn check_compaction_commit(&mut self, time: &str, body: &Bytes) {
+        let Some(planned) = self.compaction_plans.get(time) else {
+            return;
+        };
+        *self.services.entry("compactions completed").or_default() += 1;
+        let carried: BTreeSet<String> = CommitMetadata::from_json(body)
+            .ok()
+            .and_then(|m| hudi_sink::table::carried::carried_logs(&m).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.from)
+            .collect();
+        if !carried.is_empty() {
+            *self
+                .services
+                .entry("compactions that carried logs")
+                .or_default() += 1;
+        }
+        let copies: BTreeSet<String> = CommitMetadata::from_json(body)
+            .ok()
+            .and_then(|m| hudi_sink::table::carried::carried_logs(&m).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.path)
+            .collect();
+        for (path, writer) in &self.live_logs {
+            let Some((partition, log)) = log_name_of(path) else {
+                continue;
+            };
+            // Its new slices hold only the copies it names: any other log there would be read as committed.
+            if log.base_instant.to_string() == time && !copies.contains(path) {
+                self.violations.push((
+                    "no file of an excluded member is ever visible",
+                    format!("{time} completes while {path} of its slice, which it does not name, is on storage"),
+                ));
+            }
+            let Some((base, merged)) = planned.get(&(partition.to_string(), log.file_id.clone()))
+            else {
+                continue;
+            };
+            if log.base_instant.to_string() != *base {
+                continue;
+            }
+            let committed = self
+                .commits
+                .get(writer)
+                .is_some_and(|(_, b)| listed_paths(b).contains(path));
+            if committed && !merged.contains(path) && !carried.contains(path) {
+                self.violations.push((
+                    "a compaction keeps every committed log of the slices it replaces",
+                    format!("{time} neither merges nor carries {path}, committed by {writer}"),
+                ));
             }
         }
     }
@@ -520,15 +619,32 @@ async fn check_retention(
     if services.cleaner_policy == hudi_sink::services::CleanerPolicy::KeepLatestFileVersions {
         // The newest `fileversions.retained` slices of every live group exist.
         let mut versions: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        // Per group, the newest slice's base instant: a log written to an older slice (while a compaction
+        // merged) is superseded; the compaction's copy of it is the version queries read.
+        let mut newest: BTreeMap<(String, String), String> = BTreeMap::new();
         for (_, _, meta) in commits {
             for (p, id) in meta.replaced_file_groups() {
                 versions.remove(&(p.to_string(), id.to_string()));
             }
-            for stat in meta.commit.write_stats() {
-                versions
-                    .entry((stat.partition_path.clone(), stat.file_id.clone()))
-                    .or_default()
-                    .push(stat.path.clone());
+            let carried = hudi_sink::table::carried::carried_logs(&meta.commit).unwrap_or_default();
+            let written = meta
+                .commit
+                .write_stats()
+                .map(|s| (s.partition_path.clone(), s.file_id.clone(), s.path.clone()))
+                .chain(carried.into_iter().filter_map(|c| {
+                    log_name_of(&c.path).map(|(p, l)| (p.to_string(), l.file_id, c.path.clone()))
+                }));
+            for (partition, file_id, path) in written {
+                let key = (partition, file_id);
+                let base = match log_name_of(&path) {
+                    Some((_, log)) => log.base_instant.to_string(),
+                    None => base_file_instant(&path).unwrap_or_default().to_string(),
+                };
+                if newest.get(&key).is_some_and(|b| base < *b) {
+                    continue;
+                }
+                newest.insert(key.clone(), base);
+                versions.entry(key).or_default().push(path);
             }
         }
         let keep = services.file_versions_retained as usize;
@@ -558,21 +674,40 @@ async fn check_retention(
         .iter()
         .map(|i| i.time.to_string())
         .collect();
-    let mut slices: BTreeMap<(String, String), String> = BTreeMap::new();
+    // Per file group: the base instant of its newest slice and the newest file written to it. A log written
+    // to an older slice than the group's newest (a deltacommit that completed while a compaction merged, after
+    // it in time order) is the compaction's to carry: its copy, named by the compaction, is what queries read.
+    let mut slices: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
+    let offer = |slices: &mut BTreeMap<(String, String), (String, String)>,
+                 partition: &str,
+                 file_id: &str,
+                 path: &str| {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let base = match log_name_of(path) {
+            Some((_, log)) => log.base_instant.to_string(),
+            None => base_file_instant(path).unwrap_or_default().to_string(),
+        };
+        let key = (partition.to_string(), file_id.to_string());
+        if slices.get(&key).is_none_or(|(b, _)| base >= *b) || !name.starts_with('.') {
+            slices.insert(key, (base, path.to_string()));
+        }
+    };
     for (time, _, meta) in commits {
         for (p, id) in meta.replaced_file_groups() {
             slices.remove(&(p.to_string(), id.to_string()));
         }
         for stat in meta.commit.write_stats() {
-            slices.insert(
-                (stat.partition_path.clone(), stat.file_id.clone()),
-                stat.path.clone(),
-            );
+            offer(&mut slices, &stat.partition_path, &stat.file_id, &stat.path);
+        }
+        for carried in hudi_sink::table::carried::carried_logs(&meta.commit).unwrap_or_default() {
+            if let Some((partition, log)) = log_name_of(&carried.path) {
+                offer(&mut slices, partition, &log.file_id, &carried.path);
+            }
         }
         if *time < ecr || !completed.contains(time) {
             continue;
         }
-        for path in slices.values() {
+        for (_, path) in slices.values() {
             if store.head(path).await.map_err(|e| io(&e))?.is_none() {
                 return Err(fail(
                     "every file of a slice inside the retention exists",
@@ -633,8 +768,9 @@ pub(super) async fn check_invariants(
             return Err(fail(
                 "the active timeline stays within keep.max.commits",
                 format!(
-                    "{} completed commits, keep.max.commits {max}",
-                    completed.len()
+                    "{} completed commits, keep.max.commits {max}: {:?}",
+                    completed.len(),
+                    completed.iter().map(|i| i.to_string()).collect::<Vec<_>>()
                 ),
             ));
         }
@@ -718,10 +854,14 @@ pub(super) async fn check_invariants(
     for o in &objects {
         let is_log = o.path.contains(".log.") && !o.path.starts_with(".hoodie/");
         let leftover = if is_log {
-            // Every log file is one a completed deltacommit listed.
-            !commits
-                .iter()
-                .any(|(_, _, meta)| meta.commit.write_stats().any(|s| s.path == o.path))
+            // Every log file is one a completed deltacommit listed, or a compaction carried.
+            !commits.iter().any(|(_, _, meta)| {
+                meta.commit.write_stats().any(|s| s.path == o.path)
+                    || hudi_sink::table::carried::carried_logs(&meta.commit)
+                        .unwrap_or_default()
+                        .iter()
+                        .any(|c| c.path == o.path)
+            })
         } else if o.path.ends_with(".parquet") {
             let t = o
                 .path

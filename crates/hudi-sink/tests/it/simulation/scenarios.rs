@@ -465,6 +465,10 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         "a-narrower-writer-commits-after-an-evolution",
         super::evolution_scenarios::narrower_writer_commits_after_an_evolution_boxed,
     ),
+    (
+        "windows-commit-while-a-compaction-merges",
+        super::compaction_scenarios::windows_commit_while_a_compaction_merges_boxed,
+    ),
 ];
 
 fn uncleaned_replacecommit_stays_on_the_timeline_boxed(

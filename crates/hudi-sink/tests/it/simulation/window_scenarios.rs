@@ -178,6 +178,11 @@ impl Table {
     /// The invariants after `batches` were acknowledged, once the scheduled services ran past the retired
     /// grace (they delete a straggler's markers).
     pub(super) async fn check(&self, batches: &[&[Msg]]) -> Result<(), Failure> {
+        self.check_model(batches).await.map(|_| ())
+    }
+
+    /// As [`Table::check`], returning the model the table was checked against.
+    pub(super) async fn check_model(&self, batches: &[&[Msg]]) -> Result<Model, Failure> {
         tokio::time::sleep(Duration::from_millis(RETIRED_GRACE_MS + 1_000)).await;
         let clock = self.clocks[0].clone();
         Coordinator::new(
@@ -203,7 +208,12 @@ impl Table {
             model.apply(b);
         }
         check_invariants(&self.recorder, &model, &acked_next, &sim_services(), false).await?;
-        Ok(())
+        Ok(model)
+    }
+
+    /// A coordinator's lock client on this table, with `clock`.
+    pub(super) fn lock_with(&self, clock: Arc<SimClock>) -> MemoryLock {
+        self.lock.contender().with_clock(clock)
     }
 }
 

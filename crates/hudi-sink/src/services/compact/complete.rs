@@ -1,0 +1,89 @@
+//! Completion, under the table lock: the last carry, then `<c>.commit`.
+
+use bytes::Bytes;
+
+use super::{
+    carry, current_slices, instant_path, Scheduled, ServiceContext, WRITER_KEY, WRITER_NAME,
+};
+use crate::storage::{PutOutcome, Storage};
+use crate::table::carried::{set_carried, CarriedLog};
+use crate::table::commit::{CommitMetadata, OperationType, WriteStat};
+use crate::table::file_name::{heartbeat_path, marker_dir};
+use crate::table::fs_view::FileSystemView;
+use crate::table::instant::{InstantTime, State};
+use crate::table::timeline::Timeline;
+use crate::write::WriteError;
+
+/// Under the lock the caller holds, with `timeline` loaded under it: carries the logs that landed since
+/// `carried` was made, then writes `<c>.commit` with `stats` (the new base files, checked by the caller) and
+/// every carried log. Returns how many logs were carried, or `None` when the compaction is no longer pending
+/// (an expired heartbeat let another holder roll it back).
+pub(super) async fn complete(
+    ctx: &ServiceContext<'_>,
+    timeline: &Timeline,
+    scheduled: &Scheduled,
+    stats: &[WriteStat],
+    carried: Vec<CarriedLog>,
+    view: Option<&tokio::sync::Mutex<FileSystemView>>,
+) -> Result<Option<u64>, WriteError> {
+    let storage = ctx.storage;
+    let c = &scheduled.planned.instant;
+    let pending = timeline
+        .pending()
+        .iter()
+        .any(|i| i.time == *c && i.action == crate::table::instant::Action::Compaction);
+    if !pending || timeline.is_retired(c) {
+        tracing::warn!(instant = %c, "compaction rolled back before it completed");
+        return Ok(None);
+    }
+    // Deltacommits that completed since the last carry, each read once (a warm view reads nothing else).
+    let slices = current_slices(storage, timeline, view).await?;
+    let carried = carry::carry(storage, ctx.clock, &scheduled.planned, &slices, carried).await?;
+    let mut meta = CommitMetadata::new(OperationType::Compact);
+    meta.compacted = true;
+    for stat in stats {
+        meta.add_write_stat(stat.clone());
+    }
+    meta.set_schema(&scheduled.schema.avro_json);
+    meta.extra_metadata
+        .insert(WRITER_KEY.to_string(), WRITER_NAME.to_string());
+    set_carried(&mut meta, &carried)
+        .map_err(|e| super::service_error(format!("carried logs of {c}: {e}")))?;
+    let body = Bytes::from(meta.to_json_pretty()?);
+    let path = instant_path(c, State::Completed);
+    ctx.fence().await?;
+    if storage.put_if_absent(&path, body.clone()).await? == PutOutcome::AlreadyExists
+        && storage.get(&path).await? != body
+    {
+        return Err(WriteError::InstantExists {
+            instant: c.to_string(),
+            file: path,
+        });
+    }
+    tracing::info!(
+        instant = %c,
+        groups = scheduled.planned.operations.len(),
+        carried = carried.len(),
+        "compaction committed"
+    );
+    Ok(Some(carried.len() as u64))
+}
+
+/// After `<c>.commit`: its markers and heartbeat (best effort: the leftovers clean-up removes what a crash
+/// leaves).
+pub(super) async fn clean_up(storage: &dyn Storage, c: &InstantTime) {
+    let result = async {
+        let mut done: Vec<String> = storage
+            .list(&format!("{}/", marker_dir(c)))
+            .await?
+            .into_iter()
+            .map(|o| o.path)
+            .collect();
+        done.push(heartbeat_path(c));
+        storage.delete_many(&done).await
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!(instant = %c, error = %e, "clean-up after the compaction failed; left to the next run");
+    }
+}
