@@ -271,6 +271,18 @@ pub struct Runner<'a> {
     pub heartbeat_tolerance: Duration,
 }
 
+impl Runner<'_> {
+    /// The services' context under `guard`.
+    fn context<'g>(&'g self, guard: &'g LockGuard) -> ServiceContext<'g> {
+        ServiceContext {
+            storage: self.storage,
+            guard,
+            clock: self.clock,
+            config: self.config,
+        }
+    }
+}
+
 /// One compaction with the merge outside the table lock (see the module doc): under the lock, roll back
 /// expired compactions and schedule; without it, merge and carry; under the lock again, complete. `None` when
 /// nothing is due, another compaction is pending, or the compaction was rolled back meanwhile. A failure
@@ -283,12 +295,7 @@ pub async fn run(
 ) -> Result<Option<CompactionReport>, WriteError> {
     let storage = runner.storage;
     let guard = runner.lock.acquire(runner.lock_wait).await?;
-    let ctx = ServiceContext {
-        storage,
-        guard: &guard,
-        clock: runner.clock,
-        config: runner.config,
-    };
+    let ctx = runner.context(&guard);
     let result = async {
         let timeline = Timeline::load(storage).await?;
         schedule::schedule(&ctx, &timeline, view, Some(runner.heartbeat_tolerance)).await
@@ -312,12 +319,7 @@ pub async fn run(
     .await?;
     let guard = runner.lock.acquire(runner.lock_wait).await?;
     let started = std::time::Instant::now();
-    let ctx = ServiceContext {
-        storage,
-        guard: &guard,
-        clock: runner.clock,
-        config: runner.config,
-    };
+    let ctx = runner.context(&guard);
     let result = async {
         let timeline = Timeline::load(storage).await?;
         complete::complete(&ctx, &timeline, &scheduled, &stats, carried, view).await

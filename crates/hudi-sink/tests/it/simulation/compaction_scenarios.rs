@@ -13,81 +13,10 @@
 //! (their blocks keep the instants of the deltacommits that wrote them).
 
 use super::scenarios::trip_msgs;
-use super::window_scenarios::{batch_of, Table};
+use super::window_scenarios::{batch_of, HeldAt, Table};
 use super::*;
 use hudi_sink::base_file::writer::BaseFileOptions;
 use hudi_sink::services::compact::{run, Runner};
-use tokio::sync::Notify;
-
-/// A view of the store whose first upload of a path containing `needle` waits until the script lets go.
-#[derive(Debug)]
-struct HeldAt {
-    inner: Arc<dyn Storage>,
-    needle: &'static str,
-    armed: AtomicBool,
-    held: Notify,
-    release: Notify,
-}
-
-impl HeldAt {
-    fn new(inner: Arc<dyn Storage>, needle: &'static str) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
-            needle,
-            armed: AtomicBool::new(true),
-            held: Notify::new(),
-            release: Notify::new(),
-        })
-    }
-
-    async fn hold(&self, path: &str) {
-        if path.contains(self.needle) && self.armed.swap(false, Ordering::SeqCst) {
-            self.held.notify_one();
-            self.release.notified().await;
-        }
-    }
-}
-
-#[async_trait]
-impl Storage for HeldAt {
-    fn base_uri(&self) -> &str {
-        self.inner.base_uri()
-    }
-
-    async fn get(&self, path: &str) -> StorageResult<Bytes> {
-        self.inner.get(path).await
-    }
-
-    async fn get_range(&self, path: &str, range: std::ops::Range<u64>) -> StorageResult<Bytes> {
-        self.inner.get_range(path, range).await
-    }
-
-    async fn head(&self, path: &str) -> StorageResult<Option<ObjectMeta>> {
-        self.inner.head(path).await
-    }
-
-    async fn put(&self, path: &str, data: Bytes) -> StorageResult<()> {
-        self.hold(path).await;
-        self.inner.put(path, data).await
-    }
-
-    async fn put_if_absent(&self, path: &str, data: Bytes) -> StorageResult<PutOutcome> {
-        self.hold(path).await;
-        self.inner.put_if_absent(path, data).await
-    }
-
-    async fn list(&self, prefix: &str) -> StorageResult<Vec<ObjectMeta>> {
-        self.inner.list(prefix).await
-    }
-
-    async fn delete(&self, path: &str) -> StorageResult<()> {
-        self.inner.delete(path).await
-    }
-
-    async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
-        self.inner.delete_many(paths).await
-    }
-}
 
 /// `trip_msgs(partition, city)` as a later version of the same records: offsets from `first`, newer
 /// ordering values and fares.
@@ -146,7 +75,7 @@ async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
             .map_err(commits("batches commit"))?;
     }
     // The compaction, paused before its first merged file.
-    let held_merge = HeldAt::new(store.clone(), ".marker.MERGE");
+    let held_merge = HeldAt::new(store.clone(), ".marker.MERGE", None);
     let compactor = {
         let held: Arc<dyn Storage> = held_merge.clone();
         let lock = table.lock_with(table.clocks[4].clone());
@@ -178,7 +107,7 @@ async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
         .map_err(commits("a commits during the merge"))?;
     // B writes its logs to the old slices and pauses before submitting.
     let fourth = updates(1, "sf", 1);
-    let held_submit = HeldAt::new(store.clone(), "/contribution.");
+    let held_submit = HeldAt::new(store.clone(), "/contribution.", None);
     let b = table
         .sink(held_submit.clone(), table.clocks[3].clone(), "b")
         .await?;

@@ -42,8 +42,12 @@ struct Seen {
     deleted_from_windows: BTreeMap<String, BTreeSet<String>>,
     /// Compaction plans stored, by time: per (partition, file id), the planned slice's base instant and the
     /// log paths the plan merges.
-    compaction_plans: BTreeMap<String, BTreeMap<(String, String), (String, BTreeSet<String>)>>,
+    compaction_plans: BTreeMap<String, PlannedGroups>,
 }
+
+/// A compaction plan's groups: per (partition, file id), the planned slice's base instant and the log paths
+/// it merges.
+type PlannedGroups = BTreeMap<(String, String), (String, BTreeSet<String>)>;
 
 /// The instant in a base file's name (`<fileId>_<token>_<t>.parquet`), for data files outside `.hoodie/`.
 fn base_file_instant(path: &str) -> Option<&str> {
@@ -381,26 +385,20 @@ impl Seen {
             return;
         };
         *self.services.entry("compactions completed").or_default() += 1;
-        let carried: BTreeSet<String> = CommitMetadata::from_json(body)
-            .ok()
-            .and_then(|m| hudi_sink::table::carried::carried_logs(&m).ok())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|c| c.from)
-            .collect();
+        let (carried, copies): (BTreeSet<String>, BTreeSet<String>) =
+            CommitMetadata::from_json(body)
+                .ok()
+                .and_then(|m| hudi_sink::table::carried::carried_logs(&m).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| (c.from, c.path))
+                .unzip();
         if !carried.is_empty() {
             *self
                 .services
                 .entry("compactions that carried logs")
                 .or_default() += 1;
         }
-        let copies: BTreeSet<String> = CommitMetadata::from_json(body)
-            .ok()
-            .and_then(|m| hudi_sink::table::carried::carried_logs(&m).ok())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|c| c.path)
-            .collect();
         for (path, writer) in &self.live_logs {
             let Some((partition, log)) = log_name_of(path) else {
                 continue;

@@ -16,29 +16,50 @@ use super::scenarios::{scenario_props, trip_msgs};
 use super::*;
 use tokio::sync::Notify;
 
-/// B's view of the store: its first marker upload waits, with B's clock stopped, until the script lets go.
+/// A writer's view of the store whose first upload of a path containing `needle` waits until the script lets
+/// go, with the writer's clock stopped meanwhile when `clock` is given (its process freezes).
 #[derive(Debug)]
-struct HeldFirstMarker {
+pub(super) struct HeldAt {
     inner: Arc<dyn Storage>,
-    clock: Arc<SimClock>,
+    needle: &'static str,
+    clock: Option<Arc<SimClock>>,
     armed: AtomicBool,
-    held: Notify,
-    release: Notify,
+    pub(super) held: Notify,
+    pub(super) release: Notify,
 }
 
-impl HeldFirstMarker {
+impl HeldAt {
+    pub(super) fn new(
+        inner: Arc<dyn Storage>,
+        needle: &'static str,
+        clock: Option<Arc<SimClock>>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            needle,
+            clock,
+            armed: AtomicBool::new(true),
+            held: Notify::new(),
+            release: Notify::new(),
+        })
+    }
+
     async fn hold(&self, path: &str) {
-        if path.starts_with(".hoodie/.temp/") && self.armed.swap(false, Ordering::SeqCst) {
-            self.clock.freeze();
+        if path.contains(self.needle) && self.armed.swap(false, Ordering::SeqCst) {
+            if let Some(clock) = &self.clock {
+                clock.freeze();
+            }
             self.held.notify_one();
             self.release.notified().await;
-            self.clock.thaw();
+            if let Some(clock) = &self.clock {
+                clock.thaw();
+            }
         }
     }
 }
 
 #[async_trait]
-impl Storage for HeldFirstMarker {
+impl Storage for HeldAt {
     fn base_uri(&self) -> &str {
         self.inner.base_uri()
     }
@@ -228,13 +249,7 @@ async fn straggler_wakes_after_its_window_closed() -> Result<(), Failure> {
     let (a_msgs, b_msgs) = (trip_msgs(0, "sf"), trip_msgs(1, "nyc"));
     // B joins first (it opens the window), then freezes before its first marker.
     let b_clock = table.clocks[1].clone();
-    let held = Arc::new(HeldFirstMarker {
-        inner: store.clone(),
-        clock: b_clock.clone(),
-        armed: AtomicBool::new(true),
-        held: Notify::new(),
-        release: Notify::new(),
-    });
+    let held = HeldAt::new(store.clone(), ".hoodie/.temp/", Some(b_clock.clone()));
     let b = table.sink(held.clone(), b_clock, "b").await?;
     let b_batch = batch_of(&b_msgs)?;
     let b_task = tokio::spawn(async move { b.process(b_batch).await });
@@ -300,13 +315,11 @@ async fn batch_delivered_twice_into_one_window() -> Result<(), Failure> {
         })
         .collect();
     // x joins and pauses before its first upload until y has joined the same window.
-    let held = Arc::new(HeldFirstMarker {
-        inner: store.clone(),
-        clock: table.clocks[2].clone(),
-        armed: AtomicBool::new(true),
-        held: Notify::new(),
-        release: Notify::new(),
-    });
+    let held = HeldAt::new(
+        store.clone(),
+        ".hoodie/.temp/",
+        Some(table.clocks[2].clone()),
+    );
     let x = table
         .sink(held.clone(), table.clocks[2].clone(), "x")
         .await?;
