@@ -149,7 +149,8 @@ def chart(summary, path):
     for t, s in summary.items():
         for i, (interval, rows) in enumerate(s["by_interval"].items()):
             pts = [(int(k), f["records_per_s"]) for k, f in rows.items() if f.get("records_per_s") is not None]
-            series.append((f"{t} interval {interval} ms", colors.get(t, "black"), dashes[i % 3], pts))
+            when = f" (measured {s['measured']})" if s.get("measured") else ""
+            series.append((f"{t} interval {interval} ms{when}", colors.get(t, "black"), dashes[i % 3], pts))
     kmax = max(KS)
     ymax = max([y for _, _, _, pts in series for _, y in pts] +
                [s["per_batch_k1"]["records_per_s"] for s in summary.values() if s["per_batch_k1"]]) * 1.1

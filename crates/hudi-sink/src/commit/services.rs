@@ -78,9 +78,26 @@ impl Coordinator {
             config: &self.config.services,
             heartbeat_tolerance: self.config.heartbeat_tolerance,
         };
-        let report =
+        let report = if self.config.services.compaction_merge_locked {
+            // The whole compaction under one lock hold (a table shared with another engine's writers).
+            let guard = self.lock().await?;
+            let result = async {
+                let timeline =
+                    crate::table::timeline::Timeline::load(self.storage.as_ref()).await?;
+                crate::services::compact::compact(
+                    &self.service_context(&guard),
+                    &timeline,
+                    Some(&compaction.view),
+                    &compaction.base_file,
+                )
+                .await
+            }
+            .await;
+            self.unlock(guard, result).await?
+        } else {
             crate::services::compact::run(&runner, Some(&compaction.view), &compaction.base_file)
-                .await?;
+                .await?
+        };
         if let Some(r) = &report {
             tracing::info!(
                 instant = %r.instant,

@@ -105,9 +105,14 @@ pub struct ServicesConfig {
     /// `hoodie.compact.inline.max.delta.commits` (5): deltacommits that append to a file slice before it is
     /// compacted (one log file each per batch, one per member under the interval commit).
     pub compact_max_delta_commits: u32,
-    /// `hudi.sink.compaction.max.file.groups` (8): file groups one compaction merges, so that a compaction
-    /// (which holds the table lock from plan to commit) keeps writers waiting a bounded time.
+    /// `hudi.sink.compaction.max.file.groups` (8): file groups one compaction merges, so that one merge (and
+    /// its memory) stays bounded.
     pub compaction_max_file_groups: u32,
+    /// `hudi.sink.compaction.merge.locked` (false): merge under the table lock, from plan to commit, as the sink
+    /// did before its compactions left the lock. Only for tables that another engine's writers append to at the
+    /// same time: a Java writer appends to the slice of a pending compaction, which this sink's carried logs
+    /// would then follow (README, Limits).
+    pub compaction_merge_locked: bool,
     /// `hudi.sink.services.retired.grace.ms` (1 hour): how long after a rollback a zombie writer of the
     /// rolled-back instant may still upload a file (a Lambda invocation lives at most 15 minutes). Until a
     /// sweep after this grace has removed its files, archival stays below the instant: an orphan file older
@@ -139,6 +144,7 @@ impl Default for ServicesConfig {
             compact_inline: true,
             compact_max_delta_commits: 5,
             compaction_max_file_groups: 8,
+            compaction_merge_locked: false,
             retired_grace: Duration::from_secs(3600),
         }
     }
@@ -172,6 +178,7 @@ pub const SERVICES_KEYS: &[&str] = &[
     "hoodie.compact.inline",
     "hoodie.compact.inline.max.delta.commits",
     "hudi.sink.compaction.max.file.groups",
+    "hudi.sink.compaction.merge.locked",
     "hudi.sink.services.retired.grace.ms",
 ];
 
@@ -314,6 +321,9 @@ impl ServicesConfig {
         if let Some(v) = get("hudi.sink.compaction.max.file.groups") {
             c.compaction_max_file_groups = parse_num("hudi.sink.compaction.max.file.groups", v)?;
         }
+        if let Some(v) = get("hudi.sink.compaction.merge.locked") {
+            c.compaction_merge_locked = parse_bool("hudi.sink.compaction.merge.locked", v)?;
+        }
         if let Some(v) = get("hudi.sink.services.retired.grace.ms") {
             c.retired_grace =
                 Duration::from_millis(parse_num("hudi.sink.services.retired.grace.ms", v)?);
@@ -404,10 +414,13 @@ mod tests {
                 ("hoodie.compact.inline", "false"),
                 ("hoodie.compact.inline.max.delta.commits", "2"),
                 ("hudi.sink.compaction.max.file.groups", "3"),
+                ("hudi.sink.compaction.merge.locked", "true"),
             ]),
             1000,
         )
         .expect("parse");
+        assert!(c.compaction_merge_locked);
+        assert!(!ServicesConfig::default().compaction_merge_locked);
         assert_eq!(c.cleaner_policy, CleanerPolicy::KeepLatestFileVersions);
         assert_eq!(c.file_versions_retained, 2);
         assert_eq!((c.keep_min_commits, c.keep_max_commits), (3, 5));
@@ -427,6 +440,7 @@ mod tests {
             ("hoodie.clean.trigger.strategy", "BY_TIME"),
             ("hoodie.compact.inline.max.delta.commits", "0"),
             ("hudi.sink.compaction.max.file.groups", "0"),
+            ("hudi.sink.compaction.merge.locked", "sometimes"),
         ] {
             assert!(
                 ServicesConfig::from_properties(&props(&[bad]), 1000).is_err(),

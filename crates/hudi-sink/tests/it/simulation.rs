@@ -661,6 +661,9 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         sink_config,
         services: ServicesConfig {
             compact_max_delta_commits: 2,
+            // Half of the merge-on-read seeds merge under the lock (`hudi.sink.compaction.merge.locked`),
+            // decided without drawing from the run's generator.
+            compaction_merge_locked: seed % 4 == 3,
             ..sim_services_for(&mut rng)
         },
         schema,

@@ -1,5 +1,5 @@
-//! Scripted scenario of a compaction that merges outside the table lock, checked with the simulation's
-//! invariants and read back with hudi-rs.
+//! Scripted scenarios of a compaction that merges outside the table lock, checked with the simulation's
+//! invariants (the first also read back with hudi-rs).
 //!
 //! **Windows commit while a compaction merges.** Two batches give the `sf` file groups a base file and a
 //! log. A compaction is planned and its merge pauses before its first file. Meanwhile writer A commits a
@@ -11,12 +11,20 @@
 //! mutation `pending-compaction-holds-base`); B writes its batch again on the new slices. The table then
 //! holds all four batches, for the library's reader and for hudi-rs, which also reads the carried copies
 //! (their blocks keep the instants of the deltacommits that wrote them).
+//!
+//! **A compaction paused between its plan files is rolled back twice.** The compactor's process freezes, with
+//! the lock, between `<c>.compaction.requested` and `<c>.compaction.inflight`. A writer takes the lock over
+//! once its lease ended and rolls the compaction back (time retired, plan removed). The compactor wakes and
+//! writes `.inflight` for a plan that is gone, then finds its time retired and gives up. That orphan must be
+//! taken for this sink's (its time is retired) and rolled back again once its heartbeat is old, or it would
+//! pass for another engine's pending compaction and block compaction and archival for good (mutation
+//! `compaction-orphan-rolled-back`: the final timeline keeps a pending instant).
 
 use super::scenarios::trip_msgs;
 use super::window_scenarios::{batch_of, HeldAt, Table};
 use super::*;
 use hudi_sink::base_file::writer::BaseFileOptions;
-use hudi_sink::services::compact::{run, Runner};
+use hudi_sink::services::compact::{run, CompactionReport, Runner};
 
 /// `trip_msgs(partition, city)` as a later version of the same records: offsets from `first`, newer
 /// ordering values and fares.
@@ -58,6 +66,32 @@ async fn export(store: &dyn Storage, dir: &std::path::Path) -> Result<(), Failur
     Ok(())
 }
 
+/// A compaction of every slice with a log (`run`, as the coordinator's inline and scheduled runs call it) on
+/// `store` with the table's fifth clock, rolling back compactions whose heartbeat is `tolerance_ms` old.
+fn spawn_compaction(
+    table: &Table,
+    store: Arc<HeldAt>,
+    tolerance_ms: u64,
+) -> tokio::task::JoinHandle<Result<Option<CompactionReport>, WriteError>> {
+    let lock = table.lock_with(table.clocks[4].clone());
+    let clock = table.clocks[4].clone();
+    tokio::spawn(async move {
+        let config = ServicesConfig {
+            compact_max_delta_commits: 1,
+            ..sim_services()
+        };
+        let runner = Runner {
+            storage: store.as_ref(),
+            lock: &lock,
+            lock_wait: Duration::from_secs(120),
+            clock: clock.as_ref(),
+            config: &config,
+            heartbeat_tolerance: Duration::from_millis(tolerance_ms),
+        };
+        run(&runner, None, &BaseFileOptions::default()).await
+    })
+}
+
 /// See the module doc.
 async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
     // A heartbeat tolerance far beyond the script's pauses: the paused compaction stays alive.
@@ -76,26 +110,7 @@ async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
     }
     // The compaction, paused before its first merged file.
     let held_merge = HeldAt::new(store.clone(), ".marker.MERGE", None);
-    let compactor = {
-        let held: Arc<dyn Storage> = held_merge.clone();
-        let lock = table.lock_with(table.clocks[4].clone());
-        let clock = table.clocks[4].clone();
-        tokio::spawn(async move {
-            let config = ServicesConfig {
-                compact_max_delta_commits: 1,
-                ..sim_services()
-            };
-            let runner = Runner {
-                storage: held.as_ref(),
-                lock: &lock,
-                lock_wait: Duration::from_secs(120),
-                clock: clock.as_ref(),
-                config: &config,
-                heartbeat_tolerance: Duration::from_millis(BEAT_MS * 600),
-            };
-            run(&runner, None, &BaseFileOptions::default()).await
-        })
-    };
+    let compactor = spawn_compaction(&table, held_merge.clone(), BEAT_MS * 600);
     held_merge.held.notified().await;
     // A's window commits during the merge: its logs are late for the compaction.
     let third = updates(0, "sf", 7);
@@ -154,6 +169,73 @@ async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
             .map_err(|e| fail("hudi-rs reads the model", e))?;
     }
     Ok(())
+}
+
+/// See the module doc.
+async fn a_compaction_paused_between_its_plan_files_is_rolled_back_twice() -> Result<(), Failure> {
+    let table = Table::new(true)?;
+    let store: Arc<dyn Storage> = table.recorder.clone();
+    let commits = |what: &'static str| move |e: WriteError| fail(what, e.to_string());
+    let batches = [
+        trip_msgs(0, "sf"),
+        updates(0, "sf", 4),
+        updates(0, "sf", 7),
+        updates(0, "sf", 10),
+    ];
+    for (i, batch) in batches[..2].iter().enumerate() {
+        let w = table
+            .sink(store.clone(), table.clocks[1].clone(), &format!("w{i}"))
+            .await?;
+        w.process(batch_of(batch)?)
+            .await
+            .map_err(commits("batches commit"))?;
+    }
+    // The compactor's process freezes between its plan and its `.inflight`, holding the lock.
+    let held = HeldAt::new(
+        store.clone(),
+        ".compaction.inflight",
+        Some(table.clocks[4].clone()),
+    );
+    let compactor = spawn_compaction(&table, held.clone(), BEAT_MS * BEAT_MISSES as u64);
+    held.held.notified().await;
+    // Past the lock's lease and the compaction's heartbeat tolerance, a writer's join takes the lock over and
+    // rolls the compaction back (no heartbeat yet: its instant's time is its last sign of life).
+    tokio::time::sleep(Duration::from_millis(
+        LEASE_MS * 2 + BEAT_MS * BEAT_MISSES as u64 * 2,
+    ))
+    .await;
+    let w = table
+        .sink(store.clone(), table.clocks[2].clone(), "w2")
+        .await?;
+    w.process(batch_of(&batches[2])?)
+        .await
+        .map_err(commits("a batch commits past the frozen compactor"))?;
+    // The compactor wakes: it writes `.inflight` for a plan that is gone, and finds its time retired.
+    held.release.notify_one();
+    let outcome = compactor
+        .await
+        .map_err(|e| fail("no panic", e.to_string()))?;
+    if let Ok(Some(report)) = outcome {
+        return Err(fail(
+            "a rolled-back compaction never completes",
+            format!("{report:?}"),
+        ));
+    }
+    // Once its heartbeat is old, the next write rolls the orphan `.inflight` back as this sink's.
+    tokio::time::sleep(Duration::from_millis(BEAT_MS * BEAT_MISSES as u64 * 2)).await;
+    let w = table
+        .sink(store.clone(), table.clocks[3].clone(), "w3")
+        .await?;
+    w.process(batch_of(&batches[3])?)
+        .await
+        .map_err(commits("a batch commits after the compactor woke"))?;
+    let all: Vec<&[Msg]> = batches.iter().map(|b| b.as_slice()).collect();
+    table.check(&all).await
+}
+
+pub(super) fn a_compaction_paused_between_its_plan_files_is_rolled_back_twice_boxed(
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>>>> {
+    Box::pin(a_compaction_paused_between_its_plan_files_is_rolled_back_twice())
 }
 
 pub(super) fn windows_commit_while_a_compaction_merges_boxed(

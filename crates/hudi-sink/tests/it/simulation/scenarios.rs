@@ -469,6 +469,10 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         "windows-commit-while-a-compaction-merges",
         super::compaction_scenarios::windows_commit_while_a_compaction_merges_boxed,
     ),
+    (
+        "a-compaction-paused-between-its-plan-files-is-rolled-back-twice",
+        super::compaction_scenarios::a_compaction_paused_between_its_plan_files_is_rolled_back_twice_boxed,
+    ),
 ];
 
 fn uncleaned_replacecommit_stays_on_the_timeline_boxed(
