@@ -49,6 +49,11 @@ struct Seen {
 /// it merges.
 type PlannedGroups = BTreeMap<(String, String), (String, BTreeSet<String>)>;
 
+mod compaction;
+mod retention;
+
+use retention::check_retention;
+
 /// The instant in a base file's name (`<fileId>_<token>_<t>.parquet`), for data files outside `.hoodie/`.
 fn base_file_instant(path: &str) -> Option<&str> {
     if path.starts_with(".hoodie/") {
@@ -331,104 +336,6 @@ impl Seen {
             }
         }
     }
-
-    /// Compaction merges only the logs of completed deltacommits: every log file the plan of `time` names was
-    /// written by an instant that had completed when the plan was stored.
-    fn check_compaction_plan(&mut self, time: &str, data: &Bytes) {
-        *self.services.entry("compactions planned").or_default() += 1;
-        let plan = match hudi_sink::services::avro::CompactionPlan::from_avro_bytes(data) {
-            Ok(plan) => plan,
-            Err(e) => {
-                self.violations
-                    .push(("compaction plans are readable", format!("{time}: {e}")));
-                return;
-            }
-        };
-        let mut planned = BTreeMap::new();
-        for op in &plan.operations {
-            let logs: BTreeSet<String> = op
-                .delta_file_paths
-                .iter()
-                .map(|name| hudi_sink::storage::join_path(&[&op.partition_path, name]))
-                .collect();
-            planned.insert(
-                (op.partition_path.clone(), op.file_id.clone()),
-                (op.base_instant_time.clone(), logs),
-            );
-            for name in &op.delta_file_paths {
-                let path = hudi_sink::storage::join_path(&[&op.partition_path, name]);
-                // The latest store of the path is the one the plan reads.
-                let committed = self
-                    .log_instants
-                    .get(&path)
-                    .and_then(|ts| ts.last())
-                    .is_some_and(|t| self.commits.contains_key(t));
-                if !committed {
-                    self.violations.push((
-                        "compaction merges only committed logs",
-                        format!(
-                            "{time} plans {path}, written by {:?}, not a completed deltacommit",
-                            self.log_instants.get(&path)
-                        ),
-                    ));
-                }
-            }
-        }
-        self.compaction_plans.insert(time.to_string(), planned);
-    }
-
-    /// A compaction `time` completes: every committed log of a slice it replaces (a completed deltacommit
-    /// lists it) is merged by its plan or carried into its new slice, or its rows would vanish behind the
-    /// new base file.
-    fn check_compaction_commit(&mut self, time: &str, body: &Bytes) {
-        let Some(planned) = self.compaction_plans.get(time) else {
-            return;
-        };
-        *self.services.entry("compactions completed").or_default() += 1;
-        let (carried, copies): (BTreeSet<String>, BTreeSet<String>) =
-            CommitMetadata::from_json(body)
-                .ok()
-                .and_then(|m| hudi_sink::table::carried::carried_logs(&m).ok())
-                .unwrap_or_default()
-                .into_iter()
-                .map(|c| (c.from, c.path))
-                .unzip();
-        if !carried.is_empty() {
-            *self
-                .services
-                .entry("compactions that carried logs")
-                .or_default() += 1;
-        }
-        for (path, writer) in &self.live_logs {
-            let Some((partition, log)) = log_name_of(path) else {
-                continue;
-            };
-            // Its new slices hold only the copies it names: any other log there would be read as committed.
-            if log.base_instant.to_string() == time && !copies.contains(path) {
-                self.violations.push((
-                    "no file of an excluded member is ever visible",
-                    format!("{time} completes while {path} of its slice, which it does not name, is on storage"),
-                ));
-            }
-            let Some((base, merged)) = planned.get(&(partition.to_string(), log.file_id.clone()))
-            else {
-                continue;
-            };
-            if log.base_instant.to_string() != *base {
-                continue;
-            }
-            let committed = self
-                .commits
-                .get(writer)
-                .is_some_and(|(_, b)| listed_paths(b).contains(path));
-            if committed && !merged.contains(path) && !carried.contains(path) {
-                self.violations.push((
-                    "a compaction keeps every committed log of the slices it replaces",
-                    format!("{time} neither merges nor carries {path}, committed by {writer}"),
-                ));
-            }
-        }
-    }
 }
 
 /// The true store of a run, recording what [`check_invariants`] needs to know about its history.
@@ -602,119 +509,6 @@ pub(super) async fn committed_batches(
         previous = cp;
     }
     Ok(out)
-}
-
-/// Every file a query as of a commit inside the retention reads exists: as of each completed commit at or
-/// after the last clean's earliest commit to retain, the newest slice of every file group (over all commits
-/// ever made, archived ones included) that no replacecommit up to it replaced.
-async fn check_retention(
-    store: &Recorder,
-    timeline: &Timeline,
-    commits: &[(String, String, ReplaceCommitMetadata)],
-    services: &ServicesConfig,
-) -> Result<(), Failure> {
-    let io = |e: &dyn std::fmt::Display| fail("readable table", e.to_string());
-    if services.cleaner_policy == hudi_sink::services::CleanerPolicy::KeepLatestFileVersions {
-        // The newest `fileversions.retained` slices of every live group exist.
-        let mut versions: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-        // Per group, the newest slice's base instant: a log written to an older slice (while a compaction
-        // merged) is superseded; the compaction's copy of it is the version queries read.
-        let mut newest: BTreeMap<(String, String), String> = BTreeMap::new();
-        for (_, _, meta) in commits {
-            for (p, id) in meta.replaced_file_groups() {
-                versions.remove(&(p.to_string(), id.to_string()));
-            }
-            let carried = hudi_sink::table::carried::carried_logs(&meta.commit).unwrap_or_default();
-            let written = meta
-                .commit
-                .write_stats()
-                .map(|s| (s.partition_path.clone(), s.file_id.clone(), s.path.clone()))
-                .chain(carried.into_iter().filter_map(|c| {
-                    log_name_of(&c.path).map(|(p, l)| (p.to_string(), l.file_id, c.path.clone()))
-                }));
-            for (partition, file_id, path) in written {
-                let key = (partition, file_id);
-                let base = match log_name_of(&path) {
-                    Some((_, log)) => log.base_instant.to_string(),
-                    None => base_file_instant(&path).unwrap_or_default().to_string(),
-                };
-                if newest.get(&key).is_some_and(|b| base < *b) {
-                    continue;
-                }
-                newest.insert(key.clone(), base);
-                versions.entry(key).or_default().push(path);
-            }
-        }
-        let keep = services.file_versions_retained as usize;
-        for paths in versions.values() {
-            for path in paths.iter().rev().take(keep) {
-                if store.head(path).await.map_err(|e| io(&e))?.is_none() {
-                    return Err(fail(
-                        "every file of a slice inside the retention exists",
-                        format!("{path}, one of its group's newest {keep} versions"),
-                    ));
-                }
-            }
-        }
-        return Ok(());
-    }
-    let ecr = match last_completed_clean(store, timeline)
-        .await
-        .map_err(|e| io(&e))?
-    {
-        Some((_, meta)) if !meta.earliest_commit_to_retain.is_empty() => {
-            meta.earliest_commit_to_retain
-        }
-        _ => String::new(),
-    };
-    let completed: BTreeSet<String> = timeline
-        .completed_commits()
-        .iter()
-        .map(|i| i.time.to_string())
-        .collect();
-    // Per file group: the base instant of its newest slice and the newest file written to it. A log written
-    // to an older slice than the group's newest (a deltacommit that completed while a compaction merged, after
-    // it in time order) is the compaction's to carry: its copy, named by the compaction, is what queries read.
-    let mut slices: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
-    let offer = |slices: &mut BTreeMap<(String, String), (String, String)>,
-                 partition: &str,
-                 file_id: &str,
-                 path: &str| {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        let base = match log_name_of(path) {
-            Some((_, log)) => log.base_instant.to_string(),
-            None => base_file_instant(path).unwrap_or_default().to_string(),
-        };
-        let key = (partition.to_string(), file_id.to_string());
-        if slices.get(&key).is_none_or(|(b, _)| base >= *b) || !name.starts_with('.') {
-            slices.insert(key, (base, path.to_string()));
-        }
-    };
-    for (time, _, meta) in commits {
-        for (p, id) in meta.replaced_file_groups() {
-            slices.remove(&(p.to_string(), id.to_string()));
-        }
-        for stat in meta.commit.write_stats() {
-            offer(&mut slices, &stat.partition_path, &stat.file_id, &stat.path);
-        }
-        for carried in hudi_sink::table::carried::carried_logs(&meta.commit).unwrap_or_default() {
-            if let Some((partition, log)) = log_name_of(&carried.path) {
-                offer(&mut slices, partition, &log.file_id, &carried.path);
-            }
-        }
-        if *time < ecr || !completed.contains(time) {
-            continue;
-        }
-        for (_, path) in slices.values() {
-            if store.head(path).await.map_err(|e| io(&e))?.is_none() {
-                return Err(fail(
-                    "every file of a slice inside the retention exists",
-                    format!("{path}, read by a query as of {time} (retention from {ecr:?})"),
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// See the module doc. Returns the number of commits ever completed.

@@ -1,0 +1,104 @@
+//! The invariants of compaction, checked as its timeline files are stored: a plan merges only committed
+//! logs, and a commit keeps every committed log of the slices it replaces (merged or carried).
+
+use super::*;
+
+impl Seen {
+    /// Compaction merges only the logs of completed deltacommits: every log file the plan of `time` names was
+    /// written by an instant that had completed when the plan was stored.
+    pub(super) fn check_compaction_plan(&mut self, time: &str, data: &Bytes) {
+        *self.services.entry("compactions planned").or_default() += 1;
+        let plan = match hudi_sink::services::avro::CompactionPlan::from_avro_bytes(data) {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.violations
+                    .push(("compaction plans are readable", format!("{time}: {e}")));
+                return;
+            }
+        };
+        let mut planned = BTreeMap::new();
+        for op in &plan.operations {
+            let logs: BTreeSet<String> = op
+                .delta_file_paths
+                .iter()
+                .map(|name| hudi_sink::storage::join_path(&[&op.partition_path, name]))
+                .collect();
+            planned.insert(
+                (op.partition_path.clone(), op.file_id.clone()),
+                (op.base_instant_time.clone(), logs),
+            );
+            for name in &op.delta_file_paths {
+                let path = hudi_sink::storage::join_path(&[&op.partition_path, name]);
+                // The latest store of the path is the one the plan reads.
+                let committed = self
+                    .log_instants
+                    .get(&path)
+                    .and_then(|ts| ts.last())
+                    .is_some_and(|t| self.commits.contains_key(t));
+                if !committed {
+                    self.violations.push((
+                        "compaction merges only committed logs",
+                        format!(
+                            "{time} plans {path}, written by {:?}, not a completed deltacommit",
+                            self.log_instants.get(&path)
+                        ),
+                    ));
+                }
+            }
+        }
+        self.compaction_plans.insert(time.to_string(), planned);
+    }
+
+    /// A compaction `time` completes: every committed log of a slice it replaces (a completed deltacommit
+    /// lists it) is merged by its plan or carried into its new slice, or its rows would vanish behind the
+    /// new base file.
+    pub(super) fn check_compaction_commit(&mut self, time: &str, body: &Bytes) {
+        let Some(planned) = self.compaction_plans.get(time) else {
+            return;
+        };
+        *self.services.entry("compactions completed").or_default() += 1;
+        let (carried, copies): (BTreeSet<String>, BTreeSet<String>) =
+            CommitMetadata::from_json(body)
+                .ok()
+                .and_then(|m| hudi_sink::table::carried::carried_logs(&m).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| (c.from, c.path))
+                .unzip();
+        if !carried.is_empty() {
+            *self
+                .services
+                .entry("compactions that carried logs")
+                .or_default() += 1;
+        }
+        for (path, writer) in &self.live_logs {
+            let Some((partition, log)) = log_name_of(path) else {
+                continue;
+            };
+            // Its new slices hold only the copies it names: any other log there would be read as committed.
+            if log.base_instant.to_string() == time && !copies.contains(path) {
+                self.violations.push((
+                    "no file of an excluded member is ever visible",
+                    format!("{time} completes while {path} of its slice, which it does not name, is on storage"),
+                ));
+            }
+            let Some((base, merged)) = planned.get(&(partition.to_string(), log.file_id.clone()))
+            else {
+                continue;
+            };
+            if log.base_instant.to_string() != *base {
+                continue;
+            }
+            let committed = self
+                .commits
+                .get(writer)
+                .is_some_and(|(_, b)| listed_paths(b).contains(path));
+            if committed && !merged.contains(path) && !carried.contains(path) {
+                self.violations.push((
+                    "a compaction keeps every committed log of the slices it replaces",
+                    format!("{time} neither merges nor carries {path}, committed by {writer}"),
+                ));
+            }
+        }
+    }
+}
