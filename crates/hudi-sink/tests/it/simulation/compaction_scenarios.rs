@@ -66,6 +66,21 @@ async fn export(store: &dyn Storage, dir: &std::path::Path) -> Result<(), Failur
     Ok(())
 }
 
+/// Commits `batches` one after the other (the first gives the `sf` groups their base files, the next append
+/// logs), each by its own writer invocation.
+async fn base_and_log(table: &Table, batches: &[&[Msg]]) -> Result<(), Failure> {
+    let store: Arc<dyn Storage> = table.recorder.clone();
+    for (i, batch) in batches.iter().enumerate() {
+        let w = table
+            .sink(store.clone(), table.clocks[1].clone(), &format!("w{i}"))
+            .await?;
+        w.process(batch_of(batch)?)
+            .await
+            .map_err(|e| fail("batches commit", e.to_string()))?;
+    }
+    Ok(())
+}
+
 /// A compaction of every slice with a log (`run`, as the coordinator's inline and scheduled runs call it) on
 /// `store` with the table's fifth clock, rolling back compactions whose heartbeat is `tolerance_ms` old.
 fn spawn_compaction(
@@ -100,14 +115,7 @@ async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
     let commits = |what: &'static str| move |e: WriteError| fail(what, e.to_string());
     let first = trip_msgs(0, "sf");
     let second = updates(0, "sf", 4);
-    for (i, batch) in [&first, &second].into_iter().enumerate() {
-        let w = table
-            .sink(store.clone(), table.clocks[1].clone(), &format!("w{i}"))
-            .await?;
-        w.process(batch_of(batch)?)
-            .await
-            .map_err(commits("batches commit"))?;
-    }
+    base_and_log(&table, &[&first, &second]).await?;
     // The compaction, paused before its first merged file.
     let held_merge = HeldAt::new(store.clone(), ".marker.MERGE", None);
     let compactor = spawn_compaction(&table, held_merge.clone(), BEAT_MS * 600);
@@ -182,14 +190,7 @@ async fn a_compaction_paused_between_its_plan_files_is_rolled_back_twice() -> Re
         updates(0, "sf", 7),
         updates(0, "sf", 10),
     ];
-    for (i, batch) in batches[..2].iter().enumerate() {
-        let w = table
-            .sink(store.clone(), table.clocks[1].clone(), &format!("w{i}"))
-            .await?;
-        w.process(batch_of(batch)?)
-            .await
-            .map_err(commits("batches commit"))?;
-    }
+    base_and_log(&table, &[&batches[0], &batches[1]]).await?;
     // The compactor's process freezes between its plan and its `.inflight`, holding the lock.
     let held = HeldAt::new(
         store.clone(),
