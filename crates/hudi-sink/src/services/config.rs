@@ -97,8 +97,8 @@ pub struct ServicesConfig {
     /// `hoodie.clustering.plan.strategy.max.num.groups` (30): groups in one clustering plan.
     pub clustering_max_num_groups: u32,
     /// `hoodie.compact.inline` (true here, false in Hudi, where Spark streaming jobs run an async compactor
-    /// beside the writer): compact merge-on-read tables inline, under the table lock, once
-    /// `compact_max_delta_commits` deltacommits appended to a file slice. A Lambda sink has no long-lived
+    /// beside the writer): compact merge-on-read tables inline, after a commit's lock is released (the merge
+    /// holds no lock), once `compact_max_delta_commits` deltacommits appended to a file slice. A Lambda sink has no long-lived
     /// process for an async compactor, and without compaction every snapshot read merges an ever longer list
     /// of log files.
     pub compact_inline: bool,
