@@ -21,7 +21,8 @@
 //! Lock hold: from the response of the lock client's acquiring `PutItem` to the sending of its releasing
 //! `DeleteItem`, measured by an SDK interceptor on each writer's DynamoDB client (the coordinator's critical
 //! section as DynamoDB sees it). Only S3 calls carry the added latency; DynamoDB calls go to moto directly.
-//! Benchmarks only; nothing is asserted.
+//! `RUST_LOG` (e.g. `hudi_sink=info,bench_writers=warn`) prints the library's logs and every lock hold of a second
+//! or more to stderr. Benchmarks only; nothing is asserted.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -178,7 +179,12 @@ impl Intercept for HoldInterceptor {
         let mut state = self.0.state();
         if target.ends_with(".DeleteItem") {
             if let Some(at) = state.acquired_at.take() {
-                state.holds_ms.push(at.elapsed().as_secs_f64() * 1000.0);
+                let ms = at.elapsed().as_secs_f64() * 1000.0;
+                if ms >= 1000.0 {
+                    // With RUST_LOG set, long holds line up with the library's log lines.
+                    tracing::warn!(hold_ms = ms as u64, "long lock hold ended");
+                }
+                state.holds_ms.push(ms);
             }
         }
         state.last_target = target;
@@ -611,6 +617,13 @@ async fn run(args: Args) -> Result<Value, BoxError> {
 
 fn main() -> Result<(), BoxError> {
     let args = Args::parse(&std::env::args().skip(1).collect::<Vec<_>>())?;
+    // `RUST_LOG=hudi_sink=info,bench_writers=warn` prints the library's logs (and long lock holds) to stderr.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let threads = std::thread::available_parallelism().map_or(4, |n| n.get().min(8));
     let result = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
