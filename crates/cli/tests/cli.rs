@@ -741,12 +741,11 @@ fn ingest_with_the_glue_example_registers_the_table_and_sync_catalog_finds_nothi
     assert!(String::from_utf8_lossy(&out.stderr).contains("AwsGlueCatalogSyncTool"));
 }
 
-/// Unzips the Spark-written merge-on-read fixture `name` (`../shared/testdata/hudi-rs-tables-mor/`) into
+/// Unzips the Spark-written merge-on-read fixture `name` (`testdata/hudi-rs-tables-mor/`) into
 /// `into`; returns the table directory.
 fn unzip_mor_fixture(name: &str, into: &Path) -> PathBuf {
     let zip_path = workspace_root()
-        .join("..")
-        .join("shared/testdata/hudi-rs-tables-mor")
+        .join("testdata/hudi-rs-tables-mor")
         .join(format!("{name}.zip"));
     let file = std::fs::File::open(&zip_path)
         .unwrap_or_else(|e| panic!("open {}: {e}", zip_path.display()));

@@ -1,4 +1,4 @@
-//! Shared helpers: the Spark-written golden tables from `../shared/testdata`, unpacked per test.
+//! Shared helpers: the Spark-written golden tables of `testdata/` (Apache-2.0, from hudi-rs), unpacked per test.
 
 #![allow(dead_code)]
 
@@ -12,7 +12,7 @@ pub mod python;
 pub mod rows;
 pub mod table;
 
-/// Every table-version-6 golden table shipped in `shared/testdata/hudi-rs-tables`.
+/// Every table-version-6 golden table shipped in `testdata/hudi-rs-tables`.
 pub const V6_TABLES: &[&str] = &[
     "v6_complexkeygen_hivestyle",
     "v6_empty",
@@ -40,21 +40,14 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// `shared/testdata/hudi-rs-tables`: `$HUDI_SINK_TESTDATA` if set, else `../shared/...` beside the checkout.
+/// `testdata/hudi-rs-tables` in the repository: the copy-on-write golden tables.
 pub fn testdata_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("HUDI_SINK_TESTDATA") {
-        return PathBuf::from(dir);
-    }
-    let dir = workspace_root().join("../shared/testdata/hudi-rs-tables");
-    assert!(
-        dir.is_dir(),
-        "golden tables not found at {}; set HUDI_SINK_TESTDATA",
-        dir.display()
-    );
+    let dir = workspace_root().join("testdata/hudi-rs-tables");
+    assert!(dir.is_dir(), "golden tables not found at {}", dir.display());
     dir
 }
 
-/// `shared/testdata/hudi-rs-tables-mor` (merge-on-read tables), beside [`testdata_dir`].
+/// `testdata/hudi-rs-tables-mor` (merge-on-read tables), beside [`testdata_dir`].
 pub fn mor_testdata_dir() -> PathBuf {
     let dir = testdata_dir().join("../hudi-rs-tables-mor");
     assert!(
