@@ -21,7 +21,7 @@ sys.exit(0 if got == want else 1)
 endef
 export DEMO_CHECK
 
-.PHONY: demo test venv lint fmt bench bench-avro bench-micro bench-longrun bench-mor bench-writers clean-demo mutants sim test-deploy
+.PHONY: demo test test-interop jvm-jars venv lint fmt bench bench-avro bench-micro bench-longrun bench-mor bench-writers clean-demo mutants sim test-deploy
 
 $(VENV)/.stamp: tests/python/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -46,7 +46,34 @@ demo: venv
 test: venv
 	HUDI_SINK_PYTHON=$(VENV_PY) $(CARGO) test --workspace --all-targets
 	HUDI_SINK_PYTHON=$(VENV_PY) $(CARGO) test --workspace --doc
+	$(MAKE) test-interop
 	$(MAKE) test-deploy
+
+# The JVM interop suite (tests/interop, docs/compatibility.md): Spark 3.5 with Hudi 0.15.0's bundle reads, and
+# Hudi's Java timeline code parses, the tables the sink writes, row for row against the model and hudi-rs. One
+# Spark session (local mode) for the whole run. Its venv pins pyspark; the jars come from Maven Central through
+# jvm/pom.xml into target/jvm (a cache this Makefile owns).
+VENV_INTEROP := .venv-interop
+JVM_DIR := $(CURDIR)/target/jvm
+MVN ?= mvn
+
+$(VENV_INTEROP)/.stamp: tests/python/requirements-interop.txt
+	rm -rf $(VENV_INTEROP)
+	$(PYTHON) -m venv $(VENV_INTEROP)
+	$(VENV_INTEROP)/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements-interop.txt
+	touch $@
+
+$(JVM_DIR)/jars/.stamp: jvm/pom.xml
+	rm -rf $(JVM_DIR)/jars
+	$(MVN) -q -B -f jvm/pom.xml -Dmaven.repo.local=$(JVM_DIR)/m2 dependency:copy-dependencies \
+		-DexcludeTransitive=true -DoutputDirectory=$(JVM_DIR)/jars
+	touch $@
+
+jvm-jars: $(JVM_DIR)/jars/.stamp
+
+test-interop: $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp
+	$(CARGO) build --quiet -p hudi-sink-cli --bin hudi-sink
+	HUDI_SINK_BIN=$(CURDIR)/target/debug/hudi-sink $(VENV_INTEROP)/bin/python -m pytest tests/interop -q -p no:cacheprovider
 
 # Deployment packaging checks (template.yaml, infra/): cfn-lint, sam validate --lint, checkov and the
 # least-privilege / SAM-Terraform parity tests of tests/deploy. Own venv: aws-sam-cli and checkov pin many

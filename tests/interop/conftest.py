@@ -1,0 +1,217 @@
+"""The JVM interop suite: tables written by `hudi-sink` read by Spark 3.5 with Hudi 0.15.0's own bundle.
+
+Spark runs Hudi's Java code, the code Athena, EMR and Glue run, so it is the reference reader: every table is
+compared row for row with the generator's model and with hudi-rs (the PyPI `hudi` package, in this process).
+One Spark session (local mode) serves the whole run. `make test-interop` installs everything: the pinned
+venv (`tests/python/requirements-interop.txt`) and the Hudi jars (`jvm/pom.xml`, Maven Central, into
+`target/jvm/jars`). The sink's binary is `$HUDI_SINK_BIN`, by default `target/debug/hudi-sink`.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+
+SINK = os.environ.get("HUDI_SINK_BIN", str(ROOT / "target" / "debug" / "hudi-sink"))
+JARS = ROOT / "target" / "jvm" / "jars"
+
+# The columns Hudi adds to every row; the file name differs by design between engines' views of a slice.
+META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"]
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session with Hudi 0.15.0's Spark 3.5 bundle for the whole run."""
+    from pyspark.sql import SparkSession
+
+    jars = sorted(str(p) for p in JARS.glob("*.jar"))
+    if not jars:
+        pytest.fail(f"no Hudi jars in {JARS}: run `make test-interop` (it resolves jvm/pom.xml)")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("hudi-sink-interop")
+        .config("spark.jars", ",".join(jars))
+        .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
+        .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def run_sink(*args, cwd=ROOT):
+    """Runs the `hudi-sink` binary; fails the test with its output when it fails."""
+    out = subprocess.run([SINK, *map(str, args)], cwd=cwd, capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.fail(f"hudi-sink {' '.join(map(str, args))} failed:\n{out.stdout}\n{out.stderr}")
+    return out.stdout
+
+
+class Table:
+    """A table the sink wrote from generated events, with the model of its rows."""
+
+    def __init__(self, path: pathlib.Path, model: list, table_type: str):
+        self.path = path
+        self.model = model
+        self.table_type = table_type
+
+    @property
+    def uri(self):
+        return str(self.path)
+
+    def timeline(self):
+        """Completed instants of the active timeline, in order: [(time, action)]."""
+        out = []
+        for f in (self.path / ".hoodie").iterdir():
+            parts = f.name.split(".")
+            if len(parts) == 2 and parts[0].isdigit() and parts[1] != "inflight":
+                out.append((parts[0], parts[1]))
+        return sorted(out)
+
+    def earliest_retained(self):
+        """The last completed clean's `earliestCommitToRetain` (Avro `HoodieCleanMetadata`), or None."""
+        import fastavro
+
+        cleans = [t for t, a in self.timeline() if a == "clean"]
+        if not cleans:
+            return None
+        with open(self.path / ".hoodie" / f"{cleans[-1]}.clean", "rb") as f:
+            meta = next(iter(fastavro.reader(f)))
+        return meta["earliestCommitToRetain"] or None
+
+    def retained_instants(self):
+        """Data instants that time travel and incremental queries can reach: Spark refuses instants older than
+        the last clean's earliest commit to retain (their files may be gone)."""
+        floor = self.earliest_retained() or ""
+        return [t for t in self.data_instants() if t >= floor]
+
+    def data_instants(self):
+        """Completed instants that change data (commit, deltacommit, replacecommit)."""
+        return [t for t, a in self.timeline() if a in ("commit", "deltacommit", "replacecommit")]
+
+
+def write_table(tmp: pathlib.Path, *, table_type="COPY_ON_WRITE", records=600, keys=150, per_file=30, seed=7,
+                schema="trips", props=None, interval_ms=0, gen_args=()):
+    """Generates `records` events in files of `per_file`, ingests them one instant per file (or per
+    `interval_ms`), and returns the table with the generator's model."""
+    events = tmp / "events"
+    model_file = tmp / "model.jsonl"
+    gen = ["generate", "--out", events, "--records", records, "--partitions", 2,
+           "--records-per-file", per_file, "--seed", seed, "--schema", schema, "--model", model_file]
+    if keys:
+        gen += ["--keys", keys]
+    if interval_ms == 0:
+        gen += ["--model-batch-bytes", 0]
+    gen += list(gen_args)
+    run_sink(*gen)
+    example = ROOT / "examples" / ("local.properties" if schema == "trips" else "bench.properties")
+    # The example's properties, less those the layout sets or removes (None), plus the layout's.
+    overrides = dict(props or {})
+    lines = [line for line in example.read_text().splitlines()
+             if line.split("=", 1)[0].strip() not in overrides]
+    lines += [f"{k}={v}" for k, v in overrides.items() if v is not None]
+    config = tmp / "table.properties"
+    config.write_text("\n".join(lines) + "\n")
+    settings = {
+        "hoodie.base.path": tmp / "table",
+        "hudi.sink.dead.letter.path": tmp / "dead-letters",
+        "hoodie.table.type": table_type,
+    }
+    args = ["ingest", "--config", config, "--commit-interval-ms", interval_ms]
+    for k, v in settings.items():
+        args += ["--set", f"{k}={v}"]
+    run_sink(*args, events)
+    model = [json.loads(line) for line in model_file.read_text().splitlines() if line.strip()]
+    return Table(tmp / "table", model, table_type)
+
+
+def spark_read(spark, table, **options):
+    """A Spark datasource read of `table` with Hudi options (metadata table off, as the sink writes none)."""
+    reader = spark.read.format("hudi").option("hoodie.metadata.enable", "false")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load(table.uri)
+
+
+def hudi_rs_read(table, mode="snapshot", *args):
+    """The same read through hudi-rs (`tests/python/hudi_read.py`)."""
+    import hudi_read
+
+    return hudi_read.read_hudi_rs(table.uri, mode, list(args))
+
+
+def canon(value):
+    """A value as plain JSON-comparable data (Spark rows, Arrow structs and Python values alike)."""
+    import datetime
+    import decimal
+
+    if hasattr(value, "asDict"):
+        return {k: canon(v) for k, v in value.asDict(recursive=False).items()}
+    if isinstance(value, dict):
+        return {k: canon(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [canon(v) for v in value]
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        delta = value - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        return ("ts_us", (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
+    if isinstance(value, datetime.date):
+        return ("date", (value - datetime.date(1970, 1, 1)).days)
+    if isinstance(value, decimal.Decimal):
+        return ("dec", str(value))
+    if isinstance(value, (bytes, bytearray)):
+        return ("bin", bytes(value).hex())
+    return value
+
+
+def rows_of_spark(df, drop=("_hoodie_file_name", "_hoodie_commit_seqno")):
+    """Spark rows as canonical dicts, sorted by record key (then partition)."""
+    cols = [c for c in df.columns if c not in drop]
+    rows = [canon(r) for r in df.select(*cols).collect()]
+    return sorted(rows, key=row_key)
+
+
+def rows_of_arrow(table, drop=("_hoodie_file_name", "_hoodie_commit_seqno")):
+    """hudi-rs rows (an Arrow table) as canonical dicts, sorted like `rows_of_spark`."""
+    cols = [c for c in table.column_names if c not in drop]
+    rows = [canon(r) for r in table.select(cols).to_pylist()]
+    return sorted(rows, key=row_key)
+
+
+def row_key(row):
+    return (str(row.get("_hoodie_record_key")), str(row.get("_hoodie_partition_path")), json.dumps(row, sort_keys=True, default=str))
+
+
+def data_only(rows):
+    """Rows without Hudi's meta columns, sorted, for comparison with the model."""
+    out = [{k: v for k, v in r.items() if k not in META} for r in rows]
+    return sorted(out, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def diff(label_a, a, label_b, b, limit=6):
+    """A short, readable difference of two row lists (empty when equal)."""
+    if a == b:
+        return ""
+    sa = {json.dumps(r, sort_keys=True, default=str) for r in a}
+    sb = {json.dumps(r, sort_keys=True, default=str) for r in b}
+    only_a = sorted(sa - sb)[:limit]
+    only_b = sorted(sb - sa)[:limit]
+    return (f"{label_a}: {len(a)} rows, {label_b}: {len(b)} rows\n"
+            f"only in {label_a} ({len(sa - sb)}):\n  " + "\n  ".join(only_a) +
+            f"\nonly in {label_b} ({len(sb - sa)}):\n  " + "\n  ".join(only_b))
