@@ -107,6 +107,30 @@ fn spawn_compaction(
     })
 }
 
+/// Where [`export_for_interop`] asks the scenario to write its table.
+const INTEROP_OUT: &str = "HUDI_SINK_INTEROP_OUT";
+
+/// Writes the table of "windows commit while a compaction merges" to `$HUDI_SINK_INTEROP_OUT` for the JVM
+/// interop suite, with the mutation named by `$HUDI_SINK_INTEROP_MUTATION` switched off if set (the suite
+/// shows that Spark sees what that mutation breaks). Does nothing without the variable.
+#[test]
+fn export_for_interop() {
+    if std::env::var_os(INTEROP_OUT).is_none() {
+        return;
+    }
+    let mutation = std::env::var("HUDI_SINK_INTEROP_MUTATION").ok().map(|name| {
+        *Mutation::ALL
+            .iter()
+            .find(|m| m.name() == name)
+            .unwrap_or_else(|| panic!("no mutation named {name}"))
+    });
+    let outcome = super::scenarios::run_scenario(windows_commit_while_a_compaction_merges_boxed, mutation);
+    // A mutated run fails its own checks after the export; the suite judges the table.
+    if mutation.is_none() {
+        outcome.unwrap_or_else(|f| panic!("scenario failed: {f:?}"));
+    }
+}
+
 /// See the module doc.
 async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
     // A heartbeat tolerance far beyond the script's pauses: the paused compaction stays alive.
@@ -160,6 +184,10 @@ async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
             "b commits after the compaction",
             format!("{b_report:?}"),
         ));
+    }
+    // The JVM interop suite reads this table with Spark (tests/interop/test_carried_logs.py).
+    if let Some(dir) = std::env::var_os(INTEROP_OUT) {
+        export(table.recorder.as_ref(), std::path::Path::new(&dir)).await?;
     }
     let model = table
         .check_model(&[&first, &second, &third, &fourth])
