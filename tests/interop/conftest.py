@@ -105,10 +105,9 @@ class Table:
         return [t for t, a in self.timeline() if a in ("commit", "deltacommit", "replacecommit")]
 
 
-def write_table(tmp: pathlib.Path, *, table_type="COPY_ON_WRITE", records=600, keys=150, per_file=30, seed=7,
-                schema="trips", props=None, interval_ms=0, gen_args=()):
-    """Generates `records` events in files of `per_file`, ingests them one instant per file (or per
-    `interval_ms`), and returns the table with the generator's model."""
+def generate(tmp: pathlib.Path, *, records=600, keys=150, per_file=30, seed=7, schema="trips", interval_ms=0,
+             gen_args=()):
+    """Generated event files (sorted) and the generator's model of the table they make."""
     events = tmp / "events"
     model_file = tmp / "model.jsonl"
     gen = ["generate", "--out", events, "--records", records, "--partitions", 2,
@@ -119,24 +118,41 @@ def write_table(tmp: pathlib.Path, *, table_type="COPY_ON_WRITE", records=600, k
         gen += ["--model-batch-bytes", 0]
     gen += list(gen_args)
     run_sink(*gen)
+    model = [json.loads(line) for line in model_file.read_text().splitlines() if line.strip()]
+    return sorted(events.glob("*.json")), model
+
+
+def table_config(tmp: pathlib.Path, *, schema="trips", table_type="COPY_ON_WRITE", props=None):
+    """A properties file: the example's properties, less those `props` sets or removes (None), plus the
+    rest of `props`, for a table at `tmp/table`."""
     example = ROOT / "examples" / ("local.properties" if schema == "trips" else "bench.properties")
-    # The example's properties, less those the layout sets or removes (None), plus the layout's.
-    overrides = dict(props or {})
+    overrides = {
+        "hoodie.base.path": tmp / "table",
+        "hudi.sink.dead.letter.path": tmp / "dead-letters",
+        "hoodie.table.type": table_type,
+        **(props or {}),
+    }
     lines = [line for line in example.read_text().splitlines()
              if line.split("=", 1)[0].strip() not in overrides]
     lines += [f"{k}={v}" for k, v in overrides.items() if v is not None]
     config = tmp / "table.properties"
     config.write_text("\n".join(lines) + "\n")
-    settings = {
-        "hoodie.base.path": tmp / "table",
-        "hudi.sink.dead.letter.path": tmp / "dead-letters",
-        "hoodie.table.type": table_type,
-    }
-    args = ["ingest", "--config", config, "--commit-interval-ms", interval_ms]
-    for k, v in settings.items():
-        args += ["--set", f"{k}={v}"]
-    run_sink(*args, events)
-    model = [json.loads(line) for line in model_file.read_text().splitlines() if line.strip()]
+    return config
+
+
+def ingest(config, files, interval_ms=0):
+    """`hudi-sink ingest` of `files` in order."""
+    run_sink("ingest", "--config", config, "--commit-interval-ms", interval_ms, *files)
+
+
+def write_table(tmp: pathlib.Path, *, table_type="COPY_ON_WRITE", records=600, keys=150, per_file=30, seed=7,
+                schema="trips", props=None, interval_ms=0, gen_args=()):
+    """Generates `records` events in files of `per_file`, ingests them one instant per file (or per
+    `interval_ms`), and returns the table with the generator's model."""
+    files, model = generate(tmp, records=records, keys=keys, per_file=per_file, seed=seed, schema=schema,
+                            interval_ms=interval_ms, gen_args=gen_args)
+    config = table_config(tmp, schema=schema, table_type=table_type, props=props)
+    ingest(config, files, interval_ms)
     return Table(tmp / "table", model, table_type)
 
 

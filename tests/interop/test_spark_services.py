@@ -1,0 +1,68 @@
+"""Spark's table services maintain the sink's tables (docs/operations.md, "Table services on EMR or Glue Spark").
+
+The sink writes with its own services off; Hudi's Java compaction, clustering, cleaner and archival run
+through Spark SQL procedures (the same executors as `HoodieCompactor`, `HoodieClusteringJob` and
+`HoodieCleaner`), the sink writes again, also while a Java compaction is pending, and Spark and hudi-rs must
+both read the generator's model row for row.
+"""
+
+import pytest
+
+from conftest import (Table, data_only, diff, generate, hudi_rs_read, ingest, rows_of_arrow, rows_of_spark,
+                      spark_read, table_config)
+
+# The sink's own table services off, as the operations guide says for tables that Spark maintains.
+SINK_SERVICES_OFF = {
+    "hoodie.compact.inline": "false",
+    "hoodie.clustering.inline": "false",
+    "hoodie.clean.automatic": "false",
+    "hoodie.archive.automatic": "false",
+}
+
+# What every Java table service needs on the sink's tables: no metadata table (the sink keeps none, and a Java
+# writer would create one that never sees the sink's files), table version 6 kept, failed writes rolled back
+# only once their heartbeat expired, and the table's key, bucket index and ordering field.
+JAVA_OPTIONS = ",".join([
+    "hoodie.datasource.write.recordkey.field=uuid",
+    "hoodie.datasource.write.partitionpath.field=city",
+    "hoodie.datasource.write.precombine.field=ts",
+    "hoodie.index.type=BUCKET",
+    "hoodie.index.bucket.engine=SIMPLE",
+    "hoodie.bucket.index.num.buckets=4",
+    "hoodie.bucket.index.hash.field=uuid",
+    "hoodie.metadata.enable=false",
+    "hoodie.write.auto.upgrade=false",
+    "hoodie.cleaner.policy.failed.writes=LAZY",
+    "hoodie.cleaner.commits.retained=2",
+    "hoodie.keep.min.commits=3",
+    "hoodie.keep.max.commits=4",
+])
+
+
+def call(spark, procedure, path, **args):
+    params = ", ".join([f"path => '{path}'"] + [f"{k} => {v}" if isinstance(v, int) else f"{k} => '{v}'"
+                                               for k, v in args.items()])
+    return spark.sql(f"call {procedure}({params})").collect()
+
+
+def check(spark, table, model):
+    got = rows_of_spark(spark_read(spark, table))
+    assert not diff("spark", data_only(got), "model", data_only(model))
+    assert not diff("spark", got, "hudi-rs", rows_of_arrow(hudi_rs_read(table, "snapshot")))
+
+
+def test_java_compaction_while_the_sink_writes(spark, tmp_path):
+    files, model = generate(tmp_path, records=600, keys=120, per_file=30)
+    config = table_config(tmp_path, table_type="MERGE_ON_READ", props=SINK_SERVICES_OFF)
+    table = Table(tmp_path / "table", model, "MERGE_ON_READ")
+    ingest(config, files[:8])
+    # Java plans a compaction; the sink writes while it is pending; Java runs it; the sink writes again.
+    call(spark, "run_compaction", table.uri, op="schedule", options=JAVA_OPTIONS)
+    hoodie = table.path / ".hoodie"
+    planned = sorted(f.name.split(".")[0] for f in hoodie.glob("*.compaction.requested"))
+    assert len(planned) == 1, planned
+    ingest(config, files[8:12])
+    call(spark, "run_compaction", table.uri, op="run", timestamp=int(planned[0]), options=JAVA_OPTIONS)
+    assert (hoodie / f"{planned[0]}.commit").exists(), sorted(f.name for f in hoodie.iterdir())
+    ingest(config, files[12:])
+    check(spark, table, model)
