@@ -39,10 +39,33 @@ JAVA_OPTIONS = ",".join([
 ])
 
 
+def sql_arg(name, value):
+    if isinstance(value, bool):
+        return f"{name} => {str(value).lower()}"
+    if isinstance(value, int):
+        return f"{name} => {value}"
+    return f"{name} => '{value}'"
+
+
 def call(spark, procedure, path, **args):
-    params = ", ".join([f"path => '{path}'"] + [f"{k} => {v}" if isinstance(v, int) else f"{k} => '{v}'"
+    params = ", ".join([f"path => '{path}'"] + [sql_arg(k, v)
                                                for k, v in args.items()])
     return spark.sql(f"call {procedure}({params})").collect()
+
+
+def java_write_client(spark, table, **overrides):
+    """Hudi's Java write client on the table (what `HoodieCleaner` and the Spark writers run), with
+    JAVA_OPTIONS and `overrides` (dots as underscores in the names)."""
+    jvm = spark._jvm
+    props = jvm.java.util.Properties()
+    for item in JAVA_OPTIONS.split(","):
+        key, value = item.split("=", 1)
+        props.setProperty(key, value)
+    for key, value in overrides.items():
+        props.setProperty(key.replace("_", "."), str(value))
+    config = jvm.org.apache.hudi.config.HoodieWriteConfig.newBuilder().withPath(table.uri).withProps(props).build()
+    context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(spark._jsc)
+    return jvm.org.apache.hudi.client.SparkRDDWriteClient(context, config)
 
 
 def check(spark, table, model):
@@ -51,6 +74,9 @@ def check(spark, table, model):
     assert not diff("spark", got, "hudi-rs", rows_of_arrow(hudi_rs_read(table, "snapshot")))
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "while another engine's compaction is pending, the sink appends to the slices it replaces (Hudi's "
+    "writers append to the compaction's own slice), so the Java compaction hides those rows when it completes"))
 def test_java_compaction_while_the_sink_writes(spark, tmp_path):
     files, model = generate(tmp_path, records=600, keys=120, per_file=30)
     config = table_config(tmp_path, table_type="MERGE_ON_READ", props=SINK_SERVICES_OFF)
@@ -65,4 +91,41 @@ def test_java_compaction_while_the_sink_writes(spark, tmp_path):
     call(spark, "run_compaction", table.uri, op="run", timestamp=int(planned[0]), options=JAVA_OPTIONS)
     assert (hoodie / f"{planned[0]}.commit").exists(), sorted(f.name for f in hoodie.iterdir())
     ingest(config, files[12:])
+    check(spark, table, model)
+
+
+def test_java_services_between_the_sinks_writes(spark, tmp_path):
+    """Java compacts, cleans and archives between the sink's writes (no late events: see the next test)."""
+    files, model = generate(tmp_path, records=600, keys=120, per_file=30, seed=11, gen_args=("--late-ratio", 0))
+    config = table_config(tmp_path, table_type="MERGE_ON_READ", props=SINK_SERVICES_OFF)
+    table = Table(tmp_path / "table", model, "MERGE_ON_READ")
+    ingest(config, files[:10])
+    call(spark, "run_compaction", table.uri, op="scheduleAndExecute", options=JAVA_OPTIONS)
+    assert [t for t, a in table.timeline() if a == "commit"], table.timeline()
+    ingest(config, files[10:15])
+    call(spark, "run_compaction", table.uri, op="scheduleAndExecute", options=JAVA_OPTIONS)
+    client = java_write_client(spark, table)
+    try:
+        client.clean()
+        assert [t for t, a in table.timeline() if a == "clean"], table.timeline()
+        before = len(table.timeline())
+        client.archive()
+        assert len(table.timeline()) < before, "Java archived nothing"
+    finally:
+        client.close()
+    ingest(config, files[15:])
+    check(spark, table, model)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a key deleted by a tombstone and re-created with a smaller ordering value than its base-file version: "
+    "Hudi's merge (DefaultHoodieRecordPayload) keeps the deleted base version until a compaction removes it, "
+    "while the sink's stated rule (and its copy-on-write tables) re-create the key"))
+def test_a_key_recreated_below_its_base_version_after_a_tombstone(spark, tmp_path):
+    files, model = generate(tmp_path, records=600, keys=120, per_file=30, seed=11)
+    config = table_config(tmp_path, table_type="MERGE_ON_READ", props=SINK_SERVICES_OFF)
+    table = Table(tmp_path / "table", model, "MERGE_ON_READ")
+    ingest(config, files[:10])
+    call(spark, "run_compaction", table.uri, op="scheduleAndExecute", options=JAVA_OPTIONS)
+    ingest(config, files[10:])
     check(spark, table, model)
