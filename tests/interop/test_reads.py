@@ -226,3 +226,56 @@ def test_a_compaction_changes_no_snapshot(spark, table):
         if d:
             failures.append(d)
     assert not failures, "\n".join(failures)
+
+
+def test_java_parses_every_timeline_file(spark, table):
+    """Hudi's Java timeline code (what `hudi-cli` and every table service call) parses each file of the active
+    timeline the sink wrote: commit and replace metadata, clean plans (requested and inflight) and clean
+    metadata, compaction and clustering plans, rollback metadata."""
+    jvm = spark._jvm
+    hudi = jvm.org.apache.hudi
+    conf = hudi.storage.hadoop.HadoopStorageConfiguration(spark._jsc.hadoopConfiguration())
+    meta = hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(table.uri).build()
+    timeline = meta.getActiveTimeline()
+    commit_class = hudi.common.model.HoodieCommitMetadata().getClass()
+    replace_class = hudi.common.model.HoodieReplaceCommitMetadata().getClass()
+    parsed = {}
+    times = hudi.common.table.timeline.HoodieTimeline
+    compactions = {f.name.split(".")[0] for f in (table.path / ".hoodie").glob("*.compaction.requested")}
+
+    def count(key):
+        parsed[key] = parsed.get(key, 0) + 1
+
+    for instant in timeline.getInstants():
+        action, state, ts = instant.getAction(), instant.getState().name(), instant.getTimestamp()
+        if state != "COMPLETED":
+            continue
+        details = timeline.getInstantDetails(instant).get()
+        if action in ("commit", "deltacommit"):
+            hudi.common.model.HoodieCommitMetadata.fromBytes(details, commit_class).getWriteStats()
+            count((action, "metadata"))
+            if ts in compactions:
+                plan = hudi.common.util.CompactionUtils.getCompactionPlan(meta, ts)
+                assert plan.getOperations().size() > 0, ts
+                count(("compaction", "plan"))
+        elif action == "replacecommit":
+            hudi.common.model.HoodieReplaceCommitMetadata.fromBytes(details, replace_class)
+            plan = hudi.common.util.ClusteringUtils.getClusteringPlan(meta, times.getReplaceCommitRequestedInstant(ts))
+            assert plan.isPresent(), f"no clustering plan in {ts}"
+            count(("replacecommit", "plan"))
+        elif action == "clean":
+            clean = hudi.common.util.CleanerUtils.getCleanerMetadata(meta, instant)
+            assert clean.getEarliestCommitToRetain() is not None, ts
+            count(("clean", "metadata"))
+            # Java's archiver parses the plan in both the requested and the inflight file.
+            for pending in (times.getCleanRequestedInstant(ts), times.getCleanInflightInstant(ts)):
+                hudi.common.util.CleanerUtils.getCleanerPlan(meta, pending)
+                count(("clean", "plan"))
+        elif action == "rollback":
+            hudi.common.table.timeline.TimelineMetadataUtils.deserializeHoodieRollbackMetadata(details)
+            count(("rollback", "metadata"))
+    assert ("clean", "metadata") in parsed and ("clean", "plan") in parsed, parsed
+    if table.table_type == MOR:
+        assert ("compaction", "plan") in parsed, parsed
+    if "insert" in table.path.parent.name:
+        assert ("replacecommit", "plan") in parsed, parsed

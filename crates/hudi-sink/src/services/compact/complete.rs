@@ -5,6 +5,7 @@ use bytes::Bytes;
 use super::{
     carry, current_slices, instant_path, Scheduled, ServiceContext, WRITER_KEY, WRITER_NAME,
 };
+use crate::log_file::LogFileName;
 use crate::storage::{PutOutcome, Storage};
 use crate::table::carried::{set_carried, CarriedLog};
 use crate::table::commit::{CommitMetadata, OperationType, WriteStat};
@@ -16,7 +17,7 @@ use crate::write::WriteError;
 
 /// Under the lock the caller holds, with `timeline` loaded under it: carries the logs that landed since
 /// `carried` was made, then writes `<c>.commit` with `stats` (the new base files, checked by the caller) and
-/// every carried log. Returns how many logs were carried, or `None` when the compaction is no longer pending
+/// every carried log (in `extraMetadata` and as a write stat). Returns how many logs were carried, or `None` when the compaction is no longer pending
 /// (an expired heartbeat let another holder roll it back).
 pub(super) async fn complete(
     ctx: &ServiceContext<'_>,
@@ -44,6 +45,9 @@ pub(super) async fn complete(
     for stat in stats {
         meta.add_write_stat(stat.clone());
     }
+    for log in &carried {
+        meta.add_write_stat(carried_stat(c, log)?);
+    }
     meta.set_schema(&scheduled.schema.avro_json);
     meta.extra_metadata
         .insert(WRITER_KEY.to_string(), WRITER_NAME.to_string());
@@ -67,6 +71,22 @@ pub(super) async fn complete(
         "compaction committed"
     );
     Ok(Some(carried.len() as u64))
+}
+
+/// The write stat that names a carried copy in the compaction commit, beside `extraMetadata`: Hudi's Java
+/// merge-on-read incremental query builds its file view only from the files the write stats of the commits in
+/// its range name, and would otherwise miss the copies' records (docs/architecture.md, "Compaction").
+fn carried_stat(c: &InstantTime, log: &CarriedLog) -> Result<WriteStat, WriteError> {
+    let (partition, name) = log.path.rsplit_once('/').unwrap_or(("", &log.path));
+    let parsed = LogFileName::parse(name)
+        .map_err(|e| super::service_error(format!("carried log {}: {e}", log.path)))?;
+    let size = i64::try_from(log.size)
+        .map_err(|_| super::service_error(format!("carried log {} size {}", log.path, log.size)))?;
+    let mut stat = WriteStat::new(&parsed.file_id, partition, &log.path);
+    stat.prev_commit = c.to_string();
+    stat.total_write_bytes = size;
+    stat.file_size_in_bytes = size;
+    Ok(stat)
 }
 
 /// After `<c>.commit`: its markers and heartbeat (best effort: the leftovers clean-up removes what a crash

@@ -118,13 +118,16 @@ fn export_for_interop() {
     if std::env::var_os(INTEROP_OUT).is_none() {
         return;
     }
-    let mutation = std::env::var("HUDI_SINK_INTEROP_MUTATION").ok().map(|name| {
-        *Mutation::ALL
-            .iter()
-            .find(|m| m.name() == name)
-            .unwrap_or_else(|| panic!("no mutation named {name}"))
-    });
-    let outcome = super::scenarios::run_scenario(windows_commit_while_a_compaction_merges_boxed, mutation);
+    let mutation = std::env::var("HUDI_SINK_INTEROP_MUTATION")
+        .ok()
+        .map(|name| {
+            *Mutation::ALL
+                .iter()
+                .find(|m| m.name() == name)
+                .unwrap_or_else(|| panic!("no mutation named {name}"))
+        });
+    let outcome =
+        super::scenarios::run_scenario(windows_commit_while_a_compaction_merges_boxed, mutation);
     // A mutated run fails its own checks after the export; the suite judges the table.
     if mutation.is_none() {
         outcome.unwrap_or_else(|f| panic!("scenario failed: {f:?}"));

@@ -572,10 +572,23 @@ pub(super) async fn check_invariants(
     let commits = store.commits()?;
     let mut previous = Checkpoint::default();
     for (time, _, meta) in &commits {
+        // A compaction names the logs it carried in its write stats too (Java's incremental view reads them).
+        let carried: BTreeSet<String> = hudi_sink::table::carried::carried_logs(&meta.commit)
+            .map_err(|e| fail("committed files exist with their size", e.to_string()))?
+            .into_iter()
+            .map(|c| c.path)
+            .collect();
+        let stated: BTreeSet<&str> = meta.commit.write_stats().map(|s| s.path.as_str()).collect();
+        if let Some(missing) = carried.iter().find(|p| !stated.contains(p.as_str())) {
+            return Err(fail(
+                "committed files exist with their size",
+                format!("carried log {missing} has no write stat in {time}"),
+            ));
+        }
         for stat in meta.commit.write_stats() {
             // A log file is named after its slice; its header names the instant (checked below).
             let log = stat.file_name().starts_with('.');
-            if log && !store.log_stored_by(&stat.path, time) {
+            if log && !carried.contains(&stat.path) && !store.log_stored_by(&stat.path, time) {
                 return Err(fail(
                     "committed files exist with their size",
                     format!("log {} is not a file of {time}", stat.path),
