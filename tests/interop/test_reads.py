@@ -63,16 +63,10 @@ LAYOUTS = {
 }
 
 
-# Known divergences, each a strict expected failure (a fix turns it into a failure until the mark goes).
-DECIMAL_MOR = ("Spark cannot merge a log record into a base row of a table whose schema declares a decimal as "
-               "`bytes`: HoodieAvroSchemaException, cannot rewrite the base row's `fixed` decimal (Spark's "
-               "own Avro form) into `bytes`")
-KNOWN = {
-    ("mor_every_type", "test_snapshot_equals_the_model_and_hudi_rs"): DECIMAL_MOR,
-    ("mor_every_type", "test_time_travel_as_of_every_retained_instant"): DECIMAL_MOR,
-    ("mor_every_type", "test_incremental_between_retained_instants"): DECIMAL_MOR,
-    ("mor_every_type", "test_a_compaction_changes_no_snapshot"): DECIMAL_MOR,
-}
+# Known divergences, each a strict expected failure (a fix turns it into a failure until the mark goes):
+# {(layout, test name): reason}. Empty: the decimal break of merge-on-read tables is fixed
+# (`schema::spark_form`).
+KNOWN = {}
 
 
 @pytest.fixture(autouse=True)

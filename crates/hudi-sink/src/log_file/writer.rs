@@ -31,7 +31,9 @@ impl LogFileWriter {
     /// A writer for file group `file_id` at `instant_time`; `table_schema` is the table's Avro schema (with or
     /// without the meta fields; they are put first either way).
     pub fn new(instant_time: InstantTime, file_id: &str, table_schema: &AvroSchema) -> Self {
-        let schema = with_meta_fields(table_schema);
+        // Decimals as Spark declares them (`schema::spark_form`), so that Hudi's Java merge can rewrite base
+        // rows and log records into one schema.
+        let schema = crate::schema::spark_form::spark_form(&with_meta_fields(table_schema));
         let schema_json = schema.to_json_string();
         Self {
             instant_time,
@@ -162,7 +164,9 @@ mod tests {
             } => {
                 assert_eq!(instant_time.as_str(), "20250101000000000");
                 assert_eq!(*format, DataBlockFormat::Avro);
-                assert_eq!(**schema, with_meta_fields(&table));
+                // The header declares decimals in Spark's `fixed` form; the values read back the same.
+                let spark = crate::schema::spark_form::spark_form(&with_meta_fields(&table));
+                assert_eq!(**schema, spark);
                 assert_eq!(records, &batch);
             }
             other => panic!("{other:?}"),

@@ -304,6 +304,24 @@ impl<'t, 'w> Merger<'t, 'w> {
             {
                 Ok(table.clone())
             }
+            // The same decimal as `bytes` on one side and `fixed` on the other: the table's commits hold Spark's
+            // `fixed` form (`schema::spark_form`) of a source schema's `bytes` decimals.
+            _ if decimal_of(t).is_some() && decimal_of(w).is_some() => {
+                let (Some((tp, ts)), Some((wp, ws))) = (decimal_of(t), decimal_of(w)) else {
+                    return Err(differs());
+                };
+                if ts != ws {
+                    return Err(differs());
+                }
+                if wp <= tp {
+                    return Ok(table.clone());
+                }
+                self.changes.push(format!(
+                    "widened {} from decimal({tp},{ts}) to decimal({wp},{ws})",
+                    shown(path)
+                ));
+                Ok(w.clone())
+            }
             (AvroSchema::Array(ta), AvroSchema::Array(wa)) => {
                 let items = self.merge(&ta.items, t_ns, &wa.items, w_ns, &format!("{path}[]"))?;
                 Ok(if items == *ta.items {
@@ -400,6 +418,19 @@ fn uses_references(schema: &AvroSchema) -> bool {
         AvroSchema::Array(a) => uses_references(&a.items),
         AvroSchema::Map(m) => uses_references(&m.values),
         AvroSchema::Primitive(_) | AvroSchema::Enum(_) | AvroSchema::Fixed(_) => false,
+    }
+}
+
+/// The precision and scale of a decimal schema, `bytes` or `fixed`.
+fn decimal_of(schema: &AvroSchema) -> Option<(u32, u32)> {
+    let logical = match schema {
+        AvroSchema::Primitive(p) if p.primitive == PrimitiveType::Bytes => p.logical_type,
+        AvroSchema::Fixed(f) => f.logical_type,
+        _ => None,
+    };
+    match logical {
+        Some(LogicalType::Decimal { precision, scale }) => Some((precision, scale)),
+        _ => None,
     }
 }
 

@@ -5,7 +5,8 @@
 //! [`avro`] parses and re-serialises that JSON without losing anything, [`meta`] adds and checks the meta
 //! fields, [`arrow`] maps Avro to the Arrow types of our record batches (and back), and [`parquet`] gives the
 //! Parquet schema that makes arrow-rs write what parquet-avro would; [`evolution`] applies a newer writer
-//! schema under Hudi's schema-on-write rules, and [`project`] reads rows of older files in the current schema.
+//! schema under Hudi's schema-on-write rules, [`project`] reads rows of older files in the current schema, and
+//! [`spark_form`] writes decimals as Spark does in every schema Hudi's Java readers parse.
 
 pub mod arrow;
 pub mod avro;
@@ -14,5 +15,6 @@ pub mod evolution;
 pub mod meta;
 pub mod parquet;
 pub mod project;
+pub mod spark_form;
 
 pub use error::{SchemaError, SchemaResult};

@@ -23,9 +23,9 @@ use crate::write::WriteError;
 pub struct TableSchema {
     /// The data schema as Hudi stores it in every commit.
     pub avro: AvroSchema,
-    /// Compact JSON of `avro` (`extraMetadata.schema`).
+    /// Compact JSON of `avro` in Spark's decimal form (`extraMetadata.schema`, `hoodie.table.create.schema`).
     pub avro_json: String,
-    /// Compact JSON of the schema with the meta fields (`parquet.avro.schema` footer).
+    /// Compact JSON of the schema with the meta fields, in Spark's decimal form (`parquet.avro.schema` footer).
     pub avro_with_meta_json: String,
     /// Arrow schema of incoming data (data columns only).
     pub data: SchemaRef,
@@ -48,9 +48,11 @@ impl TableSchema {
         let file = Arc::new(Schema::new(fields));
         let with_meta = meta::with_meta_fields(&avro);
         let parquet = crate::schema::parquet::parquet_schema_for(&file, &with_meta)?;
+        // What Hudi's Java readers parse: decimals in Spark's form (`schema::spark_form`).
+        let written = crate::schema::spark_form::spark_form(&avro);
         Ok(Self {
-            avro_json: avro.to_json_string(),
-            avro_with_meta_json: with_meta.to_json_string(),
+            avro_json: written.to_json_string(),
+            avro_with_meta_json: meta::with_meta_fields(&written).to_json_string(),
             avro,
             data,
             file,
