@@ -66,7 +66,7 @@ $(VENV_INTEROP)/.stamp: tests/python/requirements-interop.txt
 $(JVM_DIR)/jars/.stamp: jvm/pom.xml
 	rm -rf $(JVM_DIR)/jars
 	$(MVN) -q -B -f jvm/pom.xml -Dmaven.repo.local=$(JVM_DIR)/m2 dependency:copy-dependencies \
-		-DexcludeTransitive=true -DoutputDirectory=$(JVM_DIR)/jars
+		-DincludeScope=runtime -DoutputDirectory=$(JVM_DIR)/jars
 	touch $@
 
 jvm-jars: $(JVM_DIR)/jars/.stamp

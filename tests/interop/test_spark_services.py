@@ -6,6 +6,9 @@ through Spark SQL procedures (the same executors as `HoodieCompactor`, `HoodieCl
 both read the generator's model row for row.
 """
 
+import json
+import os
+
 import pytest
 
 from conftest import (Table, data_only, diff, generate, hudi_rs_read, ingest, rows_of_arrow, rows_of_spark,
@@ -148,9 +151,10 @@ def spark_rows_for(spark, start, count, ts, cities, deleted=False):
     return spark.createDataFrame(rows, schema)
 
 
-def spark_upsert(df, table, table_type):
+def spark_upsert(df, table, table_type, extra=None):
     """A Spark datasource upsert with the settings docs/compatibility.md lists for sharing a sink table."""
     options = dict(item.split("=", 1) for item in JAVA_OPTIONS.split(","))
+    options.update(extra or {})
     options.update({
         "hoodie.table.name": "trips",
         "hoodie.datasource.write.table.type": table_type,
@@ -162,6 +166,7 @@ def spark_upsert(df, table, table_type):
         "hoodie.archive.automatic": "false",
         "hoodie.compact.inline": "false",
         "hoodie.datasource.compaction.async.enable": "false",
+        **(extra or {}),
     })
     df.write.format("hudi").options(**options).mode("append").save(table.uri)
 
@@ -195,3 +200,146 @@ def test_spark_writer_alternates_with_the_sink(spark, tmp_path, table_type):
         groups.setdefault((f.parent.name, file_id[:8]), set()).add(file_id)
     doubled = {k: v for k, v in groups.items() if len(v) > 1}
     assert not doubled, f"buckets with more than one file group: {doubled}"
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint():
+    """moto (DynamoDB) on 127.0.0.1, run by the readers' venv (`tests/python/moto_server.py`)."""
+    import os
+    import subprocess
+
+    from conftest import ROOT
+
+    python = os.environ.get("HUDI_SINK_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
+    server = subprocess.Popen([python, str(ROOT / "tests" / "python" / "moto_server.py")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    port = server.stdout.readline().strip()
+    if not port.isdigit():
+        server.kill()
+        pytest.fail("moto did not start")
+    yield f"http://127.0.0.1:{port}"
+    server.stdin.close()
+    server.wait(timeout=30)
+
+
+LOCK_TABLE = "hudi-locks"
+
+
+def java_causes(error):
+    """A Py4J error as its Java exception's cause chain (one line each)."""
+    cause = getattr(error, "java_exception", None)
+    lines = []
+    while cause is not None and len(lines) < 8:
+        lines.append(cause.toString())
+        cause = cause.getCause()
+    return "\n".join(lines) or repr(error)
+
+
+def create_lock_table(endpoint):
+    """The lock table as Hudi's provider creates it (hash key `key`, a string), through boto3 in the readers'
+    venv; nothing when it exists."""
+    import os
+    import subprocess
+
+    from conftest import ROOT
+
+    python = os.environ.get("HUDI_SINK_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
+    code = f"""
+import boto3
+db = boto3.client("dynamodb", endpoint_url="{endpoint}", region_name="us-east-1",
+                  aws_access_key_id="test", aws_secret_access_key="testtesttest")
+if "{LOCK_TABLE}" not in db.list_tables()["TableNames"]:
+    db.create_table(TableName="{LOCK_TABLE}", BillingMode="PAY_PER_REQUEST",
+                    KeySchema=[{{"AttributeName": "key", "KeyType": "HASH"}}],
+                    AttributeDefinitions=[{{"AttributeName": "key", "AttributeType": "S"}}])
+"""
+    subprocess.run([python, "-c", code], check=True)
+
+
+@pytest.mark.skipif(os.environ.get("HUDI_SINK_INTEROP_CONCURRENT") != "1", reason=(
+    "known break, run with HUDI_SINK_INTEROP_CONCURRENT=1: a Spark writer and the sink that create file groups "
+    "for the same new bucket at the same time both commit (Hudi's conflict check compares file ids), leaving "
+    "two file groups in one bucket, and a Spark write into such a bucket can go missing; timing-dependent, so "
+    "not a strict expected failure (docs/compatibility.md, limit 9)"))
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, moto_endpoint, monkeypatch):
+    """Spark upserts (optimistic concurrency, Hudi's DynamoDBBasedLockProvider) while the sink ingests under
+    the same DynamoDB lock item: no row lost or doubled, and neither side rolls back the other's instants."""
+    import os
+    import subprocess
+    import threading
+
+    from conftest import SINK
+
+    jvm = spark._jvm
+    for key, value in (("aws.accessKeyId", "test"), ("aws.secretAccessKey", "testtesttest"),
+                       ("aws.region", "us-east-1")):
+        jvm.java.lang.System.setProperty(key, value)
+    lock = {
+        "hoodie.write.lock.provider": "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider",
+        "hoodie.write.lock.dynamodb.table": LOCK_TABLE,
+        "hoodie.write.lock.dynamodb.partition_key": f"trips-{table_type}",
+        "hoodie.write.lock.dynamodb.region": "us-east-1",
+        "hoodie.write.lock.dynamodb.endpoint_url": moto_endpoint,
+    }
+    files, model = generate(tmp_path, records=600, keys=120, per_file=30, seed=17, gen_args=("--late-ratio", 0))
+    config = table_config(tmp_path, table_type=table_type, props={**SINK_SERVICES_OFF, **lock})
+    table = Table(tmp_path / "table", model, table_type)
+    cities = sorted({r["city"] for r in model})
+    for key, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "testtesttest"),
+                       ("AWS_REGION", "us-east-1"), ("AWS_EC2_METADATA_DISABLED", "true")):
+        monkeypatch.setenv(key, value)
+    env = dict(os.environ)
+    create_lock_table(moto_endpoint)
+    # The table exists before the two writers race.
+    ingest(config, files[:2])
+    spark_options = {**lock, "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+                     # Conflicts by bucket, not by file id: two writers that create a file group for the same
+                     # new bucket conflict.
+                     "hoodie.write.lock.conflict.resolution.strategy":
+                         "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy",
+                     "hoodie.write.lock.dynamodb.billing_mode": "PAY_PER_REQUEST"}
+    spark_upsert(spark_rows_for(spark, 0, 10, 2_000_000_000_000, cities), table, table_type, spark_options)
+    sink = subprocess.Popen([SINK, "ingest", "--json", "--config", str(config), "--commit-interval-ms", "0",
+                             *map(str, files[2:])], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    errors = []
+
+    conflicts = []
+
+    def spark_writes():
+        # A Spark job retries a write that optimistic concurrency refused (a sink commit took the same file
+        # group first), as HoodieStreamer and a Structured Streaming query do.
+        for round in range(4):
+            df = spark_rows_for(spark, 10 * (round + 1), 10, 2_000_000_000_000 + round, cities)
+            for _attempt in range(20):
+                try:
+                    spark_upsert(df, table, table_type, spark_options)
+                    break
+                except Exception as e:  # reported below with the sink's outcome
+                    causes = java_causes(e)
+                    if "HoodieWriteConflictException" not in causes:
+                        errors.append(causes)
+                        return
+                    conflicts.append(round)
+            else:
+                errors.append(f"round {round}: refused 20 times")
+
+    writer = threading.Thread(target=spark_writes)
+    writer.start()
+    out, err = sink.communicate(timeout=600)
+    writer.join(timeout=600)
+    assert sink.returncode == 0, f"the sink failed:\n{out}\n{err}"
+    assert not errors, f"Spark failed: {errors}"
+    # Every instant the sink committed is still completed (nobody rolled one back), and the rows say the same
+    # of Spark's: every write of both sides is there once.
+    completed = {t for t, a in table.timeline() if a in ("commit", "deltacommit")}
+    reports = [json.loads(line).get("report") or {} for line in out.splitlines() if line.startswith("{")]
+    committed = [r["instant"] for r in reports if r.get("instant")]
+    assert len(committed) >= len(files[2:]) // 2, f"the sink committed only {committed}"
+    assert set(committed) <= completed, f"sink instants gone: {set(committed) - completed}"
+    spark_model = [r.asDict() for r in spark_rows_for(spark, 0, 10, 2_000_000_000_000, cities).collect()]
+    for round in range(4):
+        df = spark_rows_for(spark, 10 * (round + 1), 10, 2_000_000_000_000 + round, cities)
+        spark_model += [r.asDict() for r in df.collect()]
+    check(spark, table, model + spark_model)
