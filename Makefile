@@ -71,8 +71,10 @@ $(JVM_DIR)/jars/.stamp: jvm/pom.xml
 
 jvm-jars: $(JVM_DIR)/jars/.stamp
 
+# The build step is `cargo test --workspace --no-run`, not `cargo build -p …`: the same feature set as `make test`'s
+# cargo run, so after it nothing is compiled again (a `-p` build unifies other features and rebuilds the AWS SDK).
 test-interop: $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp
-	$(CARGO) build --quiet -p hudi-sink-cli --bin hudi-sink
+	$(CARGO) test --workspace --no-run --quiet
 	HUDI_SINK_BIN=$(CURDIR)/target/debug/hudi-sink $(VENV_INTEROP)/bin/python -m pytest tests/interop -q -p no:cacheprovider
 
 # Deployment packaging checks (template.yaml, infra/): cfn-lint, sam validate --lint, checkov and the
