@@ -461,6 +461,27 @@ mod tests {
         {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}}"#;
 
     #[test]
+    fn a_bytes_and_a_fixed_decimal_of_the_same_type_are_one_type() {
+        // The table's commits hold Spark's fixed form of the source schema's bytes decimal.
+        let source = schema(BASE);
+        let stored = crate::schema::spark_form::spark_form(&source);
+        assert_ne!(stored, source);
+        for (table, given) in [(&stored, &source), (&source, &stored)] {
+            let e = evolve(table, given).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(e.schema, *table);
+            assert!(e.changes.is_empty(), "{:?}", e.changes);
+        }
+        let wider = writer(&BASE.replace(r#""precision":10"#, r#""precision":14"#));
+        let e = evolve(&stored, &wider).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            e.changes,
+            ["widened amount from decimal(10,2) to decimal(14,2)"]
+        );
+        let other_scale = writer(&BASE.replace(r#""scale":2"#, r#""scale":3"#));
+        assert!(evolve(&stored, &other_scale).is_err());
+    }
+
+    #[test]
     fn the_same_schema_changes_nothing() {
         let t = schema(BASE);
         let e = evolve(&t, &t).unwrap_or_else(|e| panic!("{e}"));
