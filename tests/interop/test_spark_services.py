@@ -343,3 +343,28 @@ def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, 
         df = spark_rows_for(spark, 10 * (round + 1), 10, 2_000_000_000_000 + round, cities)
         spark_model += [r.asDict() for r in df.collect()]
     check(spark, table, model + spark_model)
+
+
+def test_java_clustering_of_a_sink_insert_table(spark, tmp_path):
+    """Hudi's Java clustering (`run_clustering`, the executor `HoodieClusteringJob` runs) rewrites the small
+    files of an insert table the sink writes; the sink then appends again and every row is read once."""
+    files, model = generate(tmp_path, records=600, keys=None, per_file=30, seed=19,
+                            gen_args=("--update-ratio", 0, "--delete-ratio", 0, "--late-ratio", 0))
+    props = {**SINK_SERVICES_OFF, "hoodie.datasource.write.operation": "insert", "hoodie.index.type": None,
+             "hoodie.bucket.index.num.buckets": None}
+    config = table_config(tmp_path, props=props)
+    table = Table(tmp_path / "table", model, "COPY_ON_WRITE")
+    ingest(config, files[:12])
+    options = ",".join([
+        "hoodie.metadata.enable=false",
+        "hoodie.write.auto.upgrade=false",
+        "hoodie.cleaner.policy.failed.writes=LAZY",
+        "hoodie.datasource.write.recordkey.field=uuid",
+        "hoodie.datasource.write.partitionpath.field=city",
+        "hoodie.datasource.write.precombine.field=ts",
+        "hoodie.clustering.plan.strategy.small.file.limit=104857600",
+    ])
+    call(spark, "run_clustering", table.uri, op="scheduleAndExecute", options=options)
+    assert [t for t, a in table.timeline() if a == "replacecommit"], table.timeline()
+    ingest(config, files[12:])
+    check(spark, table, model)
