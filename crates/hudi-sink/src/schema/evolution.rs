@@ -199,6 +199,7 @@ impl<'t, 'w> Merger<'t, 'w> {
                 format!("the type changes from {} to {}", type_text(t), type_text(w)),
             )
         };
+        let decimals = decimal_of(t).zip(decimal_of(w));
         match (t, w) {
             (AvroSchema::Primitive(tp), AvroSchema::Primitive(wp)) => {
                 match (tp.logical_type, wp.logical_type) {
@@ -213,14 +214,9 @@ impl<'t, 'w> Merger<'t, 'w> {
                             scale: wp_s,
                         }),
                     ) if tp.primitive == wp.primitive && tp_s == wp_s => {
-                        if wp_p <= tp_p {
-                            return Ok(table.clone());
-                        }
-                        self.changes.push(format!(
-                            "widened {} from decimal({tp_p},{tp_s}) to decimal({wp_p},{wp_s})",
-                            shown(path)
-                        ));
-                        return Ok(w.clone());
+                        return self
+                            .widen_decimal((tp_p, tp_s), (wp_p, wp_s), path, table, w)
+                            .ok_or_else(differs);
                     }
                     (a, b) if a == b && tp.primitive == wp.primitive => return Ok(table.clone()),
                     // One side plain: the writer's values are read in the column's unit (as the JSON path
@@ -304,24 +300,12 @@ impl<'t, 'w> Merger<'t, 'w> {
             {
                 Ok(table.clone())
             }
-            // The same decimal as `bytes` on one side and `fixed` on the other: the table's commits hold Spark's
-            // `fixed` form (`schema::spark_form`) of a source schema's `bytes` decimals.
-            _ if decimal_of(t).is_some() && decimal_of(w).is_some() => {
-                let (Some((tp, ts)), Some((wp, ws))) = (decimal_of(t), decimal_of(w)) else {
-                    return Err(differs());
-                };
-                if ts != ws {
-                    return Err(differs());
-                }
-                if wp <= tp {
-                    return Ok(table.clone());
-                }
-                self.changes.push(format!(
-                    "widened {} from decimal({tp},{ts}) to decimal({wp},{ws})",
-                    shown(path)
-                ));
-                Ok(w.clone())
-            }
+            // A decimal as `bytes` on one side and `fixed` on the other (the table's commits hold Spark's
+            // `fixed` form, `schema::spark_form`, of a source schema's `bytes` decimals), or two `fixed` ones
+            // of different sizes: the same rule as two `bytes` decimals.
+            _ if decimals.is_some() => decimals
+                .and_then(|(td, wd)| self.widen_decimal(td, wd, path, table, w))
+                .ok_or_else(differs),
             (AvroSchema::Array(ta), AvroSchema::Array(wa)) => {
                 let items = self.merge(&ta.items, t_ns, &wa.items, w_ns, &format!("{path}[]"))?;
                 Ok(if items == *ta.items {
@@ -341,6 +325,29 @@ impl<'t, 'w> Merger<'t, 'w> {
             }
             _ => Err(differs()),
         }
+    }
+
+    /// A writer decimal `(precision, scale)` against the table's: the same scale and a precision no greater
+    /// keeps the table's type, a greater one widens it to the writer's; another scale is refused (`None`).
+    fn widen_decimal(
+        &mut self,
+        (tp, ts): (u32, u32),
+        (wp, ws): (u32, u32),
+        path: &str,
+        table: &AvroSchema,
+        writer: &AvroSchema,
+    ) -> Option<AvroSchema> {
+        if ts != ws {
+            return None;
+        }
+        if wp <= tp {
+            return Some(table.clone());
+        }
+        self.changes.push(format!(
+            "widened {} from decimal({tp},{ts}) to decimal({wp},{ws})",
+            shown(path)
+        ));
+        Some(writer.clone())
     }
 
     fn record(

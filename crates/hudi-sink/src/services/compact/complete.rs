@@ -17,8 +17,8 @@ use crate::write::WriteError;
 
 /// Under the lock the caller holds, with `timeline` loaded under it: carries the logs that landed since
 /// `carried` was made, then writes `<c>.commit` with `stats` (the new base files, checked by the caller) and
-/// every carried log (in `extraMetadata` and as a write stat). Returns how many logs were carried, or `None` when the compaction is no longer pending
-/// (an expired heartbeat let another holder roll it back).
+/// every carried log (in `extraMetadata` and as a write stat). Returns how many logs were carried, or `None`
+/// when the compaction is no longer pending (an expired heartbeat let another holder roll it back).
 pub(super) async fn complete(
     ctx: &ServiceContext<'_>,
     timeline: &Timeline,
