@@ -75,7 +75,7 @@ jvm-jars: $(JVM_DIR)/jars/.stamp
 # cargo run, so after it nothing is compiled again (a `-p` build unifies other features and rebuilds the AWS SDK).
 test-interop: $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp
 	$(CARGO) test --workspace --no-run --quiet
-	HUDI_SINK_BIN=$(CURDIR)/target/debug/hudi-sink $(VENV_INTEROP)/bin/python -m pytest tests/interop -q -p no:cacheprovider
+	HUDI_SINK_BIN=$(CURDIR)/target/debug/hudi-sink $(VENV_INTEROP)/bin/python -m pytest tests/interop -q -rsx -p no:cacheprovider
 
 # Deployment packaging checks (template.yaml, infra/): cfn-lint, sam validate --lint, checkov and the
 # least-privilege / SAM-Terraform parity tests of tests/deploy. Own venv: aws-sam-cli and checkov pin many

@@ -19,6 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 
 SINK = os.environ.get("HUDI_SINK_BIN", str(ROOT / "target" / "debug" / "hudi-sink"))
+# The readers' venv (`make venv`): moto and boto3 for the tests that need a DynamoDB lock.
+READERS_PYTHON = os.environ.get("HUDI_SINK_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
 JARS = ROOT / "target" / "jvm" / "jars"
 
 # The columns Hudi adds to every row; the file name differs by design between engines' views of a slice.
@@ -162,6 +164,22 @@ def spark_read(spark, table, **options):
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load(table.uri)
+
+
+def spark_incremental(spark, table, begin, end):
+    """Spark's incremental query of the range (begin, end]."""
+    return spark_read(spark, table, **{
+        "hoodie.datasource.query.type": "incremental",
+        "hoodie.datasource.read.begin.instanttime": begin,
+        "hoodie.datasource.read.end.instanttime": end,
+    })
+
+
+def incremental_oracle(spark, table, begin, end):
+    """The rows an incremental query (begin, end] must return: Spark's time travel as of `end`, the rows
+    whose commit time is after `begin`."""
+    rows = rows_of_spark(spark_read(spark, table, **{"as.of.instant": end}))
+    return [r for r in rows if r["_hoodie_commit_time"] > begin]
 
 
 def hudi_rs_read(table, mode="snapshot", *args):

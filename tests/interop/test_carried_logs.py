@@ -7,12 +7,14 @@ sink's reader and with hudi-rs; here Spark, the reference, must read the same ro
 carry is switched off (the mutation `compaction-carries-late-logs`).
 """
 
+import json
 import os
 import subprocess
 
 import pytest
 
-from conftest import ROOT, Table, data_only, diff, hudi_rs_read, rows_of_arrow, rows_of_spark, spark_read
+from conftest import (ROOT, Table, data_only, diff, hudi_rs_read, incremental_oracle, rows_of_arrow, rows_of_spark,
+                      spark_incremental, spark_read)
 
 
 def export(tmp, mutation=None):
@@ -34,8 +36,6 @@ def carried(tmp_path_factory):
 
 
 def compaction_carried_logs(table):
-    import json
-
     for t, a in table.timeline():
         if a == "commit":
             meta = json.loads((table.path / ".hoodie" / f"{t}.commit").read_text())
@@ -60,13 +60,8 @@ def test_spark_incremental_over_the_compaction_returns_every_record_written(spar
     the commits in range name: the compaction commit names its carried copies there too."""
     data = carried.data_instants()
     begin, end = data[0], data[-1]
-    got = rows_of_spark(spark_read(spark, carried, **{
-        "hoodie.datasource.query.type": "incremental",
-        "hoodie.datasource.read.begin.instanttime": begin,
-        "hoodie.datasource.read.end.instanttime": end,
-    }))
-    snapshot = rows_of_spark(spark_read(spark, carried, **{"as.of.instant": end}))
-    want = [r for r in snapshot if r["_hoodie_commit_time"] > begin]
+    got = rows_of_spark(spark_incremental(spark, carried, begin, end))
+    want = incremental_oracle(spark, carried, begin, end)
     have = {(r["_hoodie_record_key"], r["_hoodie_commit_time"]) for r in got}
     missing = [r for r in want if (r["_hoodie_record_key"], r["_hoodie_commit_time"]) not in have]
     assert not missing, f"{len(missing)} of {len(want)} records written in ({begin}, {end}] missing: {missing[:4]}"

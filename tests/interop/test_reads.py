@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from conftest import data_only, diff, hudi_rs_read, rows_of_arrow, rows_of_spark, spark_read, write_table
+from conftest import (data_only, diff, hudi_rs_read, incremental_oracle, rows_of_arrow, rows_of_spark,
+                      spark_incremental, spark_read, write_table)
 
 COW = "COPY_ON_WRITE"
 MOR = "MERGE_ON_READ"
@@ -63,21 +64,6 @@ LAYOUTS = {
 }
 
 
-# Known divergences, each a strict expected failure (a fix turns it into a failure until the mark goes):
-# {(layout, test name): reason}. Empty: the decimal break of merge-on-read tables is fixed
-# (`schema::spark_form`).
-KNOWN = {}
-
-
-@pytest.fixture(autouse=True)
-def known_divergence(request):
-    """Marks the (layout, test) pairs of KNOWN as strict expected failures."""
-    layout = getattr(getattr(request.node, "callspec", None), "params", {}).get("table")
-    reason = KNOWN.get((layout, request.node.originalname))
-    if reason:
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
-
-
 @pytest.fixture(scope="module", params=sorted(LAYOUTS))
 def table(request, tmp_path_factory):
     table_type, schema, props = LAYOUTS[request.param]
@@ -98,7 +84,7 @@ def as_spark_shows(table, rows):
     """Rows as Spark shows them: Hudi's Spark reader returns the partition column of a timestamp-keyed table
     as its partition path value (`yyyy/MM/dd`), not the stored `ts` (Spark-written tables read the same way,
     see `v6_timebasedkeygen_nonhivestyle`)."""
-    if not getattr(table, "timestamp_keyed", False):
+    if not table.timestamp_keyed:
         return rows
     import datetime
 
@@ -159,13 +145,6 @@ def test_time_travel_as_of_every_retained_instant(spark, table):
     assert not failures, "\n".join(failures)
 
 
-def incremental_oracle(spark, table, begin, end):
-    """The rows an incremental query (begin, end] must return: Spark's time travel as of `end`, the rows
-    whose commit time is after `begin`."""
-    rows = rows_of_spark(spark_read(spark, table, **{"as.of.instant": end}))
-    return [r for r in rows if r["_hoodie_commit_time"] > begin]
-
-
 def incremental_failures(label, got, want, table, begin, end):
     """Copy-on-write: exactly the oracle. Merge-on-read: every oracle row, plus possibly records written in
     the range that lost to an older row (Hudi's merge-on-read incremental query merges only the log blocks
@@ -186,13 +165,8 @@ def test_incremental_between_retained_instants(spark, table):
     pairs.append((instants[0], instants[-1]))
     failures = []
     for begin, end in pairs:
-        df = spark_read(spark, table, **{
-            "hoodie.datasource.query.type": "incremental",
-            "hoodie.datasource.read.begin.instanttime": begin,
-            "hoodie.datasource.read.end.instanttime": end,
-        })
         # Spark's incremental query, unlike its snapshot, returns a timestamp key's stored value.
-        spark_rows = as_spark_shows(table, rows_of_spark(df))
+        spark_rows = as_spark_shows(table, rows_of_spark(spark_incremental(spark, table, begin, end)))
         want = incremental_oracle(spark, table, begin, end)
         failures.append(incremental_failures(f"spark incremental ({begin}, {end}]", spark_rows, want, table,
                                              begin, end))

@@ -1,4 +1,5 @@
-"""Spark's table services maintain the sink's tables (docs/operations.md, "Table services on EMR or Glue Spark").
+"""Hudi's Java table services and Spark writers on the sink's tables (docs/compatibility.md, "Hudi's Java table
+services on the sink's tables").
 
 The sink writes with its own services off; Hudi's Java compaction, clustering, cleaner and archival run
 through Spark SQL procedures (the same executors as `HoodieCompactor`, `HoodieClusteringJob` and
@@ -8,11 +9,13 @@ both read the generator's model row for row.
 
 import json
 import os
+import subprocess
+import threading
 
 import pytest
 
-from conftest import (Table, data_only, diff, generate, hudi_rs_read, ingest, rows_of_arrow, rows_of_spark,
-                      spark_read, table_config)
+from conftest import (READERS_PYTHON, ROOT, SINK, Table, data_only, diff, generate, hudi_rs_read, ingest,
+                      rows_of_arrow, rows_of_spark, spark_read, table_config)
 
 # The sink's own table services off, as the operations guide says for tables that Spark maintains.
 SINK_SERVICES_OFF = {
@@ -22,24 +25,36 @@ SINK_SERVICES_OFF = {
     "hoodie.archive.automatic": "false",
 }
 
-# What every Java table service needs on the sink's tables: no metadata table (the sink keeps none, and a Java
-# writer would create one that never sees the sink's files), table version 6 kept, failed writes rolled back
-# only once their heartbeat expired, and the table's key, bucket index and ordering field.
-JAVA_OPTIONS = ",".join([
-    "hoodie.datasource.write.recordkey.field=uuid",
-    "hoodie.datasource.write.partitionpath.field=city",
-    "hoodie.datasource.write.precombine.field=ts",
-    "hoodie.index.type=BUCKET",
-    "hoodie.index.bucket.engine=SIMPLE",
-    "hoodie.bucket.index.num.buckets=4",
-    "hoodie.bucket.index.hash.field=uuid",
-    "hoodie.metadata.enable=false",
-    "hoodie.write.auto.upgrade=false",
-    "hoodie.cleaner.policy.failed.writes=LAZY",
-    "hoodie.cleaner.commits.retained=2",
-    "hoodie.keep.min.commits=3",
-    "hoodie.keep.max.commits=4",
-])
+# What every Java client needs on the sink's tables: no metadata table (the sink keeps none, and a Java writer
+# would create one that never sees the sink's files), table version 6 kept, failed writes rolled back only once
+# their heartbeat expired, and the table's key and ordering fields.
+JAVA_BASE = {
+    "hoodie.datasource.write.recordkey.field": "uuid",
+    "hoodie.datasource.write.partitionpath.field": "city",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.metadata.enable": "false",
+    "hoodie.write.auto.upgrade": "false",
+    "hoodie.cleaner.policy.failed.writes": "LAZY",
+}
+# ... plus, on the bucket-indexed (upsert) tables, the bucket index, and a short retention.
+JAVA_SETTINGS = {
+    **JAVA_BASE,
+    "hoodie.index.type": "BUCKET",
+    "hoodie.index.bucket.engine": "SIMPLE",
+    "hoodie.bucket.index.num.buckets": "4",
+    "hoodie.bucket.index.hash.field": "uuid",
+    "hoodie.cleaner.commits.retained": "2",
+    "hoodie.keep.min.commits": "3",
+    "hoodie.keep.max.commits": "4",
+}
+
+
+def procedure_options(settings):
+    """Settings as a procedure's `options` argument (`k=v,k=v`)."""
+    return ",".join(f"{k}={v}" for k, v in settings.items())
+
+
+JAVA_OPTIONS = procedure_options(JAVA_SETTINGS)
 
 
 def sql_arg(name, value):
@@ -56,16 +71,13 @@ def call(spark, procedure, path, **args):
     return spark.sql(f"call {procedure}({params})").collect()
 
 
-def java_write_client(spark, table, **overrides):
-    """Hudi's Java write client on the table (what `HoodieCleaner` and the Spark writers run), with
-    JAVA_OPTIONS and `overrides` (dots as underscores in the names)."""
+def java_write_client(spark, table):
+    """Hudi's Java write client on the table (what `HoodieCleaner` and the Spark writers run) with
+    JAVA_SETTINGS."""
     jvm = spark._jvm
     props = jvm.java.util.Properties()
-    for item in JAVA_OPTIONS.split(","):
-        key, value = item.split("=", 1)
+    for key, value in JAVA_SETTINGS.items():
         props.setProperty(key, value)
-    for key, value in overrides.items():
-        props.setProperty(key.replace("_", "."), str(value))
     config = jvm.org.apache.hudi.config.HoodieWriteConfig.newBuilder().withPath(table.uri).withProps(props).build()
     context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(spark._jsc)
     return jvm.org.apache.hudi.client.SparkRDDWriteClient(context, config)
@@ -153,8 +165,7 @@ def spark_rows_for(spark, start, count, ts, cities, deleted=False):
 
 def spark_upsert(df, table, table_type, extra=None):
     """A Spark datasource upsert with the settings docs/compatibility.md lists for sharing a sink table."""
-    options = dict(item.split("=", 1) for item in JAVA_OPTIONS.split(","))
-    options.update(extra or {})
+    options = dict(JAVA_SETTINGS)
     options.update({
         "hoodie.table.name": "trips",
         "hoodie.datasource.write.table.type": table_type,
@@ -205,13 +216,7 @@ def test_spark_writer_alternates_with_the_sink(spark, tmp_path, table_type):
 @pytest.fixture(scope="module")
 def moto_endpoint():
     """moto (DynamoDB) on 127.0.0.1, run by the readers' venv (`tests/python/moto_server.py`)."""
-    import os
-    import subprocess
-
-    from conftest import ROOT
-
-    python = os.environ.get("HUDI_SINK_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
-    server = subprocess.Popen([python, str(ROOT / "tests" / "python" / "moto_server.py")],
+    server = subprocess.Popen([READERS_PYTHON, str(ROOT / "tests" / "python" / "moto_server.py")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     port = server.stdout.readline().strip()
     if not port.isdigit():
@@ -238,12 +243,6 @@ def java_causes(error):
 def create_lock_table(endpoint):
     """The lock table as Hudi's provider creates it (hash key `key`, a string), through boto3 in the readers'
     venv; nothing when it exists."""
-    import os
-    import subprocess
-
-    from conftest import ROOT
-
-    python = os.environ.get("HUDI_SINK_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
     code = f"""
 import boto3
 db = boto3.client("dynamodb", endpoint_url="{endpoint}", region_name="us-east-1",
@@ -253,7 +252,7 @@ if "{LOCK_TABLE}" not in db.list_tables()["TableNames"]:
                     KeySchema=[{{"AttributeName": "key", "KeyType": "HASH"}}],
                     AttributeDefinitions=[{{"AttributeName": "key", "AttributeType": "S"}}])
 """
-    subprocess.run([python, "-c", code], check=True)
+    subprocess.run([READERS_PYTHON, "-c", code], check=True)
 
 
 @pytest.mark.skipif(os.environ.get("HUDI_SINK_INTEROP_CONCURRENT") != "1", reason=(
@@ -265,12 +264,6 @@ if "{LOCK_TABLE}" not in db.list_tables()["TableNames"]:
 def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, moto_endpoint, monkeypatch):
     """Spark upserts (optimistic concurrency, Hudi's DynamoDBBasedLockProvider) while the sink ingests under
     the same DynamoDB lock item: no row lost or doubled, and neither side rolls back the other's instants."""
-    import os
-    import subprocess
-    import threading
-
-    from conftest import SINK
-
     jvm = spark._jvm
     for key, value in (("aws.accessKeyId", "test"), ("aws.secretAccessKey", "testtesttest"),
                        ("aws.region", "us-east-1")):
@@ -299,19 +292,18 @@ def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, 
                      "hoodie.write.lock.conflict.resolution.strategy":
                          "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy",
                      "hoodie.write.lock.dynamodb.billing_mode": "PAY_PER_REQUEST"}
-    spark_upsert(spark_rows_for(spark, 0, 10, 2_000_000_000_000, cities), table, table_type, spark_options)
+    first = spark_rows_for(spark, 0, 10, 2_000_000_000_000, cities)
+    rounds = [spark_rows_for(spark, 10 * (n + 1), 10, 2_000_000_000_000 + n, cities) for n in range(4)]
+    spark_upsert(first, table, table_type, spark_options)
     sink = subprocess.Popen([SINK, "ingest", "--json", "--config", str(config), "--commit-interval-ms", "0",
                              *map(str, files[2:])], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     errors = []
 
-    conflicts = []
-
     def spark_writes():
         # A Spark job retries a write that optimistic concurrency refused (a sink commit took the same file
         # group first), as HoodieStreamer and a Structured Streaming query do.
-        for round in range(4):
-            df = spark_rows_for(spark, 10 * (round + 1), 10, 2_000_000_000_000 + round, cities)
+        for round, df in enumerate(rounds):
             for _attempt in range(20):
                 try:
                     spark_upsert(df, table, table_type, spark_options)
@@ -321,7 +313,6 @@ def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, 
                     if "HoodieWriteConflictException" not in causes:
                         errors.append(causes)
                         return
-                    conflicts.append(round)
             else:
                 errors.append(f"round {round}: refused 20 times")
 
@@ -338,10 +329,7 @@ def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, 
     committed = [r["instant"] for r in reports if r.get("instant")]
     assert len(committed) >= len(files[2:]) // 2, f"the sink committed only {committed}"
     assert set(committed) <= completed, f"sink instants gone: {set(committed) - completed}"
-    spark_model = [r.asDict() for r in spark_rows_for(spark, 0, 10, 2_000_000_000_000, cities).collect()]
-    for round in range(4):
-        df = spark_rows_for(spark, 10 * (round + 1), 10, 2_000_000_000_000 + round, cities)
-        spark_model += [r.asDict() for r in df.collect()]
+    spark_model = [r.asDict() for df in [first, *rounds] for r in df.collect()]
     check(spark, table, model + spark_model)
 
 
@@ -355,15 +343,8 @@ def test_java_clustering_of_a_sink_insert_table(spark, tmp_path):
     config = table_config(tmp_path, props=props)
     table = Table(tmp_path / "table", model, "COPY_ON_WRITE")
     ingest(config, files[:12])
-    options = ",".join([
-        "hoodie.metadata.enable=false",
-        "hoodie.write.auto.upgrade=false",
-        "hoodie.cleaner.policy.failed.writes=LAZY",
-        "hoodie.datasource.write.recordkey.field=uuid",
-        "hoodie.datasource.write.partitionpath.field=city",
-        "hoodie.datasource.write.precombine.field=ts",
-        "hoodie.clustering.plan.strategy.small.file.limit=104857600",
-    ])
+    # No bucket index on an insert table.
+    options = procedure_options({**JAVA_BASE, "hoodie.clustering.plan.strategy.small.file.limit": "104857600"})
     call(spark, "run_clustering", table.uri, op="scheduleAndExecute", options=options)
     assert [t for t, a in table.timeline() if a == "replacecommit"], table.timeline()
     ingest(config, files[12:])
