@@ -2,7 +2,8 @@
 //! laptop. The coordinator is built by `bootstrap::build_coordinator` from the same properties the writers use,
 //! so it takes the same table lock: a run never races the writers' commits.
 //!
-//! With `--table` and no `--config`, the settings are the defaults and the lock is the table's own file lock
+//! With `--table` and no `--config`, the settings are the defaults, the table's type, keys and partitioning come
+//! from its `hoodie.properties` (as they do for whatever a `--config` omits), and the lock is the table's own file lock
 //! (`.hoodie/.lock/<table name>/`). That is safe only when the table's writers use that lock too, so the command
 //! refuses a table where no such lock was ever taken (its writers lock elsewhere, e.g. in DynamoDB: pass their
 //! properties with `--config`).
@@ -10,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use hudi_sink::bootstrap::{build_coordinator, load_properties};
+use hudi_sink::bootstrap::{build_coordinator, fill_from_table, load_properties};
 use hudi_sink::clock::SystemClock;
 use hudi_sink::config::java_properties::JavaProperties;
 use hudi_sink::lock::file::LOCK_DIR;
@@ -55,12 +56,14 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
         (None, None) => return Err("give --config or --table".into()),
     };
     apply_overrides(&mut props, &args.overrides)?;
-    // A mistyped base path must not get a lock directory: only an existing table is served.
-    if let Some(base) = props.get("hoodie.base.path") {
-        let storage = open_storage(base).await?;
+    // A mistyped base path must not get a lock directory: only an existing table is served. Whatever the
+    // properties omit of the table's own settings (type, keys, partitioning) comes from its hoodie.properties.
+    if let Some(base) = props.get("hoodie.base.path").cloned() {
+        let storage = open_storage(&base).await?;
         if storage.head(PROPERTIES).await?.is_none() {
             return Err(format!("{base} is not a Hudi table (no {PROPERTIES})").into());
         }
+        fill_from_table(&mut props, storage.as_ref()).await?;
     }
     let coordinator = build_coordinator(&props, Arc::new(SystemClock)).await?;
     let report = coordinator.run_services().await?;
@@ -68,9 +71,9 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// The properties of a run with default settings: the table's base path, name, record key fields and key
-/// generator (from `hoodie.properties`). `build_coordinator` checks the writers' configuration, which needs a
-/// record key, and an index for upserts; the coordinator uses neither, so the operation given is `insert`.
+/// The properties of a run with default settings: the table's base path, and its name, type, record key,
+/// partitioning and key generator from `hoodie.properties` (added by `fill_from_table` in `run`). The
+/// coordinator does not look records up, so the operation is `insert`: no index is needed.
 async fn table_defaults(table: &str) -> Result<BTreeMap<String, String>, BoxError> {
     let storage = open_storage(table).await?;
     let bytes = storage
@@ -90,31 +93,11 @@ async fn table_defaults(table: &str) -> Result<BTreeMap<String, String>, BoxErro
         )
         .into());
     }
-    let record_key = table_props
-        .get("hoodie.table.recordkey.fields")
-        .ok_or_else(|| {
-            format!(
-                "{table}: hoodie.properties has no hoodie.table.recordkey.fields; pass --config"
-            )
-        })?
-        .to_string();
-    let mut props = BTreeMap::from([
+    Ok(BTreeMap::from([
         ("hoodie.base.path".to_string(), table.to_string()),
-        ("hoodie.table.name".to_string(), name),
-        (
-            "hoodie.datasource.write.recordkey.field".to_string(),
-            record_key,
-        ),
         (
             "hoodie.datasource.write.operation".to_string(),
             "insert".to_string(),
         ),
-    ]);
-    if let Some(class) = table_props.get("hoodie.table.keygenerator.class") {
-        props.insert(
-            "hoodie.datasource.write.keygenerator.class".to_string(),
-            class.to_string(),
-        );
-    }
-    Ok(props)
+    ]))
 }

@@ -1,7 +1,9 @@
 //! The `sync-catalog` command: one Glue Data Catalog sync of a table, as the coordinator runs it after every
 //! commit, from a laptop. It only reads the table (no lock): the catalog converges whoever syncs.
 
-use hudi_sink::bootstrap::{build_catalog, load_properties, open_storage_with, ClientTimeouts};
+use hudi_sink::bootstrap::{
+    build_catalog, check_keys, fill_from_table, load_properties, open_storage_with, ClientTimeouts,
+};
 
 use crate::ingest::{apply_overrides, BoxError};
 
@@ -37,15 +39,18 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
         .get("hoodie.base.path")
         .cloned()
         .ok_or("the configuration has no hoodie.base.path (or pass --table)")?;
+    let storage = open_storage_with(&base, &ClientTimeouts::from_properties(&props)?).await?;
+    if storage.head(".hoodie/hoodie.properties").await?.is_none() {
+        return Err(format!("{base} is not a Hudi table (no .hoodie/hoodie.properties)").into());
+    }
+    // The table's own partitioning and keys settle what the properties omit.
+    fill_from_table(&mut props, storage.as_ref()).await?;
+    check_keys(&props)?;
     let Some(sync) = build_catalog(&props, &base).await? else {
         return Err("the catalog sync is off: set hoodie.datasource.meta.sync.enable=true and \
                     hoodie.meta.sync.client.tool.class=org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool"
             .into());
     };
-    let storage = open_storage_with(&base, &ClientTimeouts::from_properties(&props)?).await?;
-    if storage.head(".hoodie/hoodie.properties").await?.is_none() {
-        return Err(format!("{base} is not a Hudi table (no .hoodie/hoodie.properties)").into());
-    }
     let report = sync.sync(storage.as_ref(), &[]).await?;
     println!("{}", serde_json::to_string(&report)?);
     Ok(())

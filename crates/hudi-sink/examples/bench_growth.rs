@@ -25,10 +25,10 @@ use std::time::Instant;
 
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use hudi_sink::clock::SystemClock;
-use hudi_sink::config::write_config::{WriteConfig, WriteOperation};
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::storage::local::LocalStorage;
 use hudi_sink::write::TableWriter;
+use hudi_sink::write::{WriteConfig, WriteOperation};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

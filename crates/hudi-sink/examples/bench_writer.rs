@@ -24,11 +24,11 @@ use std::time::Instant;
 use arrow_array::RecordBatch;
 use hudi_sink::bootstrap::{load_properties, load_schema};
 use hudi_sink::clock::SystemClock;
-use hudi_sink::config::write_config::{WriteConfig, WriteOperation};
 use hudi_sink::record::decode::RecordDecoder;
 use hudi_sink::source::event::{KafkaBatch, Payload};
 use hudi_sink::storage::local::LocalStorage;
 use hudi_sink::write::TableWriter;
+use hudi_sink::write::{WriteConfig, WriteOperation};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -36,7 +36,6 @@ use base64::Engine as _;
 use hudi_sink::clock::{Clock, SystemClock};
 use hudi_sink::commit::window::WindowRecord;
 use hudi_sink::commit::{Coordinator, CoordinatorConfig};
-use hudi_sink::config::write_config::WriteConfig;
 use hudi_sink::dead_letter::StorageDeadLetterSink;
 use hudi_sink::lock::dynamodb::{ENDPOINT_URL_KEY, REGION_KEY, TABLE_KEY};
 use hudi_sink::lock::{
@@ -52,6 +51,7 @@ use hudi_sink::table::instant::{Action, InstantTime, State};
 use hudi_sink::table::timeline::Timeline;
 use hudi_sink::transport::InProcessClient;
 use hudi_sink::write::TableWriter;
+use hudi_sink::write::WriteConfig;
 use serde_json::{json, Value};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::config::write_config::ConfigError;
+use crate::config::ConfigError;
 
 /// `hudi.sink.aws.connect.timeout.ms`: connection set-up of every AWS client.
 pub const CONNECT_TIMEOUT_KEY: &str = "hudi.sink.aws.connect.timeout.ms";
@@ -29,6 +29,19 @@ pub const COORDINATOR_TIMEOUT_KEYS: (&str, &str) = (
     "hudi.sink.coordinator.attempt.timeout.ms",
     "hudi.sink.coordinator.operation.timeout.ms",
 );
+
+/// The keys [`ClientTimeouts::from_properties`] reads.
+pub const KEYS: &[&str] = &[
+    CONNECT_TIMEOUT_KEY,
+    S3_TIMEOUT_KEYS.0,
+    S3_TIMEOUT_KEYS.1,
+    DYNAMODB_TIMEOUT_KEYS.0,
+    DYNAMODB_TIMEOUT_KEYS.1,
+    GLUE_TIMEOUT_KEYS.0,
+    GLUE_TIMEOUT_KEYS.1,
+    COORDINATOR_TIMEOUT_KEYS.0,
+    COORDINATOR_TIMEOUT_KEYS.1,
+];
 
 /// Deadlines of one remote client, so that a request that hangs (a dead connection, a stalled service) fails
 /// the invocation with a clear error, and the ESM redelivers the batch, long before the Lambda is killed.

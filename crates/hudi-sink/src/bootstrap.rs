@@ -16,7 +16,7 @@ use bytes::Bytes;
 use crate::clock::{Clock, SystemClock};
 use crate::commit::{Coordinator, CoordinatorConfig};
 use crate::config::java_properties;
-use crate::config::write_config::{ConfigError, WriteConfig};
+use crate::config::ConfigError;
 use crate::dead_letter::{dead_letter_location, StorageDeadLetterSink};
 use crate::lock::file::FileLock;
 use crate::lock::{LeaseOptions, Lock};
@@ -24,11 +24,12 @@ use crate::schema::avro::AvroSchema;
 use crate::sink::{KafkaSink, SinkConfig};
 use crate::storage::{open_storage, Storage, StorageError};
 use crate::transport::{CoordinatorClient, InProcessClient};
+use crate::write::WriteConfig;
 use crate::write::{TableWriter, WriteError};
 
 pub use crate::aws_clients::{
     ClientTimeouts, RemoteTimeouts, CONNECT_TIMEOUT_KEY, COORDINATOR_TIMEOUT_KEYS,
-    DYNAMODB_TIMEOUT_KEYS, S3_TIMEOUT_KEYS,
+    DYNAMODB_TIMEOUT_KEYS, GLUE_TIMEOUT_KEYS, S3_TIMEOUT_KEYS,
 };
 
 /// Storage for `uri` with the configured S3 deadlines (`s3://`, `s3a://`); anything else as [`open_storage`].
@@ -106,6 +107,7 @@ pub async fn build_coordinator(
     props: &BTreeMap<String, String>,
     clock: Arc<dyn Clock>,
 ) -> Result<Coordinator, WriteError> {
+    check_keys(props)?;
     let write = WriteConfig::from_properties(props.clone())?;
     let sink = SinkConfig::from_properties(props)?;
     let timeouts = ClientTimeouts::from_properties(props)?;
@@ -154,6 +156,80 @@ pub async fn build_catalog(
     }
 }
 
+/// What a table's own `hoodie.properties` settles, under the names of the writer's configuration: its name,
+/// type, record key, partitioning, key generator and ordering field, so that commands acting on an existing
+/// table (`services`, `sync-catalog`) agree with the table whatever their properties omit.
+///
+/// Each pair is `(key in hoodie.properties, key of the write configuration)`.
+const TABLE_SETTINGS: &[(&str, &str)] = &[
+    ("hoodie.table.name", "hoodie.table.name"),
+    ("hoodie.database.name", "hoodie.database.name"),
+    ("hoodie.table.type", "hoodie.table.type"),
+    (
+        "hoodie.table.recordkey.fields",
+        "hoodie.datasource.write.recordkey.field",
+    ),
+    (
+        "hoodie.table.partition.fields",
+        "hoodie.datasource.write.partitionpath.field",
+    ),
+    (
+        "hoodie.table.precombine.field",
+        "hoodie.datasource.write.precombine.field",
+    ),
+    (
+        "hoodie.table.keygenerator.class",
+        "hoodie.datasource.write.keygenerator.class",
+    ),
+    (
+        "hoodie.datasource.write.hive_style_partitioning",
+        "hoodie.datasource.write.hive_style_partitioning",
+    ),
+    (
+        "hoodie.datasource.write.partitionpath.urlencode",
+        "hoodie.datasource.write.partitionpath.urlencode",
+    ),
+];
+
+/// Adds to `props` every setting of the table at `storage` (see [`TABLE_SETTINGS`]) that `props` does not
+/// give, plus the table's own key generator options (`hoodie.keygen.*`) and its bucket index. A setting `props` gives differently
+/// is left alone: the writer's checks then name the contradiction.
+pub async fn fill_from_table(
+    props: &mut BTreeMap<String, String>,
+    storage: &dyn Storage,
+) -> Result<(), WriteError> {
+    let table = crate::table::properties::TableProperties::load(storage)
+        .await?
+        .as_map();
+    for (table_key, write_key) in TABLE_SETTINGS {
+        if let Some(value) = table.get(*table_key).filter(|v| !v.trim().is_empty()) {
+            props
+                .entry(write_key.to_string())
+                .or_insert_with(|| value.clone());
+        }
+    }
+    for (key, value) in table
+        .iter()
+        .filter(|(k, _)| k.starts_with("hoodie.keygen."))
+    {
+        props.entry(key.clone()).or_insert_with(|| value.clone());
+    }
+    // A bucket-indexed table keeps its bucket count and hash fields in hoodie.properties.
+    if let Some(buckets) = table.get("hoodie.bucket.index.num.buckets") {
+        if !props.contains_key("hoodie.index.type") {
+            props.insert("hoodie.index.type".into(), "BUCKET".into());
+            props.insert("hoodie.bucket.index.num.buckets".into(), buckets.clone());
+            if let Some(hash) = table
+                .get("hoodie.bucket.index.hash.field")
+                .filter(|h| !h.trim().is_empty())
+            {
+                props.insert("hoodie.bucket.index.hash.field".into(), hash.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The Avro schema named by `hoodie.streamer.schemaprovider.source.schema.file`, if any.
 pub async fn load_schema(config: &WriteConfig) -> Result<Option<AvroSchema>, WriteError> {
     match &config.schema_file {
@@ -172,14 +248,14 @@ pub async fn build_sink(
     writer_id: &str,
 ) -> Result<KafkaSink, WriteError> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let write = WriteConfig::from_properties(props.clone())?;
-    let sink = SinkConfig::from_properties(props)?;
-    for key in write.ignored_keys() {
+    for key in check_keys(props)? {
         tracing::info!(
             key,
             "configuration key ignored (meaningful only to other engines)"
         );
     }
+    let write = WriteConfig::from_properties(props.clone())?;
+    let sink = SinkConfig::from_properties(props)?;
     let dead_letters = dead_letter_location(props, &write.base_path);
     tracing::info!(
         location = %dead_letters.uri,
@@ -237,7 +313,7 @@ pub async fn build_sink(
 fn registry_url(props: &BTreeMap<String, String>) -> Option<&str> {
     props
         .get(REGISTRY_URL_KEY)
-        .or_else(|| props.get("hoodie.deltastreamer.schemaprovider.registry.url"))
+        .or_else(|| props.get(REGISTRY_URL_KEY_OLD))
         .map(|u| u.trim())
         .filter(|u| !u.is_empty())
 }
@@ -282,6 +358,38 @@ pub fn build_latest(
 
 /// Hudi's registry URL property (HoodieStreamer's `SchemaRegistryProvider`).
 pub const REGISTRY_URL_KEY: &str = "hoodie.streamer.schemaprovider.registry.url";
+/// The pre-0.14 spelling of [`REGISTRY_URL_KEY`], still accepted.
+const REGISTRY_URL_KEY_OLD: &str = "hoodie.deltastreamer.schemaprovider.registry.url";
+/// The keys [`build_registry`] reads.
+pub const REGISTRY_KEYS: &[&str] = &[REGISTRY_URL_KEY, REGISTRY_URL_KEY_OLD];
+
+/// Every module's key list, each declared beside its parser: a properties file may hold these keys, the
+/// ignored keys of other engines (`crate::config::keys::IGNORED_PREFIXES`) and other engines' namespaces.
+pub const KEY_LISTS: &[&[&str]] = &[
+    crate::write::config::KEYS,
+    crate::record::keygen::KEYS,
+    crate::sink::config::KEYS,
+    crate::services::config::KEYS,
+    crate::catalog::config::KEYS,
+    crate::lock::KEYS,
+    crate::aws_clients::KEYS,
+    crate::dead_letter::KEYS,
+    REGISTRY_KEYS,
+];
+
+/// Every configuration key some parser reads (what `docs/configuration.md` documents).
+pub fn accepted_keys() -> std::collections::BTreeSet<&'static str> {
+    KEY_LISTS
+        .iter()
+        .flat_map(|list| list.iter().copied())
+        .collect()
+}
+
+/// Checks every key of a properties file before any parser reads it: returns the keys meaningful only to
+/// other engines (to be reported), or an error naming the first unknown key of the sink's own namespaces.
+pub fn check_keys(props: &BTreeMap<String, String>) -> Result<Vec<String>, ConfigError> {
+    crate::config::keys::check(props, KEY_LISTS)
+}
 
 /// The schema registries of `hudi.sink.value.format=avro`: Confluent when [`REGISTRY_URL_KEY`] is set, Glue
 /// whenever the `glue` feature is built in (Glue-framed values name their registry by version id).
@@ -385,8 +493,10 @@ mod tests {
             (DYNAMODB_TIMEOUT_KEYS.1, "1"),
             (COORDINATOR_TIMEOUT_KEYS.0, "1"),
             (COORDINATOR_TIMEOUT_KEYS.1, "1"),
+            (GLUE_TIMEOUT_KEYS.0, "1"),
+            (GLUE_TIMEOUT_KEYS.1, "1"),
         ]);
-        SinkConfig::from_properties(&all).expect("known keys");
+        assert_eq!(check_keys(&all), Ok(vec![]));
     }
 
     #[cfg(feature = "aws")]

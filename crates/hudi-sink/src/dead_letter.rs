@@ -63,6 +63,9 @@ pub const DEAD_LETTER_PATH_KEY: &str = "hudi.sink.dead.letter.path";
 /// HoodieStreamer's error-table location, used for dead letters when [`DEAD_LETTER_PATH_KEY`] is not set.
 pub const ERROR_TABLE_PATH_KEY: &str = "hoodie.errortable.base.path";
 
+/// The keys this module reads ([`DEAD_LETTER_PATH_KEY`] is the sink configuration's).
+pub const KEYS: &[&str] = &[ERROR_TABLE_PATH_KEY];
+
 /// The default location of dead letters: beside the table, its base path with this suffix (see the module doc
 /// for why not inside it).
 pub const DEFAULT_DEAD_LETTER_SUFFIX: &str = "_dead_letters/";

@@ -4,7 +4,7 @@
 use thiserror::Error;
 
 use crate::base_file::BaseFileError;
-use crate::config::write_config::ConfigError;
+use crate::config::ConfigError;
 use crate::record::keygen::KeyGenError;
 use crate::schema::SchemaError;
 use crate::storage::StorageError;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::config::write_config::{parse_bool, ConfigError};
+use crate::config::{parse_bool, ConfigError};
 
 /// The Glue sync tool class, as Hudi spells it since 0.11.
 pub const GLUE_SYNC_TOOL: &str = "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool";
@@ -18,8 +18,8 @@ pub const SYNC_TIMEOUT_KEY: &str = "hudi.sink.catalog.sync.timeout.ms";
 /// `hudi.sink.catalog.sync.backoff.ms`: after a failed sync, commits skip the sync for this long.
 pub const SYNC_BACKOFF_KEY: &str = "hudi.sink.catalog.sync.backoff.ms";
 
-/// The keys this module reads (the write configuration accepts them as known).
-pub const CATALOG_KEYS: &[&str] = &[
+/// The keys this module reads.
+pub const KEYS: &[&str] = &[
     "hoodie.datasource.meta.sync.enable",
     "hoodie.meta.sync.enable",
     "hoodie.datasource.hive_sync.enable",

@@ -10,10 +10,10 @@ use super::definition::WATERMARK;
 use super::memory::MemoryCatalog;
 use super::*;
 use crate::clock::ManualClock;
-use crate::config::write_config::WriteConfig;
 use crate::schema::avro::AvroSchema;
 use crate::storage::memory::MemoryStorage;
 use crate::write::TableWriter;
+use crate::write::WriteConfig;
 
 const SCHEMA: &str = r#"{"type":"record","name":"trips","namespace":"t","fields":[
  {"name":"uuid","type":"string"},{"name":"ts","type":"long"},{"name":"city","type":"string"}]}"#;

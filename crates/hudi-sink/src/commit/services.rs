@@ -30,7 +30,7 @@ use super::Coordinator;
 /// What clustering needs beyond the services' settings.
 #[derive(Debug)]
 pub(super) struct Clustering {
-    config: crate::config::write_config::WriteConfig,
+    config: crate::write::WriteConfig,
     writer: tokio::sync::Mutex<Option<Arc<crate::write::TableWriter>>>,
     /// The latest slices, kept from the timeline between inline runs (no listing of the table per run).
     view: tokio::sync::Mutex<crate::table::fs_view::FileSystemView>,
@@ -52,7 +52,7 @@ pub(super) struct Compaction {
 impl Coordinator {
     /// Lets the services compact this merge-on-read table (`config`'s table type), writing base files as
     /// `config` says; a copy-on-write `config` leaves compaction off.
-    pub fn with_compaction(mut self, config: &crate::config::write_config::WriteConfig) -> Self {
+    pub fn with_compaction(mut self, config: &crate::write::WriteConfig) -> Self {
         let mor = config.table_type == crate::table::properties::TableType::MergeOnRead;
         self.compaction = mor.then(|| {
             Arc::new(Compaction {
@@ -161,8 +161,8 @@ impl Coordinator {
     /// Lets the services cluster the small files of this table, writing base files as `config` says. Only
     /// insert tables are clustered: bucket-indexed file groups are fixed per bucket, so a bucket-indexed
     /// `config` (or `hoodie.parquet.small.file.limit=0`) leaves clustering off.
-    pub fn with_clustering(mut self, config: crate::config::write_config::WriteConfig) -> Self {
-        let clusterable = matches!(config.index, crate::config::write_config::IndexConfig::None)
+    pub fn with_clustering(mut self, config: crate::write::WriteConfig) -> Self {
+        let clusterable = matches!(config.index, crate::write::IndexConfig::None)
             && self.config.services.small_file_limit > 0;
         self.clustering = clusterable.then(|| {
             Arc::new(Clustering {

@@ -60,22 +60,10 @@ use super::{
     LockError, LockGuard, LockRecord,
 };
 
-/// `hoodie.write.lock.dynamodb.table`: the lock table (required).
-pub const TABLE_KEY: &str = "hoodie.write.lock.dynamodb.table";
-/// `hoodie.write.lock.dynamodb.partition_key`: the lock's key value; defaults to [`TABLE_NAME_KEY`].
-pub const PARTITION_KEY_KEY: &str = "hoodie.write.lock.dynamodb.partition_key";
-/// `hoodie.write.lock.dynamodb.region`.
-pub const REGION_KEY: &str = "hoodie.write.lock.dynamodb.region";
-/// `hoodie.write.lock.dynamodb.endpoint_url`.
-pub const ENDPOINT_URL_KEY: &str = "hoodie.write.lock.dynamodb.endpoint_url";
-/// `hoodie.write.lock.dynamodb.billing_mode`: `PAY_PER_REQUEST` (default) or `PROVISIONED`.
-pub const BILLING_MODE_KEY: &str = "hoodie.write.lock.dynamodb.billing_mode";
-/// `hoodie.write.lock.dynamodb.read_capacity` (PROVISIONED only; default 20).
-pub const READ_CAPACITY_KEY: &str = "hoodie.write.lock.dynamodb.read_capacity";
-/// `hoodie.write.lock.dynamodb.write_capacity` (PROVISIONED only; default 10).
-pub const WRITE_CAPACITY_KEY: &str = "hoodie.write.lock.dynamodb.write_capacity";
-/// `hoodie.write.lock.dynamodb.table_creation_timeout` in ms (default 600000).
-pub const TABLE_CREATION_TIMEOUT_KEY: &str = "hoodie.write.lock.dynamodb.table_creation_timeout";
+pub use super::keys::{
+    BILLING_MODE_KEY, ENDPOINT_URL_KEY, PARTITION_KEY_KEY, READ_CAPACITY_KEY, REGION_KEY,
+    TABLE_CREATION_TIMEOUT_KEY, TABLE_KEY, WRITE_CAPACITY_KEY,
+};
 /// `hoodie.table.name`: the default partition key.
 pub const TABLE_NAME_KEY: &str = "hoodie.table.name";
 

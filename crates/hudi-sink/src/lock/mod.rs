@@ -67,6 +67,7 @@ mod engine;
 mod error;
 pub mod file;
 mod guard;
+pub mod keys;
 pub mod memory;
 
 use std::collections::BTreeMap;
@@ -85,6 +86,7 @@ pub use dynamodb::{
 pub use error::LockError;
 pub use file::FileLock;
 pub use guard::LockGuard;
+pub use keys::KEYS;
 pub use memory::MemoryLock;
 
 /// `hoodie.write.lock.wait_time_ms`: Hudi uses it both as the acquire wait and as the lease duration of the

@@ -8,7 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::config::write_config::ConfigError;
+use crate::config::{invalid, parse_bool, parse_num, ConfigError};
 
 /// `hoodie.cleaner.policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -150,8 +150,8 @@ impl Default for ServicesConfig {
     }
 }
 
-/// The keys [`ServicesConfig::from_properties`] reads (the write configuration accepts them).
-pub const SERVICES_KEYS: &[&str] = &[
+/// The keys [`ServicesConfig::from_properties`] reads.
+pub const KEYS: &[&str] = &[
     "hoodie.clean.automatic",
     "hoodie.clean.async",
     "hoodie.clean.async.enabled",
@@ -181,32 +181,6 @@ pub const SERVICES_KEYS: &[&str] = &[
     "hudi.sink.compaction.merge.locked",
     "hudi.sink.services.retired.grace.ms",
 ];
-
-fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        key: key.into(),
-        value: value.into(),
-        reason: reason.into(),
-    }
-}
-
-fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(invalid(key, value, "expected true or false")),
-    }
-}
-
-fn parse_num<T: FromStr>(key: &str, value: &str) -> Result<T, ConfigError>
-where
-    T::Err: fmt::Display,
-{
-    value
-        .trim()
-        .parse::<T>()
-        .map_err(|e| invalid(key, value, e.to_string()))
-}
 
 impl ServicesConfig {
     /// Reads the service keys of `properties` (other keys are ignored here); `max_file_size` is

@@ -195,13 +195,11 @@ impl KafkaSink {
 }
 
 /// The Hudi operation type of a write operation.
-pub(super) fn operation_of(
-    operation: crate::config::write_config::WriteOperation,
-) -> OperationType {
+pub(super) fn operation_of(operation: crate::write::WriteOperation) -> OperationType {
     match operation {
-        crate::config::write_config::WriteOperation::Insert => OperationType::Insert,
-        crate::config::write_config::WriteOperation::Upsert => OperationType::Upsert,
-        crate::config::write_config::WriteOperation::Delete => OperationType::Delete,
+        crate::write::WriteOperation::Insert => OperationType::Insert,
+        crate::write::WriteOperation::Upsert => OperationType::Upsert,
+        crate::write::WriteOperation::Delete => OperationType::Delete,
     }
 }
 

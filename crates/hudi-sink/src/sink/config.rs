@@ -1,10 +1,11 @@
 //! The writer's `hudi.sink.*` settings: coordinator, dead-letter location, retries, heartbeats, deadline
-//! (docs/architecture.md, "Configuration"). An unknown `hudi.sink.*` key is a start-up error naming it.
+//! (docs/architecture.md, "Configuration"). An unknown `hudi.sink.*` key is a start-up error naming it
+//! (`crate::config::keys`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::config::write_config::ConfigError;
+use crate::config::ConfigError;
 
 /// `hudi.sink.*` settings of the writer.
 #[derive(Debug, Clone)]
@@ -93,7 +94,8 @@ impl Default for SinkConfig {
 /// still move one ≤ 6 MB batch per 5 s (docs/architecture.md, "Interval commit", for the trade-off).
 pub const DEFAULT_COMMIT_INTERVAL: Duration = Duration::from_secs(5);
 
-const SINK_KEYS: &[&str] = &[
+/// The keys [`SinkConfig::from_properties`] reads.
+pub const KEYS: &[&str] = &[
     "hudi.sink.commit.interval.ms",
     "hudi.sink.coordinator.function",
     "hudi.sink.dead.letter.path",
@@ -101,8 +103,6 @@ const SINK_KEYS: &[&str] = &[
     "hudi.sink.heartbeat.interval.ms",
     "hudi.sink.heartbeat.tolerable.misses",
     "hudi.sink.retry.backoff.ms",
-    // Remote-call deadlines, read by `aws_clients::ClientTimeouts`.
-    "hudi.sink.aws.connect.timeout.ms",
     "hudi.sink.s3.attempt.timeout.ms",
     "hudi.sink.s3.operation.timeout.ms",
     "hudi.sink.dynamodb.attempt.timeout.ms",
@@ -121,18 +121,13 @@ const SINK_KEYS: &[&str] = &[
 ];
 
 impl SinkConfig {
-    /// Reads the `hudi.sink.*` keys; an unknown one is an error naming it.
+    /// Reads the keys of [`KEYS`]; `crate::bootstrap` has refused unknown keys before.
     pub fn from_properties(props: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
         let mut c = Self {
             value_format: value_format(props)?,
             ..Self::default()
         };
         for (key, value) in props.iter().filter(|(k, _)| k.starts_with("hudi.sink.")) {
-            if !SINK_KEYS.contains(&key.as_str())
-                && !crate::catalog::config::CATALOG_KEYS.contains(&key.as_str())
-            {
-                return Err(ConfigError::UnknownKey { key: key.clone() });
-            }
             let num = |v: &str| -> Result<u64, ConfigError> {
                 v.trim().parse::<u64>().map_err(|e| ConfigError::Invalid {
                     key: key.clone(),

@@ -24,7 +24,7 @@
 //! checkpoint moves past them.
 
 mod attempt;
-mod config;
+pub mod config;
 mod heartbeat;
 mod prepare;
 mod report;

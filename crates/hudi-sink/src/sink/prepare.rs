@@ -47,7 +47,7 @@ impl KafkaSink {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let schema = &values.schema;
         let mut decoder = RecordDecoder::try_new(schema.data.clone(), &schema.avro)?;
-        let bucketed = self.writer.config().index != crate::config::write_config::IndexConfig::None;
+        let bucketed = self.writer.config().index != crate::write::IndexConfig::None;
         let routed = route(batch, &mut decoder, values, bucketed);
         let mut letters = routed.letters;
         let ignored_fields = decoder.ignored_fields();

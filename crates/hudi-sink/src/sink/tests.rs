@@ -9,7 +9,6 @@ use async_trait::async_trait;
 use super::{KafkaSink, ProcessOptions, SinkConfig};
 use crate::clock::ManualClock;
 use crate::commit::{Coordinator, CoordinatorConfig};
-use crate::config::write_config::WriteConfig;
 use crate::dead_letter::StorageDeadLetterSink;
 use crate::lock::{LeaseOptions, MemoryLock};
 use crate::protocol::{CoordinatorRequest, CoordinatorResponse};
@@ -19,6 +18,7 @@ use crate::storage::memory::MemoryStorage;
 use crate::table::timeline::Timeline;
 use crate::transport::CoordinatorClient;
 use crate::transport::InProcessClient;
+use crate::write::WriteConfig;
 use crate::write::{TableWriter, WriteError};
 
 const NOW: i64 = 1_764_412_800_000;

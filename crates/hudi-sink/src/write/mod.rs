@@ -11,6 +11,7 @@
 //! checkpoints) reuses its stages: [`TableWriter::begin`], [`TableWriter::write_files`],
 //! [`TableWriter::commit`].
 
+pub mod config;
 pub mod lease;
 pub mod merge;
 pub mod ordering;
@@ -18,6 +19,7 @@ mod table_writer;
 
 use thiserror::Error;
 
+pub use config::{IndexConfig, WriteConfig, WriteOperation};
 pub(crate) use table_writer::{
     create_pending_instant, delete_data_files, files_named_by_markers, rollback_failed,
 };
@@ -26,7 +28,7 @@ pub use table_writer::{
 };
 
 use crate::base_file::BaseFileError;
-use crate::config::write_config::ConfigError;
+use crate::config::ConfigError;
 use crate::record::keygen::{KeyError, KeyGenError};
 use crate::schema::SchemaError;
 use crate::storage::StorageError;

@@ -17,7 +17,6 @@ use super::WriteError;
 use crate::base_file::reader::read_base_file;
 use crate::base_file::writer::{BaseFileWriter, WrittenBaseFile};
 use crate::clock::Clock;
-use crate::config::write_config::{WriteConfig, WriteOperation};
 use crate::index::bucket::{self, BucketIndexConfig};
 use crate::record::keygen::KeyGenConfig;
 use crate::schema::meta::META_COLUMNS;
@@ -29,6 +28,7 @@ use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::partition_metadata::{metafile_path, PartitionMetadata};
 use crate::table::properties::TableProperties;
 use crate::table::timeline::Timeline;
+use crate::write::{WriteConfig, WriteOperation};
 
 mod append;
 mod merge_bucket;

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use hudi_sink::clock::ManualClock;
-use hudi_sink::config::write_config::WriteConfig;
 use hudi_sink::lock::memory::MemoryLock;
 use hudi_sink::lock::{LeaseOptions, Lock};
 use hudi_sink::schema::avro::AvroSchema;
@@ -23,6 +22,7 @@ use hudi_sink::table::file_name::BaseFileName;
 use hudi_sink::table::instant::{Action, State};
 use hudi_sink::table::timeline::{latest_file_slices, Timeline};
 use hudi_sink::write::TableWriter;
+use hudi_sink::write::WriteConfig;
 use serde_json::Value;
 
 use crate::common::crash::{copy_dir, crash_after};

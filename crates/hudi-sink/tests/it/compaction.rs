@@ -718,8 +718,8 @@ async fn another_engines_compaction_blocks_compaction_and_a_write_in_flight_does
 /// and the read-optimized view equals the snapshot once every log is compacted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spark_table_appended_to_by_the_sink_then_compacted_reads_row_exact() {
-    use hudi_sink::config::write_config::WriteConfig;
     use hudi_sink::write::TableWriter;
+    use hudi_sink::write::WriteConfig;
 
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("trips");

@@ -303,7 +303,6 @@ impl hudi_sink::transport::CoordinatorClient for Interleave {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_racing_another_on_the_same_bucket_conflicts_and_is_retried() {
     use hudi_sink::clock::SystemClock;
-    use hudi_sink::config::write_config::WriteConfig;
     use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
     use hudi_sink::dead_letter::StorageDeadLetterSink;
     use hudi_sink::lock::memory::MemoryLock;
@@ -313,6 +312,7 @@ async fn a_commit_racing_another_on_the_same_bucket_conflicts_and_is_retried() {
     use hudi_sink::storage::local::LocalStorage;
     use hudi_sink::transport::InProcessClient;
     use hudi_sink::write::TableWriter;
+    use hudi_sink::write::WriteConfig;
 
     let s = setup();
     let storage: Arc<dyn hudi_sink::storage::Storage> = Arc::new(LocalStorage::new(&s.base));
@@ -450,7 +450,6 @@ async fn a_commit_racing_another_on_the_same_bucket_conflicts_and_is_retried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn merge_on_read_a_compaction_under_a_write_in_flight_makes_it_retry_on_the_new_slices() {
     use hudi_sink::clock::SystemClock;
-    use hudi_sink::config::write_config::WriteConfig;
     use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
     use hudi_sink::dead_letter::StorageDeadLetterSink;
     use hudi_sink::lock::memory::MemoryLock;
@@ -461,6 +460,7 @@ async fn merge_on_read_a_compaction_under_a_write_in_flight_makes_it_retry_on_th
     use hudi_sink::storage::local::LocalStorage;
     use hudi_sink::transport::InProcessClient;
     use hudi_sink::write::TableWriter;
+    use hudi_sink::write::WriteConfig;
 
     let s = setup_typed(true);
     let storage: Arc<dyn hudi_sink::storage::Storage> = Arc::new(LocalStorage::new(&s.base));
@@ -625,7 +625,6 @@ async fn fault_at_any_step(mor: bool) {
 
 async fn fault_at_any_step_of(mor: bool, windowed: bool) {
     use hudi_sink::clock::SystemClock;
-    use hudi_sink::config::write_config::WriteConfig;
     use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
     use hudi_sink::dead_letter::StorageDeadLetterSink;
     use hudi_sink::lock::memory::MemoryLock;
@@ -637,6 +636,7 @@ async fn fault_at_any_step_of(mor: bool, windowed: bool) {
     use hudi_sink::storage::FaultyStorage;
     use hudi_sink::transport::InProcessClient;
     use hudi_sink::write::TableWriter;
+    use hudi_sink::write::WriteConfig;
     use std::time::Duration;
 
     let commit_suffix = if mor { ".deltacommit" } else { ".commit" };

@@ -318,7 +318,6 @@ const CHILD_BATCH: &str = "HUDI_SINK_TEST_DYING_BATCH";
 async fn dying_coordinator_child() {
     use hudi_sink::bootstrap::{build_lock, load_schema};
     use hudi_sink::clock::SystemClock;
-    use hudi_sink::config::write_config::WriteConfig;
     use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
     use hudi_sink::dead_letter::StorageDeadLetterSink;
     use hudi_sink::sink::SinkConfig;
@@ -326,6 +325,7 @@ async fn dying_coordinator_child() {
     use hudi_sink::storage::{open_storage, FaultyStorage};
     use hudi_sink::transport::InProcessClient;
     use hudi_sink::write::TableWriter;
+    use hudi_sink::write::WriteConfig;
 
     let (Ok(props_json), Ok(batch_file)) = (std::env::var(CHILD_PROPS), std::env::var(CHILD_BATCH))
     else {

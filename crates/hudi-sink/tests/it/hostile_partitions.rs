@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use hudi_sink::clock::SystemClock;
-use hudi_sink::config::write_config::WriteConfig;
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::storage::local::LocalStorage;
+use hudi_sink::write::WriteConfig;
 use hudi_sink::write::{TableWriter, WriteError};
 
 const SCHEMA: &str = r#"{"type":"record","name":"h_record","namespace":"hoodie.h","fields":[

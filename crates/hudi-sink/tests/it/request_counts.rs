@@ -13,7 +13,6 @@ use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use hudi_sink::clock::SystemClock;
-use hudi_sink::config::write_config::WriteConfig;
 use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
 use hudi_sink::dead_letter::StorageDeadLetterSink;
 use hudi_sink::lock::dynamodb::TABLE_KEY;
@@ -26,6 +25,7 @@ use hudi_sink::storage::faulty::{FaultyStorage, Operation};
 use hudi_sink::storage::memory::MemoryStorage;
 use hudi_sink::storage::Storage;
 use hudi_sink::transport::{CoordinatorClient, InProcessClient};
+use hudi_sink::write::WriteConfig;
 use hudi_sink::write::{TableWriter, WriteError};
 
 use crate::common::moto;

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hudi_sink::clock::{Clock, ManualClock};
-use hudi_sink::config::write_config::WriteConfig;
 use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
 use hudi_sink::dead_letter::StorageDeadLetterSink;
 use hudi_sink::lock::{LeaseOptions, MemoryLock};
@@ -34,6 +33,7 @@ use hudi_sink::storage::Storage;
 use hudi_sink::table::instant::{InstantTime, State};
 use hudi_sink::table::timeline::{Timeline, META_DIR, RETIRED_DIR};
 use hudi_sink::transport::InProcessClient;
+use hudi_sink::write::WriteConfig;
 use hudi_sink::write::{TableWriter, WriteError};
 
 use crate::common::crash::{copy_dir, crash_after, crash_before, fail_once, link_dir, KeyByKey};

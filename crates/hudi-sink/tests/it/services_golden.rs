@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use arrow_array::{ArrayRef, Int32Array, RecordBatch};
 use hudi_sink::clock::ManualClock;
-use hudi_sink::config::write_config::WriteConfig;
 use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
 use hudi_sink::lock::memory::MemoryLock;
 use hudi_sink::lock::LeaseOptions;
@@ -32,6 +31,7 @@ use hudi_sink::table::instant::Action;
 use hudi_sink::table::properties::{TableProperties, TimelineTimezone};
 use hudi_sink::table::timeline::{latest_file_slices, Timeline};
 use hudi_sink::write::TableWriter;
+use hudi_sink::write::WriteConfig;
 use serde_json::{json, Map, Value};
 
 use crate::common::canon::canon_rows;

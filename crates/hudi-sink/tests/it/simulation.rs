@@ -47,7 +47,6 @@ use arrow_array::{Array, RecordBatch};
 use async_trait::async_trait;
 use bytes::Bytes;
 use hudi_sink::clock::Clock;
-use hudi_sink::config::write_config::WriteConfig;
 use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
 use hudi_sink::dead_letter::StorageDeadLetterSink;
 use hudi_sink::lock::{LeaseOptions, Lock, LockError, LockGuard, LockRecord, MemoryLock};
@@ -67,6 +66,7 @@ use hudi_sink::table::instant::Action;
 use hudi_sink::table::timeline::RETIRED_DIR;
 use hudi_sink::table::timeline::{latest_file_slices, Timeline};
 use hudi_sink::transport::{CoordinatorClient, InProcessClient};
+use hudi_sink::write::WriteConfig;
 use hudi_sink::write::{TableWriter, WriteError};
 
 use crate::model::{esm_payload, local_props, stream_with_seed, Model, Msg, Trip, SCHEMA};

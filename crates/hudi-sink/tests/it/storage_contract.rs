@@ -13,13 +13,13 @@ use std::time::Duration;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use bytes::Bytes;
 use hudi_sink::clock::SystemClock;
-use hudi_sink::config::write_config::{WriteConfig, WriteOperation};
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::storage::{
     open_storage, LocalStorage, MemoryStorage, ObjectMeta, PutOutcome, S3Options, S3Storage,
     Storage, StorageError,
 };
 use hudi_sink::write::TableWriter;
+use hudi_sink::write::{WriteConfig, WriteOperation};
 use serde_json::{Map, Value};
 use tokio::task::JoinSet;
 

@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray};
 use hudi_sink::clock::SystemClock;
-use hudi_sink::config::write_config::{WriteConfig, WriteOperation};
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::storage::local::LocalStorage;
 use hudi_sink::write::TableWriter;
+use hudi_sink::write::{WriteConfig, WriteOperation};
 use serde_json::{Map, Value};
 
 use crate::common::canon::canon_value;

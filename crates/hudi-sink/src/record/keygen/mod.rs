@@ -85,6 +85,30 @@ const TS_OLD_PREFIX: &str = "hoodie.deltastreamer.keygen.timebased.";
 const TS_NEW_PREFIX: &str = "hoodie.keygen.timebased.";
 const DEFAULT_PARSER_CLASS: &str = "org.apache.hudi.keygen.parser.HoodieDateTimeParser";
 
+/// The keys [`KeyGenConfig::from_properties`] reads besides the writer's own (the record key, partition,
+/// hive-style and URL-encoding keys of `crate::write::config::KEYS`).
+pub const KEYS: &[&str] = &[
+    TABLE_RECORD_KEY,
+    TABLE_PARTITION,
+    TABLE_KEYGEN_CLASS,
+    WRITE_KEYGEN_CLASS,
+    TABLE_KEYGEN_TYPE,
+    WRITE_KEYGEN_TYPE,
+    CONSISTENT_LOGICAL_TIMESTAMP,
+    COMPLEX_NEW_ENCODING,
+    TABLE_VERSION,
+    SLASH_SEPARATED_DATE,
+    TS_TYPE,
+    TS_SCALAR_UNIT,
+    TS_INPUT_FORMAT,
+    TS_INPUT_FORMAT_DELIMITER,
+    TS_OUTPUT_FORMAT,
+    TS_TIMEZONE,
+    TS_INPUT_TIMEZONE,
+    TS_OUTPUT_TIMEZONE,
+    TS_PARSER_CLASS,
+];
+
 /// A key generator configuration that cannot work.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum KeyGenError {

@@ -11,7 +11,6 @@ use bytes::Bytes;
 use super::*;
 use crate::base_file::reader::{read_base_file, read_footer};
 use crate::clock::ManualClock;
-use crate::config::write_config::WriteConfig;
 use crate::lock::memory::MemoryLock;
 use crate::lock::LeaseOptions;
 use crate::schema::avro::AvroSchema;
@@ -22,6 +21,7 @@ use crate::table::file_name::heartbeat_path;
 use crate::table::file_name::BaseFileName;
 use crate::table::instant::{Action, Instant, State};
 use crate::table::timeline::RETIRED_DIR;
+use crate::write::WriteConfig;
 
 const SCHEMA: &str = r#"{"type":"record","name":"trips","namespace":"t","fields":[
  {"name":"uuid","type":"string"},{"name":"ts","type":"long"},

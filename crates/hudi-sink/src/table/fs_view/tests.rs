@@ -11,13 +11,13 @@ use bytes::Bytes;
 
 use super::*;
 use crate::clock::SystemClock;
-use crate::config::write_config::WriteConfig;
 use crate::schema::avro::AvroSchema;
 use crate::storage::memory::MemoryStorage;
 use crate::storage::{ObjectMeta, PutOutcome, StorageResult};
 use crate::table::commit::{CommitMetadata, ReplaceCommitMetadata};
 use crate::table::timeline::RETIRED_DIR;
 use crate::write::TableWriter;
+use crate::write::WriteConfig;
 
 fn t(n: u32) -> InstantTime {
     InstantTime::parse(&format!("202401010000000{n:02}")).expect("time")

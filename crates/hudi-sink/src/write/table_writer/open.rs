@@ -8,7 +8,6 @@ use std::sync::Arc;
 use super::schema::{Shape, TableSchema};
 use super::{table_err, TableWriter};
 use crate::clock::Clock;
-use crate::config::write_config::{IndexConfig, WriteConfig};
 use crate::index::bucket::BucketIndexConfig;
 use crate::record::keygen::KeyGenConfig;
 use crate::schema::avro::AvroSchema;
@@ -17,6 +16,7 @@ use crate::table::fs_view::FileSystemView;
 use crate::table::properties::{TableProperties, TableType};
 use crate::table::timeline::Timeline;
 use crate::write::WriteError;
+use crate::write::{IndexConfig, WriteConfig};
 
 /// The `hoodie.properties` of a new table written from `config`.
 fn new_table_properties(

@@ -10,12 +10,12 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::schema::types::SchemaDescriptor;
 
 use super::{TableWriter, IS_DELETED_FIELD};
-use crate::config::write_config::WriteConfig;
 use crate::record::keygen::{KeyGenConfig, KeyGenerator};
 use crate::schema::avro::AvroSchema;
 use crate::schema::meta::{self, META_COLUMNS};
 use crate::table::timeline::Timeline;
 use crate::write::ordering::OrderingComparator;
+use crate::write::WriteConfig;
 use crate::write::WriteError;
 
 /// The table schema in every form the writer needs, derived once from the Avro schema.

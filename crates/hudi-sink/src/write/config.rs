@@ -1,41 +1,18 @@
 //! The typed write configuration, built once from Hudi's own keys.
 //!
-//! A HoodieStreamer or Kafka Connect properties file works unchanged: every key is either used here,
-//! recognised as meaningful only to those engines (reported by [`WriteConfig::ignored_keys`]), or rejected.
-//! An unknown `hoodie.*`/`hudi.sink.*` key or a bad value is a start-up error naming the key, never a
-//! silent default: a typo in `hoodie.bucket.index.num.buckets` would otherwise corrupt the table.
+//! [`KEYS`] lists the keys read here; `crate::bootstrap` checks a whole properties file against every
+//! module's list before this parser runs (`crate::config::keys`). A bad value is a start-up error naming the
+//! key, never a silent default.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use thiserror::Error;
-
 use crate::base_file::bloom::{BloomFilter, BloomFilterType, BloomSizing, DEFAULT_NUM_ENTRIES};
 use crate::base_file::codec::CompressionCodec;
 use crate::base_file::writer::BaseFileOptions;
+use crate::config::{parse_bool, parse_list, parse_num, ConfigError};
 use crate::table::properties::TableType;
-
-/// A bad or unknown configuration key.
-#[derive(Debug, Error, Clone, PartialEq)]
-pub enum ConfigError {
-    /// The key is not one this sink knows.
-    #[error("unknown configuration key {key:?} (check the spelling; see the README's configuration reference)")]
-    UnknownKey { key: String },
-    /// A required key is missing.
-    #[error("missing required configuration key {key}")]
-    Missing { key: &'static str },
-    /// A value could not be parsed or is out of range.
-    #[error("invalid value {value:?} for {key}: {reason}")]
-    Invalid {
-        key: String,
-        value: String,
-        reason: String,
-    },
-    /// Two keys contradict each other.
-    #[error("conflicting configuration: {reason}")]
-    Conflict { reason: String },
-}
 
 /// Hudi write operations this writer performs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -126,11 +103,10 @@ pub struct WriteConfig {
     pub base_file: BaseFileOptions,
     /// Every key given, for the key generator and table properties.
     pub properties: BTreeMap<String, String>,
-    ignored: Vec<String>,
 }
 
-/// Keys this writer reads. Key generator keys are read by [`crate::record::keygen`].
-const USED_KEYS: &[&str] = &[
+/// The keys [`WriteConfig::from_properties`] reads.
+pub const KEYS: &[&str] = &[
     "hoodie.table.name",
     "hoodie.database.name",
     "hoodie.base.path",
@@ -142,33 +118,12 @@ const USED_KEYS: &[&str] = &[
     "hoodie.datasource.write.precombine.field",
     "hoodie.datasource.write.hive_style_partitioning",
     "hoodie.datasource.write.partitionpath.urlencode",
-    "hoodie.datasource.write.keygenerator.class",
-    "hoodie.datasource.write.keygenerator.type",
-    "hoodie.table.keygenerator.class",
-    "hoodie.keygen.timebased.timestamp.type",
-    "hoodie.keygen.timebased.input.dateformat",
-    "hoodie.keygen.timebased.output.dateformat",
-    "hoodie.keygen.timebased.timezone",
-    "hoodie.keygen.timebased.input.timezone",
-    "hoodie.keygen.timebased.output.timezone",
-    "hoodie.keygen.timebased.timestamp.scalar.time.unit",
-    "hoodie.keygen.timebased.input.dateformat.list.delimiter.regex",
-    "hoodie.keygen.datetime.parser.class",
-    "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled",
-    "hoodie.datasource.write.slash.separated.date.partitioning",
-    "hoodie.write.complex.keygen.new.encoding",
-    "hoodie.table.keygenerator.type",
-    "hoodie.table.recordkey.fields",
-    "hoodie.table.partition.fields",
     "hoodie.index.type",
     "hoodie.index.bucket.engine",
     "hoodie.bucket.index.num.buckets",
     "hoodie.bucket.index.hash.field",
     "hoodie.streamer.schemaprovider.source.schema.file",
     "hoodie.deltastreamer.schemaprovider.source.schema.file",
-    // The Confluent registry of `hudi.sink.value.format=avro` (`crate::bootstrap::build_registry`).
-    "hoodie.streamer.schemaprovider.registry.url",
-    "hoodie.deltastreamer.schemaprovider.registry.url",
     "hoodie.parquet.max.file.size",
     "hoodie.parquet.block.size",
     "hoodie.parquet.page.size",
@@ -180,125 +135,11 @@ const USED_KEYS: &[&str] = &[
     "hoodie.populate.meta.fields",
     "hoodie.table.base.file.format",
     "hoodie.metadata.enable",
-    "hoodie.write.lock.provider",
-    "hoodie.write.lock.dynamodb.table",
-    "hoodie.write.lock.dynamodb.partition_key",
-    "hoodie.write.lock.dynamodb.region",
-    "hoodie.write.lock.dynamodb.endpoint_url",
-    "hoodie.write.lock.dynamodb.billing_mode",
-    "hoodie.write.lock.dynamodb.read_capacity",
-    "hoodie.write.lock.dynamodb.write_capacity",
-    "hoodie.write.lock.dynamodb.table_creation_timeout",
-    "hoodie.write.lock.wait_time_ms",
-    "hoodie.write.concurrency.mode",
-    // The dead-letter location when `hudi.sink.dead.letter.path` is not set (`crate::dead_letter`).
-    "hoodie.errortable.base.path",
 ];
-
-/// Keys meaningful only to HoodieStreamer, Kafka Connect or Spark: accepted so that their properties files
-/// work unchanged, and reported by [`WriteConfig::ignored_keys`].
-const IGNORED_PREFIXES: &[&str] = &[
-    "hoodie.deltastreamer.source.",
-    "hoodie.streamer.source.",
-    // Catalog-sync keys the Glue sync does not act on (`crate::catalog::config` reads the others).
-    "hoodie.datasource.hive_sync.",
-    "hoodie.datasource.meta.sync.",
-    "hoodie.datasource.meta_sync.",
-    "hoodie.meta.sync.",
-    "hoodie.meta_sync.",
-    "hoodie.kafka.",
-    "hoodie.cleaner.",
-    "hoodie.clean.",
-    "hoodie.keep.",
-    "hoodie.archive.",
-    "hoodie.clustering.",
-    "hoodie.compact.",
-    "hoodie.embed.timeline.server",
-    "hoodie.upsert.shuffle.parallelism",
-    "hoodie.insert.shuffle.parallelism",
-    "hoodie.bulkinsert.shuffle.parallelism",
-    "hoodie.delete.shuffle.parallelism",
-    "hoodie.combine.before.",
-    "hoodie.schema.on.read.",
-    "hoodie.deltastreamer.keygen.timebased.",
-    "hoodie.write.lock.zookeeper.",
-    // HoodieStreamer's error table: only its base path is used (for dead letters, after USED_KEYS above).
-    "hoodie.errortable.",
-    "bootstrap.servers",
-    "auto.offset.reset",
-    "group.id",
-    "key.deserializer",
-    "value.deserializer",
-    "schema.registry.url",
-    "security.protocol",
-    "sasl.",
-    "ssl.",
-    "topics",
-    "key.converter",
-    "value.converter",
-    "name",
-    "connector.class",
-    "tasks.max",
-];
-
-/// Prefixes this project owns: a key under them must be known.
-const STRICT_PREFIXES: &[&str] = &["hoodie.", "hudi.sink."];
-
-/// `true` / `false` in any case, surrounding space allowed; anything else is an error naming the key.
-pub(crate) fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(ConfigError::Invalid {
-            key: key.into(),
-            value: value.into(),
-            reason: "expected true or false".into(),
-        }),
-    }
-}
-
-fn parse_num<T: FromStr>(key: &str, value: &str) -> Result<T, ConfigError>
-where
-    T::Err: fmt::Display,
-{
-    value.trim().parse::<T>().map_err(|e| ConfigError::Invalid {
-        key: key.into(),
-        value: value.into(),
-        reason: e.to_string(),
-    })
-}
-
-fn parse_list(value: &str) -> Vec<String> {
-    value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect()
-}
 
 impl WriteConfig {
-    /// Parses and checks every key; see the module doc for how unknown keys are treated.
+    /// Parses and checks the writer's keys ([`KEYS`]); other keys are left to their own parsers.
     pub fn from_properties(properties: BTreeMap<String, String>) -> Result<Self, ConfigError> {
-        let mut ignored = Vec::new();
-        for key in properties.keys() {
-            if USED_KEYS.contains(&key.as_str())
-                || crate::services::config::SERVICES_KEYS.contains(&key.as_str())
-                || crate::catalog::config::CATALOG_KEYS.contains(&key.as_str())
-                || key.starts_with("hudi.sink.")
-            {
-                continue;
-            }
-            if IGNORED_PREFIXES.iter().any(|p| key.starts_with(p)) {
-                ignored.push(key.clone());
-                continue;
-            }
-            if STRICT_PREFIXES.iter().any(|p| key.starts_with(p)) || !key.contains('.') {
-                return Err(ConfigError::UnknownKey { key: key.clone() });
-            }
-            // Other engines' namespaced keys (e.g. `spark.*`) are not ours to judge.
-            ignored.push(key.clone());
-        }
         let get = |k: &str| {
             properties
                 .get(k)
@@ -533,23 +374,18 @@ impl WriteConfig {
             max_file_size,
             base_file,
             properties,
-            ignored,
         })
     }
 
     /// Parses a Java `.properties` text.
     pub fn from_properties_text(text: &str) -> Result<Self, ConfigError> {
-        let map = super::java_properties::parse(text).map_err(|e| ConfigError::Invalid {
-            key: "<properties file>".into(),
-            value: String::new(),
-            reason: e.to_string(),
-        })?;
+        let map =
+            crate::config::java_properties::parse(text).map_err(|e| ConfigError::Invalid {
+                key: "<properties file>".into(),
+                value: String::new(),
+                reason: e.to_string(),
+            })?;
         Self::from_properties(map.into_iter().collect())
-    }
-
-    /// Keys accepted for compatibility with other engines but not used by this writer.
-    pub fn ignored_keys(&self) -> &[String] {
-        &self.ignored
     }
 
     /// Returns a copy with one key changed (re-validated).
@@ -594,7 +430,8 @@ mod tests {
             }
         );
         assert_eq!(c.precombine_field.as_deref(), Some("ts"));
-        assert_eq!(c.ignored_keys().len(), 2);
+        let ignored = crate::bootstrap::check_keys(&c.properties).expect("known keys");
+        assert_eq!(ignored.len(), 2);
     }
 
     #[test]
@@ -606,10 +443,9 @@ mod tests {
             "hoodie.errortable.target.table.name".into(),
             "trips_errors".into(),
         );
-        let c = WriteConfig::from_properties(p).expect("valid");
         // The base path is used (for dead letters); the rest is HoodieStreamer's alone.
         assert_eq!(
-            c.ignored_keys(),
+            crate::bootstrap::check_keys(&p).expect("known keys"),
             [
                 "hoodie.errortable.enable",
                 "hoodie.errortable.target.table.name"
@@ -622,7 +458,7 @@ mod tests {
         let mut p = base();
         p.insert("hoodie.bucket.index.num.bucket".into(), "4".into());
         assert_eq!(
-            WriteConfig::from_properties(p).unwrap_err(),
+            crate::bootstrap::check_keys(&p).unwrap_err(),
             ConfigError::UnknownKey {
                 key: "hoodie.bucket.index.num.bucket".into()
             }
@@ -635,8 +471,20 @@ mod tests {
         ));
         let mut p = base();
         p.insert("hudi.sink.nope".into(), "x".into());
-        // hudi.sink.* keys are validated by the sink's own config; the writer accepts the namespace.
-        assert!(WriteConfig::from_properties(p).is_ok());
+        assert!(crate::bootstrap::check_keys(&p).is_err());
+        // Every module's keys are known, the services' and the catalog's included.
+        let mut p = base();
+        for key in [
+            "hudi.sink.services.retired.grace.ms",
+            "hudi.sink.compaction.max.file.groups",
+            "hudi.sink.catalog.sync.timeout.ms",
+            "hudi.sink.s3.attempt.timeout.ms",
+            "hoodie.write.lock.dynamodb.table",
+            "hoodie.keygen.timebased.timestamp.type",
+        ] {
+            p.insert(key.into(), "1".into());
+        }
+        assert_eq!(crate::bootstrap::check_keys(&p), Ok(vec![]));
         let mut p = base();
         p.remove("hoodie.index.type");
         assert!(matches!(

@@ -1,0 +1,120 @@
+//! What the command's end-to-end tests share: running the built binary, the pinned Python reader, the
+//! generator's model and the services report.
+
+#![allow(dead_code)] // each test binary uses a part
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Map, Value};
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crate lives in <root>/crates/<name>")
+        .to_path_buf()
+}
+
+/// Runs `hudi-sink ARGS` from the workspace root (where examples/ resolve) and returns its output.
+pub fn hudi_sink(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hudi-sink"))
+        .current_dir(workspace_root())
+        .args(args)
+        .output()
+        .expect("run hudi-sink")
+}
+
+pub fn ok(args: &[&str]) -> String {
+    let out = hudi_sink(args);
+    assert!(
+        out.status.success(),
+        "hudi-sink {args:?} failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The pinned reader's interpreter: `$HUDI_SINK_PYTHON`, else `<workspace>/.venv/bin/python` (`make venv`).
+pub fn python() -> PathBuf {
+    let path = std::env::var("HUDI_SINK_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| workspace_root().join(".venv/bin/python"));
+    assert!(
+        path.exists(),
+        "Python with hudi==0.5.0 not found at {} (run `make venv` or set HUDI_SINK_PYTHON)",
+        path.display()
+    );
+    path
+}
+
+/// Rows of the table's snapshot read by Python `hudi`, keyed by `uuid`, without the five meta columns.
+pub fn read_table(table: &Path) -> BTreeMap<String, Map<String, Value>> {
+    let out = Command::new(python())
+        .arg(workspace_root().join("tests/python/hudi_read.py"))
+        .arg(table)
+        .arg("snapshot")
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "reader failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).expect("reader prints JSON");
+    let mut rows = BTreeMap::new();
+    for row in json["rows"].as_array().expect("rows") {
+        let mut row = row.as_object().expect("row").clone();
+        row.retain(|k, _| !k.starts_with("_hoodie_") || k == "_hoodie_is_deleted");
+        let key = row["uuid"].as_str().expect("uuid").to_string();
+        assert!(rows.insert(key.clone(), row).is_none(), "key {key} twice");
+    }
+    rows
+}
+
+pub fn model_rows(model: &Path) -> BTreeMap<String, Map<String, Value>> {
+    std::fs::read_to_string(model)
+        .expect("model")
+        .lines()
+        .map(|l| {
+            let row: Map<String, Value> = serde_json::from_str(l).expect("model line");
+            (row["uuid"].as_str().expect("uuid").to_string(), row)
+        })
+        .collect()
+}
+
+/// The number in `text` right after `label` (e.g. `"records in "` → 2000).
+pub fn number_after(text: &str, label: &str) -> u64 {
+    let start = text
+        .find(label)
+        .unwrap_or_else(|| panic!("{label:?} not in:\n{text}"))
+        + label.len();
+    text[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after {label:?} in:\n{text}"))
+}
+
+/// The services report printed by `hudi-sink services`, with the (variable) run time checked and removed.
+pub fn services_report(stdout: &str) -> Value {
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one JSON line:\n{stdout}");
+    let mut report: Value = serde_json::from_str(lines[0]).expect("JSON report");
+    let object = report.as_object_mut().expect("object");
+    assert!(object.remove("duration_ms").is_some_and(|d| d.is_u64()));
+    report
+}
+
+pub fn completed_commits(table: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(table.join(".hoodie"))
+        .expect("read .hoodie")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter_map(|n| n.strip_suffix(".commit").map(str::to_string))
+        .collect();
+    names.sort();
+    names
+}
