@@ -168,7 +168,7 @@ SIM_SEEDS ?= 5000
 sim:
 	SIM_SEEDS=$(SIM_SEEDS) $(CARGO) test -p hudi-sink --test it simulation::runs::seeds_hold_every_invariant -- --nocapture
 
-# Fuzzing (README "Fuzzing and bad input"): builds the cargo-fuzz targets of fuzz/ and runs each for
+# Fuzzing (docs/reliability.md, "Fuzzing and bad input"): builds the cargo-fuzz targets of fuzz/ and runs each for
 # FUZZ_SECONDS from the committed corpus (new inputs go to fuzz/target/corpus, crashes to fuzz/artifacts).
 # Needs `cargo install --locked cargo-fuzz --version 0.13.2`. RUSTC_BOOTSTRAP=1 lets the stable toolchain take
 # cargo-fuzz's nightly-only flags (no nightly can be downloaded here); no sanitizer: the code is safe Rust.

@@ -16,7 +16,7 @@ variable "topic" {
 }
 
 variable "table_properties_uri" {
-  description = "s3:// URI of the table properties file (see README, Deploy)."
+  description = "s3:// URI of the table properties file (see docs/deploy.md, the table properties file)."
   type        = string
 }
 

@@ -10,6 +10,7 @@ mod catalog_glue;
 mod clustering;
 mod common;
 mod compaction;
+mod docs;
 mod envelope_oracle;
 mod exactly_once;
 mod exactly_once_aws;
