@@ -1,5 +1,5 @@
 //! Micro-benchmarks of the format core's hot paths: bloom filter, key generation and bucket ids, and the
-//! base-file writer. Run with `make bench`; numbers go to the README's performance section. No timing is
+//! base-file writer. Run with `make bench`; numbers go to docs/performance.md. No timing is
 //! asserted anywhere.
 
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@
 //! must stay under [`BOUND_FACTOR`] × the payload size above the heap in use before the invocation. The bound
 //! is generous on purpose (a Lambda function has at least 128 MB per 6 MB payload); what it catches is
 //! memory that grows faster than the input: a quadratic index, a copy per record of something batch-sized,
-//! a JSON tree per record. Each shape prints its figure, for the README.
+//! a JSON tree per record. Each shape prints its figure, for docs/reliability.md.
 //!
 //! Memory only: nothing here measures or asserts time.
 

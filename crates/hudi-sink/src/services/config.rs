@@ -111,7 +111,7 @@ pub struct ServicesConfig {
     /// `hudi.sink.compaction.merge.locked` (false): merge under the table lock, from plan to commit, as the sink
     /// did before its compactions left the lock. Only for tables that another engine's writers append to at the
     /// same time: a Java writer appends to the slice of a pending compaction, which this sink's carried logs
-    /// would then follow (README, Limits).
+    /// would then follow (docs/limits.md).
     pub compaction_merge_locked: bool,
     /// `hudi.sink.services.retired.grace.ms` (1 hour): how long after a rollback a zombie writer of the
     /// rolled-back instant may still upload a file (a Lambda invocation lives at most 15 minutes). Until a

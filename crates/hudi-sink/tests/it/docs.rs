@@ -305,3 +305,28 @@ fn the_configuration_reference_has_one_key_per_row() {
         "the accepted and ignored prefixes are not keys"
     );
 }
+
+/// The configuration reference and the parsers agree: every key some parser reads (each module's `KEYS`,
+/// joined by `bootstrap::KEY_LISTS`) has a row in `docs/configuration.md`, and every row names a key a parser
+/// reads, so that a documented key is never refused and an accepted key is never undocumented.
+#[test]
+fn the_configuration_reference_documents_exactly_the_accepted_keys() {
+    let documented = documented_keys(&workspace_root());
+    let accepted: BTreeSet<String> = hudi_sink::bootstrap::accepted_keys()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let undocumented: Vec<&String> = accepted.difference(&documented).collect();
+    let refused: Vec<&String> = documented.difference(&accepted).collect();
+    assert!(
+        undocumented.is_empty() && refused.is_empty(),
+        "accepted but not in docs/configuration.md: {undocumented:?}\n\
+         documented but refused at start-up: {refused:?}"
+    );
+    // And a documented key really passes the start-up check.
+    let all: std::collections::BTreeMap<String, String> = documented
+        .iter()
+        .map(|k| (k.clone(), "x".to_string()))
+        .collect();
+    assert_eq!(hudi_sink::bootstrap::check_keys(&all), Ok(vec![]));
+}

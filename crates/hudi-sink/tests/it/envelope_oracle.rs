@@ -4,7 +4,7 @@
 //! types, keys, values and headers. The two known differences of `aws_lambda_events` 1.x are asserted as
 //! such: it reads some millisecond timestamps one millisecond early (through `f64` seconds), and it refuses a
 //! whole event for a record with Kafka's `-1` "no timestamp" (or without `headers`). They are why the sink
-//! parses the envelope itself (README, "Limits").
+//! parses the envelope itself (docs/limits.md).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -179,7 +179,7 @@ fn the_known_differences_of_aws_lambda_events_are_what_they_are_said_to_be() {
     }
     assert!(
         early > 0,
-        "no timestamp rounded: the difference is gone, update the README"
+        "no timestamp rounded: the difference is gone, update docs/limits.md"
     );
     // Kafka's -1 "no timestamp": the sink keeps the record, aws_lambda_events refuses the whole event.
     let text = event_with_timestamp("-1");

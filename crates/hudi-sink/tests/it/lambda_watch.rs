@@ -11,7 +11,7 @@
 //! with `--only-lambda-apis` and starts the functions itself, exactly as watch would (same environment
 //! variables, runtime API `http://<addr>/.rt/<function>`), from `cargo build --workspace --all-targets`,
 //! whose units are the ones `make test` has just built: only the two executables are linked.
-//! `HUDI_SINK_WATCH_MODE=cargo` lets watch build and start them itself (the README's workflow; slow once).
+//! `HUDI_SINK_WATCH_MODE=cargo` lets watch build and start them itself (docs/cli.md's workflow; slow once).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -521,7 +521,7 @@ pub(crate) enum Data<'a> {
 /// A row of the trips table: uuid → (ts, rider, fare, city).
 type Row = (i64, Option<String>, Option<f64>, String);
 
-/// The table the five samples must produce, stated from the README's merge rules (not computed by the
+/// The table the five samples must produce, stated from the merge rules of docs/semantics.md (not computed by the
 /// library): msk-basic inserts trip-001..005 (trip-006 is a `_hoodie_is_deleted` delete of an absent key);
 /// msk-tombstones updates trip-001 then deletes it by tombstone, deletes trip-002, dead-letters the keyless
 /// tombstone and ignores an older `_hoodie_is_deleted` version of trip-003; msk-headers inserts trip-010 and

@@ -151,7 +151,7 @@ pub fn stream_with_seed(
     out
 }
 
-/// The model: the rules of the README applied per batch (fold in offset order, then merge with stored).
+/// The model: the rules of docs/semantics.md applied per batch (fold in offset order, then merge with stored).
 #[derive(Default, Debug, Clone)]
 pub struct Model {
     pub rows: BTreeMap<String, Trip>,

@@ -646,7 +646,7 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
     let mut msgs = stream_with_seed(TOPIC, partitions, per_partition, keys, rng.next());
     if mor {
         // Hudi's merge-on-read readers merge a record that follows a tombstone by ordering value against the
-        // version in the base file (README, "Merge-on-read tables"), where copy-on-write re-creates the key:
+        // version in the base file (docs/semantics.md, "Merge-on-read tables"), where copy-on-write re-creates the key:
         // the same stream gives the two table types different tables. Ordering values that never decrease
         // per key make the two rules agree, so that one model checks both.
         monotonic_ordering(&mut msgs);

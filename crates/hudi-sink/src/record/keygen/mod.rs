@@ -86,7 +86,8 @@ const TS_NEW_PREFIX: &str = "hoodie.keygen.timebased.";
 const DEFAULT_PARSER_CLASS: &str = "org.apache.hudi.keygen.parser.HoodieDateTimeParser";
 
 /// The keys [`KeyGenConfig::from_properties`] reads besides the writer's own (the record key, partition,
-/// hive-style and URL-encoding keys of `crate::write::config::KEYS`).
+/// hive-style and URL-encoding keys of `crate::write::config::KEYS`). `hoodie.table.version` is read from the
+/// table's own `hoodie.properties` only: a table's version is not a setting.
 pub const KEYS: &[&str] = &[
     TABLE_RECORD_KEY,
     TABLE_PARTITION,
@@ -96,7 +97,6 @@ pub const KEYS: &[&str] = &[
     WRITE_KEYGEN_TYPE,
     CONSISTENT_LOGICAL_TIMESTAMP,
     COMPLEX_NEW_ENCODING,
-    TABLE_VERSION,
     SLASH_SEPARATED_DATE,
     TS_TYPE,
     TS_SCALAR_UNIT,

@@ -20,7 +20,7 @@
 //! `.hoodie/`. When a pending compaction's plan cannot be read, nothing is cleaned until it can (or the
 //! compaction is completed or rolled back): the cleaner cannot tell which slices it reads. Queries as of an
 //! instant older than the ECR may then find files missing: hudi-rs returns partial results for them, so the
-//! retention is "the last N commits" (README, Table services).
+//! retention is "the last N commits" (docs/operations.md, "Table services").
 //!
 //! Cost: a clean scans only the partitions where commits since the previous clean's ECR wrote a new slice of
 //! an existing group or replaced groups (Spark's incremental mode, narrowed to superseding writes), one

@@ -44,7 +44,7 @@ impl InvStorage {
             }
         }
         // A freeze right before the commit file's PUT (or a window member's data file upload) is a window
-        // lease fencing cannot close (see the README): it is left out here and named as a limit there.
+        // lease fencing cannot close (see docs/reliability.md): it is left out here and named as a limit there.
         if plan.freeze_at == Some(n) && !commit_put && self.world.faults_on.load(Ordering::SeqCst) {
             self.freeze("process frozen past the lease").await;
         }

@@ -278,13 +278,13 @@ pub(super) fn hudi_rs_trips(base: &str) -> Vec<Trip> {
 }
 
 /// A completed write's timeline file (`<t>.commit`, `<t>.deltacommit`): the create the lease proof guards,
-/// where no freeze is injected (the window lease fencing cannot close; see the README's limit).
+/// where no freeze is injected (the window lease fencing cannot close; see docs/limits.md).
 pub(super) fn is_commit_file(path: &str) -> bool {
     path.ends_with(".commit") || path.ends_with(".deltacommit")
 }
 
 /// A base or log file: a window member checks its lease right before uploading one, and a freeze between
-/// that check and the upload's arrival is the window lease fencing cannot close (README, "Interval
+/// that check and the upload's arrival is the window lease fencing cannot close (docs/limits.md, "Interval
 /// commit"); it is left out, like the freeze before a commit file.
 pub(super) fn is_data_file(path: &str) -> bool {
     !path.starts_with(".hoodie/") && (path.ends_with(".parquet") || path.contains(".log."))

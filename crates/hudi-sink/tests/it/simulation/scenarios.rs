@@ -1,6 +1,6 @@
 //! Scripted scenarios: interleavings that the random seeds cannot reach without also opening the one window
 //! no mechanism closes (a commit file's creation delayed in flight past the lease after the lease was proven,
-//! for an instant that is then given up; see the README's limits). Each runs on its own paused runtime and is
+//! for an instant that is then given up; see docs/limits.md). Each runs on its own paused runtime and is
 //! checked with the simulation's invariants.
 //!
 //! **Duplicated commit, first copy held in flight.** The writer's call to the coordinator function times out
