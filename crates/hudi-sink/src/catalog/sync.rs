@@ -199,9 +199,9 @@ pub async fn sync_table(
     };
     // The watermark stays below a pending write that may still complete after a newer instant (a deltacommit
     // behind a compaction): the partitions of commits above it are read again by the next sync, never skipped
-    // (`commit/conflict.rs` `writer_base`).
+    // (`table/timeline.rs` `writer_base`).
     let mark =
-        crate::commit::conflict::writer_base(timeline, props.table_type == TableType::MergeOnRead)
+        crate::table::timeline::writer_base(timeline, props.table_type == TableType::MergeOnRead)
             .map(|i| i.time.clone());
     for (name, view) in table_views(config, props.table_type) {
         let desired = table_def(config, &name, view, &schema, &fields, base_path)?;

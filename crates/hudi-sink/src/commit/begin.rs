@@ -16,8 +16,8 @@ use crate::table::instant::InstantTime;
 use crate::table::timeline::Timeline;
 use crate::write::WriteError;
 
-use super::heartbeat::write_heartbeat;
 use super::Coordinator;
+use crate::write::heartbeat::write_heartbeat;
 
 impl Coordinator {
     /// Serves `begin` under the lock.

@@ -32,9 +32,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::index::bucket::bucket_id_from_file_id;
-use crate::mutation::Mutation;
 use crate::table::commit::WriteStat;
-use crate::table::instant::{Action, Instant, InstantTime};
+use crate::table::instant::{Instant, InstantTime};
 
 /// Why a candidate commit cannot complete: a commit that completed first changed what it was based on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -141,45 +140,8 @@ pub struct Candidate<'a> {
     delta: bool,
 }
 
-/// Whether a completed instant orders the writes of the table (`delta`: a merge-on-read table): every action
-/// but a replacecommit (clustering) and, on merge-on-read, a compaction `commit`, neither of which carries a
-/// checkpoint.
-fn orders_writes(done: &Instant, delta: bool) -> bool {
-    done.action != Action::ReplaceCommit && !(delta && done.action == Action::Commit)
-}
-
-/// The base instant of a new write (what `begin` answers): the latest completed instant, unless a pending
-/// write older than it can still complete (every completed instant newer than it is one that does not order
-/// writes, see [`Candidate::check_order`]); then the newest completed instant older than that write. A write
-/// that completes after a newer compaction would otherwise be below the base of writers that never saw it, and
-/// their file groups and buckets would not be checked against it.
-///
-/// On merge-on-read a pending compaction always counts as such a write: it merges outside the lock and
-/// completes after the deltacommits that landed meanwhile, so a writer based above it would never check its
-/// appends to the old slices against it (the mutation switch `PendingCompactionHoldsBase` turns this off).
-pub fn writer_base(timeline: &crate::table::timeline::Timeline, delta: bool) -> Option<&Instant> {
-    let completed = timeline.completed_commits();
-    let can_complete = |p: &Instant| {
-        !completed
-            .iter()
-            .any(|c| c.time > p.time && orders_writes(c, delta))
-    };
-    let compaction_holds =
-        delta && !crate::mutation::is_disabled(Mutation::PendingCompactionHoldsBase);
-    let oldest_live = timeline
-        .pending()
-        .into_iter()
-        .filter(|p| {
-            (p.action.is_write() && can_complete(p))
-                || (compaction_holds && p.action == Action::Compaction)
-        })
-        .map(|p| &p.time)
-        .min();
-    completed
-        .into_iter()
-        .rev()
-        .find(|c| oldest_live.is_none_or(|p| c.time < *p))
-}
+use crate::table::timeline::orders_writes;
+pub use crate::table::timeline::writer_base;
 
 /// The (partition, file group) and (partition, bucket) keys of a file group.
 fn bucket_of<'s>(partition: &'s str, file_id: &str) -> Option<(&'s str, u32)> {

@@ -36,7 +36,6 @@ mod after;
 mod begin;
 pub mod checkpoint;
 pub mod conflict;
-pub mod heartbeat;
 mod rollback;
 pub(crate) mod schema;
 mod services;
@@ -54,11 +53,9 @@ use crate::storage::Storage;
 use crate::table::instant::InstantTime;
 use crate::write::WriteError;
 
+pub use crate::write::heartbeat::write_heartbeat;
 pub use checkpoint::parse_checkpoint;
 pub use conflict::Conflict;
-pub(crate) use heartbeat::read_heartbeat;
-pub use heartbeat::write_heartbeat;
-pub(crate) use steps::verify_files;
 
 /// Coordinator settings (`hudi.sink.*` keys).
 #[derive(Debug, Clone)]

@@ -21,8 +21,8 @@ use crate::table::instant::{Instant, InstantTime, State};
 use crate::table::timeline::Timeline;
 use crate::write::{rollback_failed, WriteError};
 
-use super::heartbeat::read_heartbeat;
 use super::Coordinator;
+use crate::write::heartbeat::read_heartbeat;
 
 impl Coordinator {
     /// Rolls back `instant` unless it completed meanwhile: `timeline` may be stale if this coordinator was

@@ -19,12 +19,13 @@
 //! Steps 4, 6, 7 and 8 may end the commit with an answer instead of an error ([`Stop::Answer`]); every
 //! answer and error is one the protocol had before the steps were named (`protocol.rs`).
 
+use crate::write::verify::verify_files;
 use bytes::Bytes;
 
 use crate::lock::LockGuard;
 use crate::mutation::{is_disabled, Mutation};
 use crate::protocol::{checkpoint_covers, CommitRequest, CoordinatorResponse};
-use crate::storage::{ObjectMeta, PutOutcome, Storage};
+use crate::storage::{ObjectMeta, PutOutcome};
 use crate::table::commit::{Checkpoint, CommitMetadata, OperationType, WriteStat};
 use crate::table::file_name::heartbeat_path;
 use crate::table::instant::{Action, Instant, InstantTime, State};
@@ -82,32 +83,6 @@ fn sorted(stats: impl IntoIterator<Item = WriteStat>) -> Vec<WriteStat> {
     let mut stats: Vec<WriteStat> = stats.into_iter().collect();
     stats.sort_by(|a, b| (&a.partition_path, &a.path).cmp(&(&b.partition_path, &b.path)));
     stats
-}
-
-/// Checks that every file of `stats` exists with exactly its stated size (docs/architecture.md,
-/// "Exactly-once": only whole files are committed).
-pub(crate) async fn verify_files(
-    storage: &dyn Storage,
-    instant: &InstantTime,
-    stats: &[WriteStat],
-) -> Result<(), WriteError> {
-    for stat in stats {
-        match storage.head(&stat.path).await? {
-            Some(ObjectMeta { size, .. }) if size as i64 == stat.file_size_in_bytes => {}
-            found => {
-                return Err(WriteError::Table {
-                    base_path: storage.base_uri().to_string(),
-                    reason: format!(
-                        "file {} of instant {instant} has size {:?}, expected {}",
-                        stat.path,
-                        found.map(|m| m.size),
-                        stat.file_size_in_bytes
-                    ),
-                })
-            }
-        }
-    }
-    Ok(())
 }
 
 impl Coordinator {

@@ -42,7 +42,7 @@ mod error;
 pub mod merge;
 #[cfg(test)]
 mod merge_tests;
-pub mod name;
+pub use crate::table::log_file_name as name;
 pub mod parquet_block;
 pub mod reader;
 pub mod scan;

@@ -359,6 +359,15 @@ impl Marker {
     }
 }
 
+/// Where the objects of open commit windows live (ignored by Hudi readers, like the rest of `.hoodie/.aux/`;
+/// docs/architecture.md, "Interval commit").
+pub const WINDOW_DIR: &str = ".hoodie/.aux/hudi-sink/window/";
+
+/// The directory of window `instant`'s objects.
+pub fn window_dir(instant: &InstantTime) -> String {
+    format!("{WINDOW_DIR}{instant}/")
+}
+
 /// The heartbeat file of an instant: `.hoodie/.heartbeat/<t>`.
 pub fn heartbeat_path(instant_time: &InstantTime) -> String {
     format!(".hoodie/.heartbeat/{instant_time}")

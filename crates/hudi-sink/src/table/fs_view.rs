@@ -29,9 +29,9 @@ pub use visibility::{ReplacedGroups, SliceVisibility};
 use super::commit::WriteStat;
 use super::file_name::BaseFileName;
 use super::instant::{Action, InstantTime};
+use super::log_file_name::LogFileName;
 use super::partition_metadata::PARTITION_METAFILE;
 use super::timeline::{Timeline, TimelineError};
-use crate::log_file::LogFileName;
 use crate::storage::Storage;
 
 /// Top-level directories that hold no data files: the timeline and the planned Delta Lake mirror.

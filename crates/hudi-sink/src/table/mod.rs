@@ -9,6 +9,7 @@ pub mod commit;
 pub mod file_name;
 pub mod fs_view;
 pub mod instant;
+pub mod log_file_name;
 pub mod partition_metadata;
 pub mod properties;
 pub mod timeline;

@@ -403,6 +403,46 @@ pub fn instants_with(timeline: &Timeline, action: Action, state: State) -> Vec<&
         .collect()
 }
 
+/// Whether a completed instant orders the writes of the table (`delta`: a merge-on-read table): every action
+/// but a replacecommit (clustering) and, on merge-on-read, a compaction `commit`, neither of which carries a
+/// checkpoint.
+pub fn orders_writes(done: &Instant, delta: bool) -> bool {
+    done.action != Action::ReplaceCommit && !(delta && done.action == Action::Commit)
+}
+
+/// The base instant of a new write (what `begin` answers): the latest completed instant, unless a pending
+/// write older than it can still complete (every completed instant newer than it is one that does not order
+/// writes, see `crate::commit::conflict`); then the newest completed instant older than that write. A write
+/// that completes after a newer compaction would otherwise be below the base of writers that never saw it, and
+/// their file groups and buckets would not be checked against it.
+///
+/// On merge-on-read a pending compaction always counts as such a write: it merges outside the lock and
+/// completes after the deltacommits that landed meanwhile, so a writer based above it would never check its
+/// appends to the old slices against it (the mutation switch `PendingCompactionHoldsBase` turns this off).
+pub fn writer_base(timeline: &Timeline, delta: bool) -> Option<&Instant> {
+    let completed = timeline.completed_commits();
+    let can_complete = |p: &Instant| {
+        !completed
+            .iter()
+            .any(|c| c.time > p.time && orders_writes(c, delta))
+    };
+    let compaction_holds = delta
+        && !crate::mutation::is_disabled(crate::mutation::Mutation::PendingCompactionHoldsBase);
+    let oldest_live = timeline
+        .pending()
+        .into_iter()
+        .filter(|p| {
+            (p.action.is_write() && can_complete(p))
+                || (compaction_holds && p.action == Action::Compaction)
+        })
+        .map(|p| &p.time)
+        .min();
+    completed
+        .into_iter()
+        .rev()
+        .find(|c| oldest_live.is_none_or(|p| c.time < *p))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,10 +12,12 @@
 //! [`TableWriter::commit`].
 
 pub mod config;
+pub mod heartbeat;
 pub mod lease;
 pub mod merge;
 pub mod ordering;
 mod table_writer;
+pub mod verify;
 
 use thiserror::Error;
 

@@ -668,7 +668,7 @@ impl TableWriter {
         extra_metadata: BTreeMap<String, String>,
     ) -> Result<CommitMetadata, WriteError> {
         let storage = self.storage.as_ref();
-        crate::commit::verify_files(storage, instant, &stats).await?;
+        crate::write::verify::verify_files(storage, instant, &stats).await?;
         let op = match operation {
             WriteOperation::Insert => OperationType::Insert,
             WriteOperation::Upsert => OperationType::Upsert,

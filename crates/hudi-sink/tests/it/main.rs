@@ -19,6 +19,7 @@ mod hostile_partitions;
 mod keygen_golden;
 mod lambda_watch;
 mod lambda_window;
+mod layers;
 mod lock_dynamodb;
 mod lock_file;
 mod log_file_golden;

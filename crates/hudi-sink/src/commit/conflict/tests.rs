@@ -1,6 +1,7 @@
 //! One test per conflict rule, the base a writer is given, and the order of the checks.
 
 use super::*;
+use crate::table::instant::Action;
 use crate::table::instant::State;
 
 fn time(t: &str) -> InstantTime {

@@ -12,12 +12,12 @@
 
 use bytes::Bytes;
 
-use crate::commit::heartbeat::write_heartbeat;
 use crate::lock::LockGuard;
 use crate::mutation::{is_disabled, Mutation};
 use crate::protocol::{checkpoint_covers, Contribution, CoordinatorResponse, JoinRequest};
 use crate::table::instant::{Action, InstantTime};
 use crate::table::timeline::Timeline;
+use crate::write::heartbeat::write_heartbeat;
 use crate::write::WriteError;
 
 use super::super::Coordinator;

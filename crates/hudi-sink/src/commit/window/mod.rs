@@ -49,16 +49,10 @@ use crate::storage::ObjectMeta;
 use crate::table::instant::InstantTime;
 use crate::table::timeline::Timeline;
 
-/// Where the objects of open windows live (ignored by Hudi readers, like the rest of `.hoodie/.aux/`).
-pub const WINDOW_DIR: &str = ".hoodie/.aux/hudi-sink/window/";
+pub use crate::table::file_name::{window_dir, WINDOW_DIR};
 
 /// Extra metadata key of a window's commit: its end and the offsets of each member it committed.
 pub const WINDOW_METADATA_KEY: &str = "hudi.sink.window";
-
-/// The directory of window `instant`'s objects.
-pub fn window_dir(instant: &InstantTime) -> String {
-    format!("{WINDOW_DIR}{instant}/")
-}
 
 fn window_object_path(instant: &InstantTime) -> String {
     format!("{}window.json", window_dir(instant))

@@ -120,7 +120,7 @@ pub async fn complete(
             return Ok(Completion::RolledBack { reason });
         }
     }
-    crate::commit::verify_files(storage, t, &stats).await?;
+    crate::write::verify::verify_files(storage, t, &stats).await?;
     let mut meta = ReplaceCommitMetadata::default();
     meta.commit.operation_type = OperationType::Cluster;
     for stat in stats {
@@ -232,7 +232,7 @@ pub async fn rollback_expired(
             }
             Requested::Record(_) | Requested::Absent => continue,
         };
-        let last_beat = crate::commit::read_heartbeat(storage, &pending.time).await?;
+        let last_beat = crate::write::heartbeat::read_heartbeat(storage, &pending.time).await?;
         let last = last_beat.unwrap_or_else(|| pending.time.to_millis().unwrap_or(0));
         if now.saturating_sub(last) <= tolerance {
             continue;

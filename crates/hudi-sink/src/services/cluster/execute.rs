@@ -13,12 +13,12 @@ use super::ClusteringPlanned;
 use crate::base_file::reader::read_base_file_batches;
 use crate::base_file::writer::BaseFileWriter;
 use crate::clock::Clock;
-use crate::commit::write_heartbeat;
 use crate::schema::meta::{FILE_NAME_COL, META_COLUMNS};
 use crate::storage::{join_path, Storage};
 use crate::table::commit::WriteStat;
 use crate::table::file_name::{marker_path, new_file_id, BaseFileName, MarkerType, WriteToken};
 use crate::table::instant::InstantTime;
+use crate::write::heartbeat::write_heartbeat;
 use crate::write::{TableWriter, WriteError};
 
 /// Rows of the first write into a new file, which measures the bytes per row.

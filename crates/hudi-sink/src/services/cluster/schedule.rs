@@ -143,7 +143,7 @@ pub async fn schedule(
             });
         }
     }
-    crate::commit::write_heartbeat(storage, ctx.clock, &planned.instant).await?;
+    crate::write::heartbeat::write_heartbeat(storage, ctx.clock, &planned.instant).await?;
     tracing::info!(
         instant = %planned.instant,
         groups = planned.groups.len(),

@@ -99,7 +99,7 @@ pub(super) async fn carry(
     if late.is_empty() {
         return Ok(carried);
     }
-    crate::commit::write_heartbeat(storage, clock, &planned.instant).await?;
+    crate::write::heartbeat::write_heartbeat(storage, clock, &planned.instant).await?;
     // Versions of the new slices: after the copies already made, in reader order.
     let mut next: BTreeMap<(String, String), u32> = BTreeMap::new();
     for c in &carried {

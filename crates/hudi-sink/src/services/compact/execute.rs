@@ -15,7 +15,6 @@ use super::{service_error, PlannedOperation, Scheduled};
 use crate::base_file::ranged::RangedBaseFile;
 use crate::base_file::writer::{BaseFileOptions, BaseFileWriter, StreamedBaseFile};
 use crate::clock::Clock;
-use crate::commit::write_heartbeat;
 use crate::log_file::merge::{conform, MERGE_BATCH_ROWS};
 use crate::log_file::{
     scan_stored_log_files, BaseRowMerger, CommittedInstants, MergeCounts, MergeMode,
@@ -25,6 +24,7 @@ use crate::storage::{join_path, MultipartUpload, Storage};
 use crate::table::commit::WriteStat;
 use crate::table::file_name::{marker_path, BaseFileName, MarkerType, WriteToken};
 use crate::table::instant::InstantTime;
+use crate::write::heartbeat::write_heartbeat;
 use crate::write::{TableSchema, WriteError};
 
 fn i64_of(n: u64) -> i64 {

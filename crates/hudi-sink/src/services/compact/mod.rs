@@ -235,7 +235,7 @@ pub async fn compact(
         return Ok(None);
     };
     let stats = execute(ctx.storage, ctx.clock, &scheduled, base_file).await?;
-    crate::commit::verify_files(ctx.storage, &scheduled.planned.instant, &stats).await?;
+    crate::write::verify::verify_files(ctx.storage, &scheduled.planned.instant, &stats).await?;
     let timeline = Timeline::load(ctx.storage).await?;
     let started = std::time::Instant::now();
     let carried = complete::complete(ctx, &timeline, &scheduled, &stats, Vec::new(), view).await?;
@@ -305,7 +305,7 @@ pub async fn run(
         return Ok(None);
     };
     let stats = execute(storage, runner.clock, &scheduled, base_file).await?;
-    crate::commit::verify_files(storage, &scheduled.planned.instant, &stats).await?;
+    crate::write::verify::verify_files(storage, &scheduled.planned.instant, &stats).await?;
     // Most logs that landed during the merge are carried now, without the lock.
     let timeline = Timeline::load(storage).await?;
     let slices = current_slices(storage, &timeline, view).await?;

@@ -108,7 +108,7 @@ pub async fn roll_back_expired_compactions(
     let tolerance = i64::try_from(tolerance.as_millis()).unwrap_or(i64::MAX);
     let mut rolled_back = 0;
     for (c, partitions) in &pending.own {
-        let last_beat = crate::commit::read_heartbeat(ctx.storage, c).await?;
+        let last_beat = crate::write::heartbeat::read_heartbeat(ctx.storage, c).await?;
         let last = last_beat.unwrap_or_else(|| c.to_millis().unwrap_or(0));
         if now.saturating_sub(last) <= tolerance {
             continue;

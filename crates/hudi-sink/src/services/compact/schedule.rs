@@ -175,7 +175,7 @@ pub(super) async fn schedule(
             });
         }
     }
-    crate::commit::write_heartbeat(storage, ctx.clock, &planned.instant).await?;
+    crate::write::heartbeat::write_heartbeat(storage, ctx.clock, &planned.instant).await?;
     let committed = committed_instants(timeline)?;
     Ok(Some(Scheduled {
         planned,

@@ -18,9 +18,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::log_file::LogFileName;
 use crate::storage::Storage;
 use crate::table::instant::{Action, InstantTime};
+use crate::table::log_file_name::LogFileName;
 use crate::table::timeline::{Timeline, TimelineError};
 
 /// The log file rule of the module doc, as of one cutoff.

@@ -29,7 +29,7 @@ pub(crate) async fn rollback_failed(
     storage.delete_many(&files).await?;
     let mut rest: Vec<String> = markers.into_iter().map(|m| m.path).collect();
     let window = storage
-        .list(&crate::commit::window::window_dir(instant))
+        .list(&crate::table::file_name::window_dir(instant))
         .await?;
     rest.extend(window.into_iter().map(|o| o.path));
     // Both actions' pending files: the instant is a commit on copy-on-write tables, a deltacommit on

@@ -14,8 +14,8 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
-use crate::table::file_name::{validate_file_id, WriteToken};
-use crate::table::instant::InstantTime;
+use super::file_name::{validate_file_id, WriteToken};
+use super::instant::InstantTime;
 
 /// Why a string is not a data log file name.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

@@ -5,11 +5,11 @@
 
 use bytes::Bytes;
 
+use super::WriteError;
 use crate::clock::Clock;
 use crate::storage::Storage;
 use crate::table::file_name::heartbeat_path;
 use crate::table::instant::InstantTime;
-use crate::write::WriteError;
 
 /// Writes the heartbeat of `instant` and returns its content: the time in epoch milliseconds (Hudi's own
 /// services read the object's modification time, which the write refreshes too).
@@ -26,7 +26,7 @@ pub async fn write_heartbeat(
 }
 
 /// The stored heartbeat of `instant` in epoch milliseconds; `None` when there is none or it does not parse.
-pub(crate) async fn read_heartbeat(
+pub async fn read_heartbeat(
     storage: &dyn Storage,
     instant: &InstantTime,
 ) -> Result<Option<i64>, WriteError> {
