@@ -274,7 +274,15 @@ pub async fn build_sink(
         schema = Some(version.schema.as_ref().clone());
         opened_with = Some(version);
     }
+    if sink.append_kafka_columns {
+        schema = schema
+            .map(|s| crate::sink::kafka_columns::with_kafka_columns(&s))
+            .transpose()?;
+    }
     let writer = TableWriter::create_or_open(storage, clock.clone(), write, schema).await?;
+    if sink.append_kafka_columns {
+        crate::sink::kafka_columns::check_table(&writer.schema().data)?;
+    }
     if let (Some(version), Some(watch)) = (&opened_with, &latest) {
         watch.taken(version, clock.now_millis());
     }

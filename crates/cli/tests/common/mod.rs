@@ -50,7 +50,17 @@ pub fn python() -> PathBuf {
     path
 }
 
-/// Rows of the table's snapshot read by Python `hudi`, keyed by `uuid`, without the five meta columns.
+/// Hudi's meta columns: every `_hoodie_` column but the data columns `_hoodie_is_deleted` and the Kafka ones.
+const HUDI_META_COLUMNS: [&str; 6] = [
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+    "_hoodie_operation",
+];
+
+/// Rows of the table's snapshot read by Python `hudi`, keyed by `uuid`, without Hudi's meta columns.
 pub fn read_table(table: &Path) -> BTreeMap<String, Map<String, Value>> {
     let out = Command::new(python())
         .arg(workspace_root().join("tests/python/hudi_read.py"))
@@ -67,7 +77,7 @@ pub fn read_table(table: &Path) -> BTreeMap<String, Map<String, Value>> {
     let mut rows = BTreeMap::new();
     for row in json["rows"].as_array().expect("rows") {
         let mut row = row.as_object().expect("row").clone();
-        row.retain(|k, _| !k.starts_with("_hoodie_") || k == "_hoodie_is_deleted");
+        row.retain(|k, _| !HUDI_META_COLUMNS.contains(&k.as_str()));
         let key = row["uuid"].as_str().expect("uuid").to_string();
         assert!(rows.insert(key.clone(), row).is_none(), "key {key} twice");
     }

@@ -35,6 +35,15 @@ pub const META_COLUMNS: [&str; 5] = [
 /// The one `_hoodie_` column a user schema may define: a boolean delete marker.
 pub const IS_DELETED_COL: &str = "_hoodie_is_deleted";
 
+/// The Kafka metadata columns HoodieStreamer appends with `hoodie.streamer.source.kafka.append.offsets=true`
+/// (offset, partition, timestamp, key): data columns despite their prefix.
+pub const KAFKA_SOURCE_COLUMNS: [&str; 4] = [
+    "_hoodie_kafka_source_offset",
+    "_hoodie_kafka_source_partition",
+    "_hoodie_kafka_source_timestamp",
+    "_hoodie_kafka_source_key",
+];
+
 /// Prefix Hudi reserves for its own columns.
 pub const RESERVED_PREFIX: &str = "_hoodie_";
 
@@ -114,7 +123,9 @@ pub fn check_user_schema(schema: &AvroSchema) -> SchemaResult<()> {
                     found: field.schema.to_json_string(),
                 });
             }
-        } else if field.name.starts_with(RESERVED_PREFIX) {
+        } else if field.name.starts_with(RESERVED_PREFIX)
+            && !KAFKA_SOURCE_COLUMNS.contains(&field.name.as_str())
+        {
             return Err(SchemaError::ReservedField {
                 field: field.name.clone(),
                 allowed: IS_DELETED_COL,

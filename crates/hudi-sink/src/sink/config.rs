@@ -41,6 +41,9 @@ pub struct SinkConfig {
     /// `hudi.sink.schema.registry.refresh.ms`: JSON values with a registry subject URL: how often the
     /// subject's latest version is asked for (0: every batch, as HoodieStreamer does).
     pub registry_refresh: Duration,
+    /// `hoodie.streamer.source.kafka.append.offsets`: every row carries its Kafka record's offset, partition,
+    /// timestamp and key as HoodieStreamer's columns ([`super::kafka_columns`]).
+    pub append_kafka_columns: bool,
 }
 
 /// What a registry writer schema that differs from the table's does (`hudi.sink.schema.evolution`).
@@ -86,6 +89,7 @@ impl Default for SinkConfig {
             registry_timeout: Duration::from_secs(5),
             schema_evolution: SchemaEvolution::Evolve,
             registry_refresh: Duration::from_secs(60),
+            append_kafka_columns: false,
         }
     }
 }
@@ -118,6 +122,8 @@ pub const KEYS: &[&str] = &[
     "hudi.sink.schema.registry.timeout.ms",
     "hudi.sink.schema.registry.refresh.ms",
     "hudi.sink.schema.evolution",
+    super::kafka_columns::APPEND_OFFSETS_KEY,
+    super::kafka_columns::APPEND_OFFSETS_KEY_OLD,
 ];
 
 impl SinkConfig {
@@ -127,6 +133,14 @@ impl SinkConfig {
             value_format: value_format(props)?,
             ..Self::default()
         };
+        for key in [
+            super::kafka_columns::APPEND_OFFSETS_KEY_OLD,
+            super::kafka_columns::APPEND_OFFSETS_KEY,
+        ] {
+            if let Some(value) = props.get(key) {
+                c.append_kafka_columns = crate::config::parse_bool(key, value)?;
+            }
+        }
         for (key, value) in props.iter().filter(|(k, _)| k.starts_with("hudi.sink.")) {
             let num = |v: &str| -> Result<u64, ConfigError> {
                 v.trim().parse::<u64>().map_err(|e| ConfigError::Invalid {

@@ -26,6 +26,7 @@
 mod attempt;
 pub mod config;
 mod heartbeat;
+pub mod kafka_columns;
 mod prepare;
 mod report;
 mod route;

@@ -62,7 +62,10 @@ impl KafkaSink {
                  warned once)"
             );
         }
-        let data = decoder.finish()?;
+        let mut data = decoder.finish()?;
+        if self.config.append_kafka_columns {
+            data = super::kafka_columns::fill(data, &batch.records, &routed.positions)?;
+        }
         let operation = self.writer.config().operation;
         let write = self.writer.prepare_records(
             operation,

@@ -70,11 +70,16 @@ impl KafkaSink {
             }
             ValueFormat::AvroBare => {
                 let schema = self.writer.schema();
-                let plan = self.plan(None, &schema.avro, &schema).map_err(|reason| {
-                    WriteError::Config {
-                        reason: format!("the table schema cannot read bare Avro: {reason}"),
-                    }
-                })?;
+                // Bare values are written with the source schema: the table's without the Kafka columns.
+                let writer = match self.config.append_kafka_columns {
+                    true => Cow::Owned(super::kafka_columns::without_kafka_columns(&schema.avro)),
+                    false => Cow::Borrowed(&schema.avro),
+                };
+                let plan =
+                    self.plan(None, &writer, &schema)
+                        .map_err(|reason| WriteError::Config {
+                            reason: format!("the table schema cannot read bare Avro: {reason}"),
+                        })?;
                 Ok(Values {
                     schema,
                     reader: Reader::Bare(plan),
