@@ -28,6 +28,7 @@ CLUSTER = f"arn:aws:kafka:{REGION}:{ACCOUNT}:cluster/trips-cluster/3f1c2a9e-7b4d
 SECRET = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:AmazonMSK_trips-AbCdEf"
 KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
 QUEUE = f"arn:aws:sqs:{REGION}:{ACCOUNT}:trips-sink-failures"
+ALARM_TOPIC = f"arn:aws:sns:{REGION}:{ACCOUNT}:data-platform-alarms"
 
 # Deployment shapes, as SAM parameters. The Terraform variables are derived with `tf_variables`.
 SCENARIOS = {
@@ -37,6 +38,7 @@ SCENARIOS = {
         "Topic": "trips",
         "ConsumerGroupId": "hudi-sink-trips",
         "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
+        "HoodieTableName": "trips",
     },
     "msk-scram-existing-bucket-everything": {
         "AppName": "orders",
@@ -56,6 +58,19 @@ SCENARIOS = {
         "GlueDatabaseName": "lakehouse",
         "GlueTableName": "orders_v1",
         "GlueSchemaRegistry": "true",
+        "HoodieTableName": "orders",
+        "AlarmEmail": "data-oncall@example.com",
+        "AlarmPeriod": "60",
+        "ErrorAlarmEvaluationPeriods": "2",
+        "LagAlarmEvaluationPeriods": "5",
+        "OffsetLagThreshold": "250000",
+        "WriterErrorsThreshold": "3",
+        "WriterThrottlesThreshold": "1",
+        "CoordinatorErrorsThreshold": "2",
+        "DeadLetterThreshold": "10",
+        "CatalogSyncFailuresThreshold": "1",
+        "CoordinatorDurationThresholdPercent": "90",
+        "CoordinatorTimeout": "600",
     },
     "self-managed-scram-vpc": {
         "AppName": "trips-sink",
@@ -70,12 +85,15 @@ SCENARIOS = {
         "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
         "GlueDatabaseName": "streaming-lake",
         "GlueTableName": "trips",
+        "HoodieTableName": "trips",
+        "AlarmTopicArn": ALARM_TOPIC,
     },
     "self-managed-public-no-auth": {
         "KafkaBootstrapServers": "kafka.example.com:9092",
         "Topic": "trips",
         "ConsumerGroupId": "hudi-sink-trips",
         "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
+        "HoodieTableName": "trips_v2",
     },
 }
 
@@ -106,6 +124,8 @@ OUTPUTS = {
     "CoordinatorLogGroupName": "coordinator_log_group_name",
     "GlueDatabaseName": "glue_database_name",
     "GlueTableName": "glue_table_name",
+    "AlarmTopicArn": "alarm_topic_arn",
+    "DashboardName": "dashboard_name",
 }
 TF_ONLY_OUTPUTS = {"deployment_properties"}
 
@@ -291,7 +311,8 @@ class Parity(unittest.TestCase):
         self.assertEqual(set(self.variables) - TF_ONLY_VARIABLES, expected)
         ev = iac.TfEvaluator(self.module, {"writer_zip": "w.zip", "coordinator_zip": "c.zip",
                                            "topic": "t", "consumer_group_id": "g",
-                                           "table_properties_uri": "s3://b/k"}, ACCOUNT, REGION)
+                                           "table_properties_uri": "s3://b/k", "hoodie_table_name": "t"},
+                                ACCOUNT, REGION)
         for param, spec in self.template["Parameters"].items():
             var = PARAMETER_RENAMES.get(param, snake(param))
             if param.startswith("SelfManagedSubnet"):
@@ -464,7 +485,6 @@ class Parity(unittest.TestCase):
         self.assertTrue({"amazon_managed_kafka_event_source_config", "self_managed_event_source",
                          "source_access_configuration", "provisioned_poller_config",
                          "destination_config"} <= dynamic)
-
 
 class CoordinatorRequests(unittest.TestCase):
     def test_samples_match_the_protocol(self):
