@@ -121,11 +121,17 @@ class CfnEvaluator:
         self._check_exists(name)
         props = res.get("Properties", {})
         kind = res["Type"]
+        if kind == "AWS::SNS::Topic":
+            # Ref of a topic is its ARN.
+            p, r, a = self.pseudo["AWS::Partition"], self.pseudo["AWS::Region"], self.pseudo["AWS::AccountId"]
+            return f"arn:{p}:sns:{r}:{a}:{self.eval(props['TopicName'])}"
         key = {
             "AWS::S3::Bucket": "BucketName",
             "AWS::DynamoDB::Table": "TableName",
             "AWS::Logs::LogGroup": "LogGroupName",
             "AWS::Serverless::Function": "FunctionName",
+            "AWS::CloudWatch::Alarm": "AlarmName",
+            "AWS::CloudWatch::Dashboard": "DashboardName",
             "AWS::IAM::Role": None,
         }.get(kind, None)
         if key is None:
@@ -157,6 +163,8 @@ class CfnEvaluator:
             return f"arn:{p}:lambda:{r}:{a}:function:{self._ref(name)}"
         if kind == "AWS::IAM::Role":
             return f"arn:{p}:iam::{a}:role/<{name}>"
+        if kind == "AWS::KMS::Key":
+            return f"arn:{p}:kms:{r}:{a}:key/<{name}>"
         raise Unsupported(f"GetAtt on {kind}")
 
     def _sub(self, arg):
@@ -464,7 +472,17 @@ class TfEvaluator:
             return {"function_name": fn, "arn": f"arn:{p}:lambda:{r}:{a}:function:{fn}"}[attr]
         if rtype == "aws_iam_role":
             return {"arn": f"arn:{p}:iam::{a}:role/{arg('name')}", "id": arg("name"), "name": arg("name")}[attr]
+        if rtype == "aws_sns_topic":
+            return {"arn": f"arn:{p}:sns:{r}:{a}:{arg('name')}", "name": arg("name")}[attr]
+        if rtype == "aws_kms_key":
+            return {"arn": f"arn:{p}:kms:{r}:{a}:key/<{rname}>"}[attr]
+        if rtype == "aws_cloudwatch_dashboard":
+            return {"dashboard_name": arg("dashboard_name")}[attr]
         raise Unsupported(f"attribute {attr} of {rtype}")
+
+    def resource_exists(self, rtype: str, rname: str) -> bool:
+        body = self.resources[(rtype, rname)]
+        return "count" not in body or self.value(body["count"]) > 0
 
     def reference(self, path: list):
         head = path[0]
@@ -706,6 +724,152 @@ def tf_policies(module: dict, variables: dict, account: str, region: str) -> dic
                 raise Unsupported(f"{role.group(1)}: duplicate sid {n['sid']}")
             statements[n["sid"]] = n
     return out
+
+
+# ----------------------------------------------------------------------------------------------- alarms
+
+
+def _number(v):
+    return float(v) if v is not None else None
+
+
+def _dims(d) -> dict:
+    """{name: value} of CloudFormation's [{Name, Value}] or Terraform's map."""
+    if isinstance(d, list):
+        return {x["Name"]: x["Value"] for x in d}
+    return dict(d or {})
+
+
+def sam_alarms(template: dict, params: dict, account: str, region: str) -> dict:
+    """alarm name -> normalised alarm of template.yaml for these parameters (only the alarms that exist)."""
+    ev = CfnEvaluator(template, params, account, region)
+    out = {}
+    for name, res in template["Resources"].items():
+        if res["Type"] != "AWS::CloudWatch::Alarm" or not ev.resource_exists(name):
+            continue
+        p = ev.eval(res["Properties"])
+        queries = []
+        for m in p.get("Metrics", []):
+            q = {"id": m["Id"], "return_data": bool(m.get("ReturnData", True)),
+                 "expression": m.get("Expression"), "label": m.get("Label"), "metric": None}
+            if "MetricStat" in m:
+                ms = m["MetricStat"]
+                q["metric"] = {
+                    "namespace": ms["Metric"]["Namespace"],
+                    "metric": ms["Metric"]["MetricName"],
+                    "dimensions": _dims(ms["Metric"].get("Dimensions")),
+                    "period": _number(ms["Period"]),
+                    "stat": ms["Stat"],
+                }
+            queries.append(q)
+        out[p["AlarmName"]] = {
+            "logical_id": name,
+            "description": p.get("AlarmDescription"),
+            "namespace": p.get("Namespace"),
+            "metric": p.get("MetricName"),
+            "dimensions": _dims(p.get("Dimensions")),
+            "statistic": p.get("Statistic"),
+            "period": _number(p.get("Period")),
+            "evaluation_periods": _number(p["EvaluationPeriods"]),
+            "threshold": _number(p["Threshold"]),
+            "comparison": p["ComparisonOperator"],
+            "treat_missing_data": p.get("TreatMissingData"),
+            "actions_enabled": p.get("ActionsEnabled", True),
+            "alarm_actions": p.get("AlarmActions", []),
+            "ok_actions": p.get("OKActions", []),
+            "queries": queries,
+        }
+    return out
+
+
+def tf_alarms(module: dict, variables: dict, account: str, region: str) -> dict:
+    """alarm name -> normalised alarm of the Terraform module for these variables (only those that exist)."""
+    ev = TfEvaluator(module, variables, account, region)
+    out = {}
+    for (rtype, rname), body in ev.resources.items():
+        if rtype != "aws_cloudwatch_metric_alarm" or not ev.resource_exists(rtype, rname):
+            continue
+        get = lambda key, default=None: ev.value(body[key]) if key in body else default  # noqa: E731
+        queries = []
+        for q in body.get("metric_query", []):
+            v = ev.value(q)
+            metric = None
+            if v.get("metric"):
+                m = v["metric"][0]
+                metric = {
+                    "namespace": m["namespace"],
+                    "metric": m["metric_name"],
+                    "dimensions": _dims(m.get("dimensions")),
+                    "period": _number(m["period"]),
+                    "stat": m["stat"],
+                }
+            queries.append({"id": v["id"], "return_data": bool(v.get("return_data", False)),
+                            "expression": v.get("expression"), "label": v.get("label"), "metric": metric})
+        out[get("alarm_name")] = {
+            "logical_id": rname,
+            "description": get("alarm_description"),
+            "namespace": get("namespace"),
+            "metric": get("metric_name"),
+            "dimensions": _dims(get("dimensions")),
+            "statistic": get("statistic"),
+            "period": _number(get("period")),
+            "evaluation_periods": _number(get("evaluation_periods")),
+            "threshold": _number(get("threshold")),
+            "comparison": get("comparison_operator"),
+            "treat_missing_data": get("treat_missing_data"),
+            "actions_enabled": get("actions_enabled", True),
+            "alarm_actions": get("alarm_actions", []),
+            "ok_actions": get("ok_actions", []),
+            "queries": queries,
+        }
+    return out
+
+
+def alarm_metrics(alarm: dict) -> list[tuple]:
+    """(namespace, metric name, dimensions as sorted items) of every metric an alarm reads."""
+    if alarm["metric"]:
+        return [(alarm["namespace"], alarm["metric"], tuple(sorted(alarm["dimensions"].items())))]
+    return [(q["metric"]["namespace"], q["metric"]["metric"], tuple(sorted(q["metric"]["dimensions"].items())))
+            for q in alarm["queries"] if q["metric"]]
+
+
+def sam_dashboard(template: dict, params: dict, account: str, region: str) -> dict:
+    ev = CfnEvaluator(template, params, account, region)
+    (name,) = [n for n, r in template["Resources"].items() if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    p = ev.eval(template["Resources"][name]["Properties"])
+    return {"name": p["DashboardName"], "body": json.loads(p["DashboardBody"])}
+
+
+def tf_dashboard(module: dict, variables: dict, account: str, region: str) -> dict:
+    ev = TfEvaluator(module, variables, account, region)
+    (body,) = [b for (t, _), b in ev.resources.items() if t == "aws_cloudwatch_dashboard"]
+    return {"name": ev.value(body["dashboard_name"]), "body": json.loads(ev.value(body["dashboard_body"]))}
+
+
+def dashboard_metrics(body: dict) -> list[tuple]:
+    """(namespace, metric name, dimensions as sorted items) of every metric line of a dashboard body."""
+    out = []
+    for widget in body["widgets"]:
+        for line in widget.get("properties", {}).get("metrics", []):
+            names = [x for x in line if isinstance(x, str)]
+            if not names:
+                continue  # a metric math expression
+            namespace, metric, rest = names[0], names[1], names[2:]
+            out.append((namespace, metric, tuple(sorted(zip(rest[0::2], rest[1::2])))))
+    return out
+
+
+METRICS_RS = ROOT / "crates" / "hudi-sink" / "src" / "metrics.rs"
+
+
+def emf_metrics() -> dict:
+    """The namespace, dimension and metric names the sink's EMF lines carry, read from metrics.rs."""
+    src = METRICS_RS.read_text()
+    namespace = re.search(r'pub const NAMESPACE: &str = "([^"]+)";', src).group(1)
+    dimension = re.search(r'pub const DIMENSION: &str = "([^"]+)";', src).group(1)
+    code = src.split("#[cfg(test)]")[0]
+    names = set(re.findall(r'\(\s*"([A-Za-z]+)",\s*"(?:Count|Bytes|Milliseconds)"', code))
+    return {"namespace": namespace, "dimension": dimension, "names": names}
 
 
 # ----------------------------------------------------------------------------------------------- expected

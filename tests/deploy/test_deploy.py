@@ -28,6 +28,7 @@ CLUSTER = f"arn:aws:kafka:{REGION}:{ACCOUNT}:cluster/trips-cluster/3f1c2a9e-7b4d
 SECRET = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:AmazonMSK_trips-AbCdEf"
 KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
 QUEUE = f"arn:aws:sqs:{REGION}:{ACCOUNT}:trips-sink-failures"
+ALARM_TOPIC = f"arn:aws:sns:{REGION}:{ACCOUNT}:data-platform-alarms"
 
 # Deployment shapes, as SAM parameters. The Terraform variables are derived with `tf_variables`.
 SCENARIOS = {
@@ -37,6 +38,7 @@ SCENARIOS = {
         "Topic": "trips",
         "ConsumerGroupId": "hudi-sink-trips",
         "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
+        "HoodieTableName": "trips",
     },
     "msk-scram-existing-bucket-everything": {
         "AppName": "orders",
@@ -56,6 +58,19 @@ SCENARIOS = {
         "GlueDatabaseName": "lakehouse",
         "GlueTableName": "orders_v1",
         "GlueSchemaRegistry": "true",
+        "HoodieTableName": "orders",
+        "AlarmEmail": "data-oncall@example.com",
+        "AlarmPeriod": "60",
+        "ErrorAlarmEvaluationPeriods": "2",
+        "LagAlarmEvaluationPeriods": "5",
+        "OffsetLagThreshold": "250000",
+        "WriterErrorsThreshold": "3",
+        "WriterThrottlesThreshold": "1",
+        "CoordinatorErrorsThreshold": "2",
+        "DeadLetterThreshold": "10",
+        "CatalogSyncFailuresThreshold": "1",
+        "CoordinatorDurationThresholdPercent": "90",
+        "CoordinatorTimeout": "600",
     },
     "self-managed-scram-vpc": {
         "AppName": "trips-sink",
@@ -70,12 +85,15 @@ SCENARIOS = {
         "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
         "GlueDatabaseName": "streaming-lake",
         "GlueTableName": "trips",
+        "HoodieTableName": "trips",
+        "AlarmTopicArn": ALARM_TOPIC,
     },
     "self-managed-public-no-auth": {
         "KafkaBootstrapServers": "kafka.example.com:9092",
         "Topic": "trips",
         "ConsumerGroupId": "hudi-sink-trips",
         "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
+        "HoodieTableName": "trips_v2",
     },
 }
 
@@ -106,6 +124,8 @@ OUTPUTS = {
     "CoordinatorLogGroupName": "coordinator_log_group_name",
     "GlueDatabaseName": "glue_database_name",
     "GlueTableName": "glue_table_name",
+    "AlarmTopicArn": "alarm_topic_arn",
+    "DashboardName": "dashboard_name",
 }
 TF_ONLY_OUTPUTS = {"deployment_properties"}
 
@@ -291,7 +311,8 @@ class Parity(unittest.TestCase):
         self.assertEqual(set(self.variables) - TF_ONLY_VARIABLES, expected)
         ev = iac.TfEvaluator(self.module, {"writer_zip": "w.zip", "coordinator_zip": "c.zip",
                                            "topic": "t", "consumer_group_id": "g",
-                                           "table_properties_uri": "s3://b/k"}, ACCOUNT, REGION)
+                                           "table_properties_uri": "s3://b/k", "hoodie_table_name": "t"},
+                                ACCOUNT, REGION)
         for param, spec in self.template["Parameters"].items():
             var = PARAMETER_RENAMES.get(param, snake(param))
             if param.startswith("SelfManagedSubnet"):
@@ -464,6 +485,291 @@ class Parity(unittest.TestCase):
         self.assertTrue({"amazon_managed_kafka_event_source_config", "self_managed_event_source",
                          "source_access_configuration", "provisioned_poller_config",
                          "destination_config"} <= dynamic)
+
+# Alarm name suffix -> (namespace, metric, dimension, function or None, statistic). "EMF" stands for the namespace
+# of crates/hudi-sink/src/metrics.rs, read from the source by iac.emf_metrics().
+ALARMS = {
+    "writer-offset-lag": ("AWS/Lambda", "OffsetLag", "FunctionName", "writer", "Maximum"),
+    "writer-errors": ("AWS/Lambda", "Errors", "FunctionName", "writer", "Sum"),
+    "writer-throttles": ("AWS/Lambda", "Throttles", "FunctionName", "writer", "Sum"),
+    "dead-letters": ("EMF", "RecordsDeadLettered", "EMF", None, "Sum"),
+    "catalog-sync-failures": ("EMF", "CatalogSyncFailures", "EMF", None, "Sum"),
+    "coordinator-errors": ("AWS/Lambda", "Errors", "FunctionName", "coordinator", "Sum"),
+    "coordinator-duration": ("AWS/Lambda", "Duration", "FunctionName", "coordinator", "Maximum"),
+}
+# Alarm suffix -> (threshold parameter, evaluation periods parameter).
+ALARM_PARAMETERS = {
+    "writer-offset-lag": ("OffsetLagThreshold", "LagAlarmEvaluationPeriods"),
+    "writer-errors": ("WriterErrorsThreshold", "ErrorAlarmEvaluationPeriods"),
+    "writer-throttles": ("WriterThrottlesThreshold", "ErrorAlarmEvaluationPeriods"),
+    "dead-letters": ("DeadLetterThreshold", "ErrorAlarmEvaluationPeriods"),
+    "catalog-sync-failures": ("CatalogSyncFailuresThreshold", "ErrorAlarmEvaluationPeriods"),
+    "coordinator-errors": ("CoordinatorErrorsThreshold", "ErrorAlarmEvaluationPeriods"),
+    "coordinator-duration": ("CoordinatorDurationThresholdPercent", "LagAlarmEvaluationPeriods"),
+}
+ALARM_TARGETS = {
+    "none": {},
+    "email": {"AlarmEmail": "data-oncall@example.com"},
+    "topic": {"AlarmTopicArn": ALARM_TOPIC},
+}
+
+
+def alarms_and_dashboard(template=None, module=None, template_text=None, module_files=None) -> list[str]:
+    """Every difference between the alarms, dashboards and alarm topics of SAM and Terraform, over the scenarios
+    and the three alarm targets."""
+    template = template or iac.load_template(template_text)
+    module = module or iac.load_module(module_files)
+    problems = []
+    for scenario, base in SCENARIOS.items():
+        for target, extra in ALARM_TARGETS.items():
+            params = {k: v for k, v in base.items() if k not in ("AlarmEmail", "AlarmTopicArn")}
+            params.update(extra)
+            name = f"{scenario}/{target}"
+            variables = tf_variables(params)
+            sam = iac.sam_alarms(template, params, ACCOUNT, REGION)
+            tf = iac.tf_alarms(module, variables, ACCOUNT, REGION)
+            for alarm in sorted(set(sam) | set(tf)):
+                s = dict(sam.get(alarm, {}), logical_id=None)
+                t = dict(tf.get(alarm, {}), logical_id=None)
+                if s != t:
+                    problems.append(f"{name}: alarm {alarm}: SAM {sam.get(alarm)} Terraform {tf.get(alarm)}")
+            sd = iac.sam_dashboard(template, params, ACCOUNT, REGION)
+            td = iac.tf_dashboard(module, variables, ACCOUNT, REGION)
+            if sd != td:
+                problems.append(f"{name}: dashboard: SAM {json.dumps(sd)} Terraform {json.dumps(td)}")
+            cfn = iac.CfnEvaluator(template, params, ACCOUNT, REGION)
+            tfe = iac.TfEvaluator(module, variables, ACCOUNT, REGION)
+            sam_kinds = sorted(r["Type"] for n, r in template["Resources"].items()
+                               if r["Type"].startswith(("AWS::SNS::", "AWS::KMS::")) and cfn.resource_exists(n))
+            tf_kinds = sorted(t for (t, n) in tfe.resources if t.startswith(("aws_sns_", "aws_kms_"))
+                              and tfe.resource_exists(t, n))
+            want = {"AWS::KMS::Key": "aws_kms_key", "AWS::SNS::Subscription": "aws_sns_topic_subscription",
+                    "AWS::SNS::Topic": "aws_sns_topic"}
+            if sorted(want[k] for k in sam_kinds) != tf_kinds:
+                problems.append(f"{name}: alarm topic resources: SAM {sam_kinds} Terraform {tf_kinds}")
+    return problems
+
+
+class Alarms(unittest.TestCase):
+    def setUp(self):
+        self.template = iac.load_template()
+        self.module = iac.load_module()
+        self.emf = iac.emf_metrics()
+
+    def params(self, scenario="msk-iam-new-bucket", **extra):
+        params = {k: v for k, v in SCENARIOS[scenario].items() if k not in ("AlarmEmail", "AlarmTopicArn")}
+        params.update(extra)
+        return params
+
+    def sam(self, params):
+        return iac.sam_alarms(self.template, params, ACCOUNT, REGION)
+
+    def test_sam_and_terraform_create_the_same_alarms_dashboard_and_topic(self):
+        problems = alarms_and_dashboard(self.template, self.module)
+        self.assertEqual(problems, [], "\n".join(problems))
+
+    def test_parity_check_rejects_broken_copies(self):
+        tf_files = {p.name: p.read_text() for p in sorted(iac.MODULE.glob("*.tf"))}
+        template = iac.TEMPLATE.read_text()
+        broken_tf = [
+            # another statistic
+            ('metric_name         = "OffsetLag"\n  dimensions          = { FunctionName = aws_lambda_function.writer.function_name }\n  statistic           = "Maximum"',
+             'metric_name         = "OffsetLag"\n  dimensions          = { FunctionName = aws_lambda_function.writer.function_name }\n  statistic           = "Average"'),
+            # the wrong function
+            ('metric_name         = "Throttles"\n  dimensions          = { FunctionName = aws_lambda_function.writer.function_name }',
+             'metric_name         = "Throttles"\n  dimensions          = { FunctionName = aws_lambda_function.coordinator.function_name }'),
+            # the catalog alarm without a Glue database
+            ("count               = local.has_glue ? 1 : 0", "count               = 1"),
+            # the alarms silent with a topic
+            ('alarm_actions   = local.alarm_topic_arn == "" ? [] : [local.alarm_topic_arn]', "alarm_actions   = []"),
+            # a dashboard metric of the wrong table
+            ('["MskHudiSink", "BytesWritten", "Table", var.hoodie_table_name]', '["MskHudiSink", "BytesWritten", "Table", var.name]'),
+            # the topic created without an e-mail address
+            ('resource "aws_sns_topic_subscription" "alarm_email" {\n  count     = local.has_alarm_email ? 1 : 0',
+             'resource "aws_sns_topic_subscription" "alarm_email" {\n  count     = 1'),
+        ]
+        for old, new in broken_tf:
+            self.assertEqual(tf_files["alarms.tf"].count(old), 1, old)
+            files = dict(tf_files, **{"alarms.tf": tf_files["alarms.tf"].replace(old, new, 1)})
+            self.assertNotEqual(alarms_and_dashboard(module_files=files), [], f"Terraform drift not caught: {new}")
+        broken_sam = [
+            ("      MetricName: RecordsDeadLettered\n", "      MetricName: RecordsDeadLetteredTotal\n"),
+            ("      EvaluationPeriods: !Ref LagAlarmEvaluationPeriods\n      Threshold: !Ref OffsetLagThreshold",
+             "      EvaluationPeriods: !Ref ErrorAlarmEvaluationPeriods\n      Threshold: !Ref OffsetLagThreshold"),
+            ("Expression: !Sub 100 * duration / (${CoordinatorTimeout} * 1000)", "Expression: !Sub 100 * duration / 900000"),
+            ('["AWS/Lambda", "OffsetLag", "FunctionName", "${WriterFunction}"]',
+             '["AWS/Lambda", "OffsetLag", "FunctionName", "${CoordinatorFunction}"]'),
+        ]
+        for old, new in broken_sam:
+            self.assertEqual(template.count(old), 1, old)
+            self.assertNotEqual(alarms_and_dashboard(template_text=template.replace(old, new)), [],
+                                f"SAM drift not caught: {new}")
+
+    def test_alarms_watch_the_metrics_the_code_emits(self):
+        functions = {"writer": "trips-sink-writer", "coordinator": "trips-sink-coordinator"}
+        for glue in (False, True):
+            extra = {"GlueDatabaseName": "lake", "GlueTableName": "trips"} if glue else {}
+            alarms = self.sam(self.params(**extra))
+            want = {f"trips-sink-{s}" for s in ALARMS if glue or s != "catalog-sync-failures"}
+            self.assertEqual(set(alarms), want)
+            for suffix, (namespace, metric, dimension, function, statistic) in ALARMS.items():
+                name = f"trips-sink-{suffix}"
+                if name not in alarms:
+                    continue
+                alarm = alarms[name]
+                if namespace == "EMF":
+                    namespace, dimension = self.emf["namespace"], self.emf["dimension"]
+                    self.assertIn(metric, self.emf["names"], f"{metric} is not emitted by metrics.rs")
+                    value = "trips"  # HoodieTableName
+                else:
+                    value = functions[function]
+                ((got_namespace, got_metric, got_dims),) = iac.alarm_metrics(alarm)
+                self.assertEqual((got_namespace, got_metric, dict(got_dims)), (namespace, metric, {dimension: value}), name)
+                stat = alarm["statistic"] or next(q["metric"]["stat"] for q in alarm["queries"] if q["metric"])
+                self.assertEqual(stat, statistic, name)
+                self.assertEqual(alarm["comparison"], "GreaterThanThreshold", name)
+                self.assertEqual(alarm["treat_missing_data"], "notBreaching", name)
+                self.assertTrue(alarm["description"] and "docs/operations.md" in alarm["description"], name)
+
+    def test_thresholds_and_periods_are_parameters(self):
+        params = SCENARIOS["msk-scram-existing-bucket-everything"]
+        alarms = self.sam(params)
+        for suffix, (threshold, periods) in ALARM_PARAMETERS.items():
+            alarm = alarms[f"orders-{suffix}"]
+            self.assertEqual(alarm["threshold"], float(params[threshold]), suffix)
+            self.assertEqual(alarm["evaluation_periods"], float(params[periods]), suffix)
+            period = alarm["period"] or next(q["metric"]["period"] for q in alarm["queries"] if q["metric"])
+            self.assertEqual(period, float(params["AlarmPeriod"]), suffix)
+        # The duration alarm compares the longest invocation with CoordinatorDurationThresholdPercent of the
+        # timeout: 90 % of 600 s.
+        duration = alarms["orders-coordinator-duration"]
+        (expression,) = [q for q in duration["queries"] if q["return_data"]]
+        self.assertEqual(expression["expression"], "100 * duration / (600 * 1000)")
+        (metric,) = [q for q in duration["queries"] if q["metric"]]
+        self.assertEqual(metric["id"], "duration")
+        self.assertFalse(metric["return_data"])
+        # Every new parameter is in the console's "Alarms and dashboard" group.
+        groups = self.template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+        (group,) = [g for g in groups if g["Label"]["default"] == "Alarms and dashboard"]
+        used = {p for pair in ALARM_PARAMETERS.values() for p in pair}
+        self.assertLessEqual(used | {"HoodieTableName", "AlarmEmail", "AlarmTopicArn", "AlarmPeriod"},
+                             set(group["Parameters"]))
+
+    def test_alarm_actions_are_conditional(self):
+        topic = f"arn:aws:sns:{REGION}:{ACCOUNT}:trips-sink-alarms"
+        for target, extra, actions in (("none", {}, []), ("email", ALARM_TARGETS["email"], [topic]),
+                                       ("topic", ALARM_TARGETS["topic"], [ALARM_TOPIC])):
+            params = self.params(**extra)
+            for alarm in self.sam(params).values():
+                self.assertEqual(alarm["alarm_actions"], actions, target)
+                self.assertEqual(alarm["ok_actions"], actions, target)
+                self.assertTrue(alarm["actions_enabled"])
+            for alarm in iac.tf_alarms(self.module, tf_variables(params), ACCOUNT, REGION).values():
+                self.assertEqual(alarm["alarm_actions"], actions, target)
+            ev = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
+            created = {n for n in ("AlarmTopic", "AlarmTopicKey", "AlarmEmailSubscription") if ev.resource_exists(n)}
+            self.assertEqual(created, {"AlarmTopic", "AlarmTopicKey", "AlarmEmailSubscription"} if target == "email" else set())
+            output = self.template["Outputs"]["AlarmTopicArn"]
+            self.assertEqual(ev.condition(output["Condition"]), bool(actions))
+            if actions:
+                self.assertEqual(ev.eval(output["Value"]), actions[0])
+            if target == "email":
+                sub = ev.eval(self.template["Resources"]["AlarmEmailSubscription"]["Properties"])
+                self.assertEqual(sub, {"TopicArn": topic, "Protocol": "email", "Endpoint": extra["AlarmEmail"]})
+        # At most one target: the rule (SAM) and the dashboard's precondition (Terraform).
+        rule = self.template["Rules"]["AlarmTargetGiven"]["Assertions"]
+        dashboard = iac.blocks(self.module, "resource")[("aws_cloudwatch_dashboard", "sink")]
+        for email, arn, ok in (("", "", True), ("a@example.com", "", True), ("", ALARM_TOPIC, True),
+                               ("a@example.com", ALARM_TOPIC, False)):
+            params = self.params(AlarmEmail=email, AlarmTopicArn=arn)
+            ev = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
+            self.assertEqual(all(ev.eval(a["Assert"]) for a in rule), ok, (email, arn))
+            tf = iac.TfEvaluator(self.module, tf_variables(params), ACCOUNT, REGION)
+            conditions = [tf.value(pre["condition"]) for lc in dashboard["lifecycle"] for pre in lc["precondition"]]
+            self.assertEqual(conditions, [ok], (email, arn))
+
+    def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(self):
+        res = self.template["Resources"]
+        self.assertEqual(res["AlarmTopic"]["Properties"]["KmsMasterKeyId"], {"Fn::GetAtt": ["AlarmTopicKey", "Arn"]})
+        self.assertTrue(res["AlarmTopicKey"]["Properties"]["EnableKeyRotation"])
+        params = self.params(**ALARM_TARGETS["email"])
+        ev = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
+        sam_policy = ev.eval(res["AlarmTopicKey"]["Properties"]["KeyPolicy"])
+        tf = iac.TfEvaluator(self.module, tf_variables(params), ACCOUNT, REGION)
+        resources = iac.blocks(self.module, "resource")
+        key = resources[("aws_kms_key", "alarms")]
+        self.assertIs(tf.value(key["enable_key_rotation"]), True)
+        self.assertEqual(json.loads(tf.value(key["policy"])), sam_policy)
+        self.assertEqual(tf.value(resources[("aws_sns_topic", "alarms")]["kms_master_key_id"]),
+                         tf.resource_attr("aws_kms_key", "alarms", 0, "arn"))
+        statements = {s["Sid"]: s for s in sam_policy["Statement"]}
+        self.assertEqual(set(statements), {"AccountAdministration", "CloudWatchAlarmsPublish"})
+        self.assertEqual(statements["AccountAdministration"]["Principal"], {"AWS": f"arn:aws:iam::{ACCOUNT}:root"})
+        publish = statements["CloudWatchAlarmsPublish"]
+        self.assertEqual(publish["Principal"], {"Service": "cloudwatch.amazonaws.com"})
+        self.assertEqual(sorted(publish["Action"]), ["kms:Decrypt", "kms:GenerateDataKey*"])
+        self.assertEqual(publish["Condition"], {"StringEquals": {"aws:SourceAccount": ACCOUNT}})
+
+    def test_alarms_and_dashboard_need_no_function_permission(self):
+        # CloudWatch evaluates alarms and draws dashboards itself: the roles stay exactly the least-privilege list
+        # (LeastPrivilege above), and no role may publish metrics, touch the alarm topic or its key.
+        for scenario in SCENARIOS:
+            for extra in ALARM_TARGETS.values():
+                params = self.params(scenario, **extra)
+                for role, statements in iac.sam_policies(self.template, params, ACCOUNT, REGION).items():
+                    for sid, st in statements.items():
+                        for action in st["actions"]:
+                            self.assertFalse(action.startswith(("cloudwatch:", "sns:", "logs:PutMetric")), (role, sid))
+                            if action.startswith("kms:"):
+                                self.assertEqual(sid, "KafkaSecretKey", (role, sid))
+        kinds = {r["Type"] for r in self.template["Resources"].values()}
+        self.assertNotIn("AWS::IAM::Policy", kinds)
+        self.assertNotIn("AWS::SNS::TopicPolicy", kinds)
+        tf_kinds = {t for (t, _) in iac.blocks(self.module, "resource")}
+        self.assertNotIn("aws_sns_topic_policy", tf_kinds)
+
+    def test_dashboard_parses_and_names_every_alarmed_metric(self):
+        for scenario in SCENARIOS:
+            params = self.params(scenario, GlueDatabaseName="lake", GlueTableName="t")
+            dashboard = iac.sam_dashboard(self.template, params, ACCOUNT, REGION)
+            self.assertEqual(dashboard["name"], params.get("AppName", "msk-hudi-sink"))
+            body = dashboard["body"]
+            shown = iac.dashboard_metrics(body)
+            for name, alarm in self.sam(params).items():
+                for metric in iac.alarm_metrics(alarm):
+                    self.assertIn(metric, shown, f"{name} watches {metric}, which the dashboard lacks")
+            table = params["HoodieTableName"]
+            for namespace, metric, dims in shown:
+                if namespace == self.emf["namespace"]:
+                    self.assertIn(metric, self.emf["names"], f"dashboard metric {metric} is not emitted by metrics.rs")
+                    self.assertEqual(dict(dims), {self.emf["dimension"]: table})
+            names = {m for _, m, _ in shown}
+            # Records, bytes and lag of the table; errors, dead letters, commit conflicts, coordinator duration.
+            self.assertLessEqual({"RecordsIn", "RecordsWritten", "BytesWritten", "MaxLag", "OffsetLag", "Errors",
+                                  "Throttles", "RecordsDeadLettered", "CommitConflicts", "CatalogSyncFailures",
+                                  "Duration"}, names)
+            for widget in body["widgets"]:
+                props = widget["properties"]
+                self.assertEqual(props["region"], REGION)
+                self.assertEqual(props["period"], int(params.get("AlarmPeriod", 300)))
+                self.assertLessEqual(widget["x"] + widget["width"], 24)
+            # The coordinator's duration as a percent of its timeout, as its alarm computes it.
+            expressions = [line[0]["expression"] for w in body["widgets"] for line in w["properties"]["metrics"]
+                           if isinstance(line[0], dict)]
+            timeout = params.get("CoordinatorTimeout", "900")
+            self.assertEqual(expressions, [f"100 * duration / ({timeout} * 1000)"])
+
+    def test_documentation_names_every_alarm_and_parameter(self):
+        operations = (ROOT / "docs" / "operations.md").read_text()
+        self.assertTrue("\n## Alarms and dashboard\n" in operations, "docs/operations.md: no Alarms and dashboard")
+        for suffix in ALARMS:
+            self.assertTrue(f"`<name>-{suffix}`" in operations, f"docs/operations.md does not explain {suffix}")
+        deploy = (ROOT / "docs" / "deploy.md").read_text()
+        params = ["HoodieTableName", "AlarmEmail", "AlarmTopicArn", "AlarmPeriod"]
+        params += sorted({p for pair in ALARM_PARAMETERS.values() for p in pair})
+        for param in params:
+            for name in (param, snake(param)):
+                self.assertTrue(f"`{name}`" in deploy, f"docs/deploy.md does not name {name}")
 
 
 class CoordinatorRequests(unittest.TestCase):

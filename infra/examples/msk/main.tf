@@ -3,7 +3,8 @@
 #   cargo lambda build --release --arm64 --output-format zip   # from the repository root
 #   cd infra/examples/msk
 #   terraform init
-#   terraform apply -var msk_cluster_arn=arn:aws:kafka:... -var table_properties_uri=s3://.../trips.properties
+#   terraform apply -var msk_cluster_arn=arn:aws:kafka:... -var table_properties_uri=s3://.../trips.properties \
+#     -var hoodie_table_name=trips -var alarm_email=oncall@example.com
 
 module "sink" {
   source = "../../modules/msk-hudi-sink"
@@ -30,6 +31,10 @@ module "sink" {
   glue_table_name    = var.glue_table_name
 
   writer_memory_size = 2048
+
+  # Alarms and dashboard: the Table dimension of the sink's metrics, and who gets the alarms (empty = nobody).
+  hoodie_table_name = var.hoodie_table_name
+  alarm_email       = var.alarm_email
 
   tags = {
     app = "msk-hudi-sink"

@@ -22,3 +22,8 @@ output "deployment_properties" {
   description = "Lines to append to the table properties file at table_properties_uri."
   value       = module.sink.deployment_properties
 }
+
+output "dashboard_name" {
+  description = "CloudWatch dashboard of the sink."
+  value       = module.sink.dashboard_name
+}

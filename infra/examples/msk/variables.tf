@@ -37,3 +37,14 @@ variable "glue_table_name" {
   type        = string
   default     = ""
 }
+
+variable "hoodie_table_name" {
+  description = "hoodie.table.name of the table properties file (the Table dimension of the sink's metrics, which the alarms and the dashboard select)."
+  type        = string
+}
+
+variable "alarm_email" {
+  description = "Address that receives the alarms through a created, encrypted SNS topic (confirm the subscription), or empty for alarms without actions."
+  type        = string
+  default     = ""
+}

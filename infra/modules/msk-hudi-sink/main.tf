@@ -1,6 +1,7 @@
 # msk-hudi-sink: Kafka (Amazon MSK or self-managed) -> Apache Hudi v6 copy-on-write tables on S3.
 # The same resources as the repository's SAM template.yaml: writer function + Kafka event source mapping,
-# coordinator function + table-services schedule, DynamoDB lock table, S3 table bucket (or an existing one).
+# coordinator function + table-services schedule, DynamoDB lock table, S3 table bucket (or an existing one);
+# alarms.tf: CloudWatch alarms, the dashboard and the optional alarm topic.
 
 data "aws_partition" "current" {}
 data "aws_region" "current" {}

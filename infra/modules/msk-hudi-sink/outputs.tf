@@ -88,3 +88,13 @@ output "glue_table_name" {
   description = "Glue table of the catalog sync (hoodie.datasource.hive_sync.table; merge-on-read adds _ro and _rt); empty = no sync."
   value       = var.glue_table_name
 }
+
+output "alarm_topic_arn" {
+  description = "SNS topic the alarms notify (the created <name>-alarms topic, or alarm_topic_arn); empty = the alarms have no actions."
+  value       = local.alarm_topic_arn
+}
+
+output "dashboard_name" {
+  description = "CloudWatch dashboard of the table's records, bytes, lag, errors and coordinator duration."
+  value       = aws_cloudwatch_dashboard.sink.dashboard_name
+}

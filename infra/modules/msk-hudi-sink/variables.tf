@@ -341,3 +341,134 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+# ------------------------------------------------------------------ alarms and dashboard
+
+variable "hoodie_table_name" {
+  description = "hoodie.table.name of the table properties file: the value of the Table dimension of the sink's metrics (namespace MskHudiSink), which the dead-letter and catalog-sync alarms and the dashboard select."
+  type        = string
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_.-]{1,255}$", var.hoodie_table_name))
+    error_message = "hoodie_table_name must be 1-255 characters of letters, digits and _.-."
+  }
+}
+
+variable "alarm_email" {
+  description = "Address that receives the alarms: creates the SNS topic <name>-alarms (encrypted with a KMS key of this module that CloudWatch may use) and subscribes the address (confirm the e-mail). Empty = no topic. At most one of alarm_email and alarm_topic_arn; with neither the alarms have no actions."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.alarm_email == "" || can(regex("^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$", var.alarm_email))
+    error_message = "alarm_email must be an e-mail address or empty."
+  }
+}
+
+variable "alarm_topic_arn" {
+  description = "Existing SNS topic the alarms notify instead of a created one (an encrypted topic's key policy must let cloudwatch.amazonaws.com use the key). Empty = none."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.alarm_topic_arn == "" || can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$", var.alarm_topic_arn))
+    error_message = "alarm_topic_arn must be an SNS topic ARN or empty."
+  }
+}
+
+variable "alarm_period" {
+  description = "Period in seconds of every alarm and of the dashboard's graphs."
+  type        = number
+  default     = 300
+  validation {
+    condition     = contains([60, 300, 900, 3600], var.alarm_period)
+    error_message = "alarm_period must be 60, 300, 900 or 3600."
+  }
+}
+
+variable "error_alarm_evaluation_periods" {
+  description = "Periods in a row above the threshold before the error alarms fire (writer errors and throttles, coordinator errors, dead letters, catalog sync failures)."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.error_alarm_evaluation_periods >= 1 && var.error_alarm_evaluation_periods <= 24
+    error_message = "error_alarm_evaluation_periods must be from 1 to 24."
+  }
+}
+
+variable "lag_alarm_evaluation_periods" {
+  description = "Periods in a row above the threshold before the sustained-condition alarms fire (offset lag, coordinator duration)."
+  type        = number
+  default     = 3
+  validation {
+    condition     = var.lag_alarm_evaluation_periods >= 1 && var.lag_alarm_evaluation_periods <= 24
+    error_message = "lag_alarm_evaluation_periods must be from 1 to 24."
+  }
+}
+
+variable "offset_lag_threshold" {
+  description = "Records the writer's consumer group may be behind the topic (AWS/Lambda OffsetLag, Maximum) before the offset-lag alarm fires."
+  type        = number
+  default     = 100000
+  validation {
+    condition     = var.offset_lag_threshold >= 0
+    error_message = "offset_lag_threshold must not be negative."
+  }
+}
+
+variable "writer_errors_threshold" {
+  description = "Failed writer invocations per period (AWS/Lambda Errors, Sum) above which the alarm fires."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.writer_errors_threshold >= 0
+    error_message = "writer_errors_threshold must not be negative."
+  }
+}
+
+variable "writer_throttles_threshold" {
+  description = "Throttled writer invocations per period (AWS/Lambda Throttles, Sum) above which the alarm fires."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.writer_throttles_threshold >= 0
+    error_message = "writer_throttles_threshold must not be negative."
+  }
+}
+
+variable "coordinator_errors_threshold" {
+  description = "Failed coordinator requests per period (AWS/Lambda Errors, Sum: failed commits and failed table-services runs) above which the alarm fires."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.coordinator_errors_threshold >= 0
+    error_message = "coordinator_errors_threshold must not be negative."
+  }
+}
+
+variable "dead_letter_threshold" {
+  description = "Dead-lettered records per period (MskHudiSink RecordsDeadLettered, Sum) above which the alarm fires."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.dead_letter_threshold >= 0
+    error_message = "dead_letter_threshold must not be negative."
+  }
+}
+
+variable "catalog_sync_failures_threshold" {
+  description = "With glue_database_name - failed catalog syncs per period (MskHudiSink CatalogSyncFailures, Sum) above which the alarm fires."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.catalog_sync_failures_threshold >= 0
+    error_message = "catalog_sync_failures_threshold must not be negative."
+  }
+}
+
+variable "coordinator_duration_threshold_percent" {
+  description = "Percent of coordinator_timeout that the coordinator's longest invocation (AWS/Lambda Duration, Maximum) may reach before the duration alarm fires."
+  type        = number
+  default     = 80
+  validation {
+    condition     = var.coordinator_duration_threshold_percent >= 1 && var.coordinator_duration_threshold_percent <= 100
+    error_message = "coordinator_duration_threshold_percent must be from 1 to 100."
+  }
+}
