@@ -191,6 +191,54 @@ pub fn emit_services(report: &ServiceReport, table: &str, request_id: &str) {
     println!("{}", service_emf(report, &context));
 }
 
+/// A failed coordinator request or writer batch, for the deployments' alarms: the metric is 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// A commit step failed (`commit`, `submit` or `close`): the batch is redelivered.
+    Commit,
+    /// A scheduled table-services run failed.
+    Services,
+    /// A writer invocation failed (any cause; the event source mapping redelivers the batch).
+    Batch,
+}
+
+/// The failure metrics: name, CloudWatch unit.
+const FAILURE_METRICS: [(&str, &str); 3] = [
+    ("CommitFailures", "Count"),
+    ("ServiceFailures", "Count"),
+    ("BatchFailures", "Count"),
+];
+
+impl Failure {
+    /// The metric's name.
+    pub fn metric(self) -> &'static str {
+        match self {
+            Failure::Commit => FAILURE_METRICS[0].0,
+            Failure::Services => FAILURE_METRICS[1].0,
+            Failure::Batch => FAILURE_METRICS[2].0,
+        }
+    }
+}
+
+/// The EMF document of a failure; the error text is a property.
+pub fn failure_emf(failure: Failure, error: &str, context: &EmfContext<'_>) -> Value {
+    document(
+        &[(failure.metric(), "Count", 1)],
+        context,
+        [("Error", json!(error))],
+    )
+}
+
+/// Prints the EMF line of a failure to stdout (see [`emit`]).
+pub fn emit_failure(failure: Failure, error: &str, table: &str, request_id: &str) {
+    let context = EmfContext {
+        table,
+        request_id,
+        timestamp_ms: chrono::Utc::now().timestamp_millis(),
+    };
+    println!("{}", failure_emf(failure, error, &context));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,6 +403,21 @@ mod tests {
         assert_eq!(check_emf(&doc)["CatalogSyncFailures"], 0);
         assert_eq!(check_emf(&doc)["CatalogPartitionsCreated"], 3);
         assert_eq!(doc["CatalogWatermark"], json!("20251129103000123"));
+    }
+
+    #[test]
+    fn failure_documents_follow_emf_and_count_one() {
+        for (failure, name) in [
+            (Failure::Commit, "CommitFailures"),
+            (Failure::Services, "ServiceFailures"),
+            (Failure::Batch, "BatchFailures"),
+        ] {
+            let doc = failure_emf(failure, "lock: timed out", &CONTEXT);
+            let values = check_emf(&doc);
+            assert_eq!(values.len(), 1, "{doc}");
+            assert_eq!(values[name], 1);
+            assert_eq!(doc["Error"], json!("lock: timed out"));
+        }
     }
 
     #[test]

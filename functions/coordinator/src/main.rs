@@ -153,6 +153,14 @@ async fn handle(
                 error = %e,
                 "coordinator request failed"
             );
+            let failure = match op {
+                "commit" | "submit" | "close" => Some(hudi_sink::metrics::Failure::Commit),
+                "services" => Some(hudi_sink::metrics::Failure::Services),
+                _ => None,
+            };
+            if let Some(failure) = failure {
+                hudi_sink::metrics::emit_failure(failure, &e.to_string(), table, &request_id);
+            }
             Err(Diagnostic {
                 error_type: "CoordinatorFailed".into(),
                 error_message: format!("{op}: {e}"),

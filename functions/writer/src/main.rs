@@ -122,6 +122,12 @@ async fn handle(
         }
         Err(e) => {
             tracing::error!(request_id, records, error = %e, "batch failed; the event source mapping will redeliver it");
+            hudi_sink::metrics::emit_failure(
+                hudi_sink::metrics::Failure::Batch,
+                &e.to_string(),
+                table,
+                &request_id,
+            );
             let kind = match e {
                 WriteError::Deadline { .. } => "DeadlineNear",
                 WriteError::Config { .. } | WriteError::ConfigKey(_) => "Configuration",
