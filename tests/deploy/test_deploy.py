@@ -69,6 +69,8 @@ SCENARIOS = {
         "CoordinatorErrorsThreshold": "2",
         "DeadLetterThreshold": "10",
         "CatalogSyncFailuresThreshold": "1",
+        "CommitFailuresThreshold": "4",
+        "ServiceFailuresThreshold": "5",
         "CoordinatorDurationThresholdPercent": "90",
         "CoordinatorTimeout": "600",
     },
@@ -494,6 +496,8 @@ ALARMS = {
     "writer-throttles": ("AWS/Lambda", "Throttles", "FunctionName", "writer", "Sum"),
     "dead-letters": ("EMF", "RecordsDeadLettered", "EMF", None, "Sum"),
     "catalog-sync-failures": ("EMF", "CatalogSyncFailures", "EMF", None, "Sum"),
+    "commit-failures": ("EMF", "CommitFailures", "EMF", None, "Sum"),
+    "service-failures": ("EMF", "ServiceFailures", "EMF", None, "Sum"),
     "coordinator-errors": ("AWS/Lambda", "Errors", "FunctionName", "coordinator", "Sum"),
     "coordinator-duration": ("AWS/Lambda", "Duration", "FunctionName", "coordinator", "Maximum"),
 }
@@ -504,6 +508,8 @@ ALARM_PARAMETERS = {
     "writer-throttles": ("WriterThrottlesThreshold", "ErrorAlarmEvaluationPeriods"),
     "dead-letters": ("DeadLetterThreshold", "ErrorAlarmEvaluationPeriods"),
     "catalog-sync-failures": ("CatalogSyncFailuresThreshold", "ErrorAlarmEvaluationPeriods"),
+    "commit-failures": ("CommitFailuresThreshold", "ErrorAlarmEvaluationPeriods"),
+    "service-failures": ("ServiceFailuresThreshold", "ErrorAlarmEvaluationPeriods"),
     "coordinator-errors": ("CoordinatorErrorsThreshold", "ErrorAlarmEvaluationPeriods"),
     "coordinator-duration": ("CoordinatorDurationThresholdPercent", "LagAlarmEvaluationPeriods"),
 }
@@ -744,10 +750,11 @@ class Alarms(unittest.TestCase):
                     self.assertIn(metric, self.emf["names"], f"dashboard metric {metric} is not emitted by metrics.rs")
                     self.assertEqual(dict(dims), {self.emf["dimension"]: table})
             names = {m for _, m, _ in shown}
-            # Records, bytes and lag of the table; errors, dead letters, commit conflicts, coordinator duration.
+            # Records, bytes and lag of the table; errors, dead letters, commit conflicts, failed commits,
+            # table-services runs and writer batches, coordinator duration.
             self.assertLessEqual({"RecordsIn", "RecordsWritten", "BytesWritten", "MaxLag", "OffsetLag", "Errors",
                                   "Throttles", "RecordsDeadLettered", "CommitConflicts", "CatalogSyncFailures",
-                                  "Duration"}, names)
+                                  "CommitFailures", "ServiceFailures", "BatchFailures", "Duration"}, names)
             for widget in body["widgets"]:
                 props = widget["properties"]
                 self.assertEqual(props["region"], REGION)

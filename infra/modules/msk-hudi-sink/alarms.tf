@@ -143,11 +143,47 @@ resource "aws_cloudwatch_metric_alarm" "catalog_sync_failures" {
   tags                = var.tags
 }
 
-# Failed commits and failed table-services runs have no metric of their own: both fail the coordinator's
-# invocation (error type CoordinatorFailed), which Lambda's Errors metric counts.
+resource "aws_cloudwatch_metric_alarm" "commit_failures" {
+  alarm_name          = "${var.name}-commit-failures"
+  alarm_description   = "A coordinator commit, submit or close request failed; the writer's batch is redelivered. See docs/operations.md, Alarms and dashboard."
+  namespace           = "MskHudiSink"
+  metric_name         = "CommitFailures"
+  dimensions          = { Table = var.hoodie_table_name }
+  statistic           = "Sum"
+  period              = var.alarm_period
+  evaluation_periods  = var.error_alarm_evaluation_periods
+  threshold           = var.commit_failures_threshold
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  actions_enabled     = true
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_metric_alarm" "service_failures" {
+  alarm_name          = "${var.name}-service-failures"
+  alarm_description   = "A scheduled table-services run failed; the next schedule retries it. See docs/operations.md, Alarms and dashboard."
+  namespace           = "MskHudiSink"
+  metric_name         = "ServiceFailures"
+  dimensions          = { Table = var.hoodie_table_name }
+  statistic           = "Sum"
+  period              = var.alarm_period
+  evaluation_periods  = var.error_alarm_evaluation_periods
+  threshold           = var.service_failures_threshold
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  actions_enabled     = true
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+# Every failed coordinator invocation (error type CoordinatorFailed), whatever the request: also begins, aborts,
+# joins and requests that failed before reaching the table, which the two alarms above do not count.
 resource "aws_cloudwatch_metric_alarm" "coordinator_errors" {
   alarm_name          = "${var.name}-coordinator-errors"
-  alarm_description   = "Coordinator requests failed: a begin, commit or abort of a writer, or a scheduled table-services run. See docs/operations.md, Alarms and dashboard."
+  alarm_description   = "Coordinator invocations failed (any request; failed commits and table-services runs also have their own alarms). See docs/operations.md, Alarms and dashboard."
   namespace           = "AWS/Lambda"
   metric_name         = "Errors"
   dimensions          = { FunctionName = aws_lambda_function.coordinator.function_name }
@@ -277,7 +313,7 @@ resource "aws_cloudwatch_dashboard" "sink" {
           metrics = [
             ["AWS/Lambda", "Errors", "FunctionName", aws_lambda_function.writer.function_name, { label = "writer errors" }],
             ["AWS/Lambda", "Throttles", "FunctionName", aws_lambda_function.writer.function_name, { label = "writer throttles" }],
-            ["AWS/Lambda", "Errors", "FunctionName", aws_lambda_function.coordinator.function_name, { label = "coordinator errors (failed commits and table services)" }],
+            ["AWS/Lambda", "Errors", "FunctionName", aws_lambda_function.coordinator.function_name, { label = "coordinator errors" }],
           ]
         }
       },
@@ -288,7 +324,7 @@ resource "aws_cloudwatch_dashboard" "sink" {
         width  = 12
         height = 6
         properties = {
-          title  = "Dead letters, commit conflicts and catalog sync failures"
+          title  = "Dead letters, conflicts and failures"
           region = local.region
           view   = "timeSeries"
           stat   = "Sum"
@@ -298,6 +334,9 @@ resource "aws_cloudwatch_dashboard" "sink" {
             ["MskHudiSink", "CommitConflicts", "Table", var.hoodie_table_name],
             ["MskHudiSink", "CommitRetries", "Table", var.hoodie_table_name],
             ["MskHudiSink", "CatalogSyncFailures", "Table", var.hoodie_table_name],
+            ["MskHudiSink", "CommitFailures", "Table", var.hoodie_table_name],
+            ["MskHudiSink", "ServiceFailures", "Table", var.hoodie_table_name],
+            ["MskHudiSink", "BatchFailures", "Table", var.hoodie_table_name],
           ]
         }
       },

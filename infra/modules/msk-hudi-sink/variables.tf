@@ -345,7 +345,7 @@ variable "tags" {
 # ------------------------------------------------------------------ alarms and dashboard
 
 variable "hoodie_table_name" {
-  description = "hoodie.table.name of the table properties file: the value of the Table dimension of the sink's metrics (namespace MskHudiSink), which the dead-letter and catalog-sync alarms and the dashboard select."
+  description = "hoodie.table.name of the table properties file: the value of the Table dimension of the sink's metrics (namespace MskHudiSink), which the dead-letter, catalog-sync, commit-failure and service-failure alarms and the dashboard select."
   type        = string
   validation {
     condition     = can(regex("^[A-Za-z0-9_.-]{1,255}$", var.hoodie_table_name))
@@ -384,7 +384,7 @@ variable "alarm_period" {
 }
 
 variable "error_alarm_evaluation_periods" {
-  description = "Periods in a row above the threshold before the error alarms fire (writer errors and throttles, coordinator errors, dead letters, catalog sync failures)."
+  description = "Periods in a row above the threshold before the error alarms fire (writer errors and throttles, coordinator errors, dead letters, catalog sync failures, commit failures, service failures)."
   type        = number
   default     = 1
   validation {
@@ -434,7 +434,7 @@ variable "writer_throttles_threshold" {
 }
 
 variable "coordinator_errors_threshold" {
-  description = "Failed coordinator requests per period (AWS/Lambda Errors, Sum: failed commits and failed table-services runs) above which the alarm fires."
+  description = "Failed coordinator invocations per period (AWS/Lambda Errors, Sum: any request that failed, including those the commit-failure and service-failure alarms count) above which the alarm fires."
   type        = number
   default     = 0
   validation {
@@ -460,6 +460,26 @@ variable "catalog_sync_failures_threshold" {
   validation {
     condition     = var.catalog_sync_failures_threshold >= 0
     error_message = "catalog_sync_failures_threshold must not be negative."
+  }
+}
+
+variable "commit_failures_threshold" {
+  description = "Failed coordinator commit, submit or close requests per period (MskHudiSink CommitFailures, Sum) above which the alarm fires."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.commit_failures_threshold >= 0
+    error_message = "commit_failures_threshold must not be negative."
+  }
+}
+
+variable "service_failures_threshold" {
+  description = "Failed scheduled table-services runs per period (MskHudiSink ServiceFailures, Sum) above which the alarm fires."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.service_failures_threshold >= 0
+    error_message = "service_failures_threshold must not be negative."
   }
 }
 
