@@ -101,25 +101,12 @@ fn every_row_carries_the_kafka_metadata_of_its_version() {
     }
     for table_type in ["COPY_ON_WRITE", "MERGE_ON_READ"] {
         let table = dir.path().join(table_type.to_ascii_lowercase());
-        ok(&[
-            "ingest",
-            "--config",
-            "examples/local.properties",
-            "--set",
-            &format!("hoodie.base.path={}", s(&table)),
-            "--set",
-            &format!(
-                "hudi.sink.dead.letter.path={}",
-                s(&dir.path().join("dead-letters"))
-            ),
-            "--set",
-            &format!("hoodie.table.type={table_type}"),
-            "--set",
-            "hoodie.streamer.source.kafka.append.offsets=true",
-            "--commit-interval-ms",
-            "0",
-            &s(&events),
-        ]);
+        ingest_one_instant_per_file(
+            &table,
+            &events,
+            table_type,
+            &["hoodie.streamer.source.kafka.append.offsets=true"],
+        );
         let actual = read_table(&table);
         assert_eq!(actual.len(), expected.len(), "{table_type}: row count");
         for (key, want) in &expected {

@@ -396,25 +396,12 @@ fn services_with_only_the_table_runs_on_copy_on_write_and_merge_on_read() {
     let expected = model_rows(&model);
     for table_type in ["COPY_ON_WRITE", "MERGE_ON_READ"] {
         let table = dir.path().join(table_type.to_ascii_lowercase());
-        ok(&[
-            "ingest",
-            "--config",
-            "examples/local.properties",
-            "--set",
-            &format!("hoodie.base.path={}", s(&table)),
-            "--set",
-            &format!(
-                "hudi.sink.dead.letter.path={}",
-                s(&dir.path().join("dead-letters"))
-            ),
-            "--set",
-            &format!("hoodie.table.type={table_type}"),
-            "--set",
-            "hudi.sink.services.retired.grace.ms=1000",
-            "--commit-interval-ms",
-            "0",
-            &s(&events),
-        ]);
+        ingest_one_instant_per_file(
+            &table,
+            &events,
+            table_type,
+            &["hudi.sink.services.retired.grace.ms=1000"],
+        );
         assert!(read_table(&table) == expected, "{table_type}: ingest");
         let out = ok(&["services", "--table", &s(&table)]);
         let report = services_report(&out);

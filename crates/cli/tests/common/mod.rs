@@ -128,3 +128,38 @@ pub fn completed_commits(table: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// `hudi-sink ingest` of `events` into a `table_type` table at `table` with `examples/local.properties`, one
+/// instant per event file, dead letters beside the table, plus the `--set` pairs of `sets`; returns stdout.
+pub fn ingest_one_instant_per_file(
+    table: &Path,
+    events: &Path,
+    table_type: &str,
+    sets: &[&str],
+) -> String {
+    let base = format!("hoodie.base.path={}", table.display());
+    let dead_letters = format!(
+        "hudi.sink.dead.letter.path={}-dead-letters",
+        table.display()
+    );
+    let table_type = format!("hoodie.table.type={table_type}");
+    let events = events.display().to_string();
+    let mut args = vec![
+        "ingest",
+        "--config",
+        "examples/local.properties",
+        "--set",
+        &base,
+        "--set",
+        &dead_letters,
+        "--set",
+        &table_type,
+        "--commit-interval-ms",
+        "0",
+    ];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    args.push(&events);
+    ok(&args)
+}
