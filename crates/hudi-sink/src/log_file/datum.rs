@@ -1,19 +1,13 @@
-//! Avro binary primitives for block contents: a bounds-checked cursor for reading, and the writing helpers
-//! (zig-zag varints come from the timeline codec, [`crate::services::avro::encode`]).
+//! A bounds-checked cursor reading Avro binary values from block contents, in the terms of
+//! [`ContentError`]; the encoding itself (varints, writers) is [`crate::avro::binary`].
 
 use super::error::ContentError;
+use crate::avro::binary::{self, VarintError};
 
-pub(crate) use crate::services::avro::encode::write_long;
+pub(crate) use crate::avro::binary::{write_bytes, write_long};
 
 /// Deepest nesting of values accepted when decoding.
 pub(crate) const MAX_DEPTH: usize = 64;
-
-/// Writes an Avro `bytes`/`string`: zig-zag length, then the bytes.
-pub(crate) fn write_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-    // A slice never holds more than isize::MAX bytes.
-    write_long(out, i64::try_from(bytes.len()).unwrap_or(i64::MAX));
-    out.extend_from_slice(bytes);
-}
 
 /// Reads Avro binary values from a block's content; offsets in errors count from the content's start.
 pub(crate) struct Cursor<'a> {
@@ -83,21 +77,10 @@ impl<'a> Cursor<'a> {
 
     /// An Avro zig-zag varint long.
     pub(crate) fn long(&mut self, what: &str) -> Result<i64, ContentError> {
-        let mut n: u64 = 0;
-        for i in 0..10 {
-            let Some(&b) = self.buf.get(self.pos) else {
-                return Err(self.truncated(what));
-            };
-            self.pos += 1;
-            n |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                if i == 9 && b > 1 {
-                    return Err(self.corrupt(format!("{what}: varint overflows 64 bits")));
-                }
-                return Ok(((n >> 1) as i64) ^ -((n & 1) as i64));
-            }
-        }
-        Err(self.corrupt(format!("{what}: varint longer than 10 bytes")))
+        binary::read_long(self.buf, &mut self.pos).map_err(|e| match e {
+            VarintError::Truncated => self.truncated(what),
+            other => self.corrupt(format!("{what}: {other}")),
+        })
     }
 
     /// An Avro int (a long that must fit 32 bits).
@@ -142,14 +125,12 @@ impl<'a> Cursor<'a> {
 
     pub(crate) fn float(&mut self, what: &str) -> Result<f32, ContentError> {
         let b = self.take(4, what)?;
-        Ok(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        binary::float_from(b).ok_or_else(|| self.truncated(what))
     }
 
     pub(crate) fn double(&mut self, what: &str) -> Result<f64, ContentError> {
         let b = self.take(8, what)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(f64::from_le_bytes(a))
+        binary::double_from(b).ok_or_else(|| self.truncated(what))
     }
 
     /// The item count of the next array or map block (the byte size of a negative-count block is skipped);
