@@ -3,9 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use hudi_sink::services::avro::{
-    decode_container, encode_container, AvroSchema, AvroValue, RequestedReplaceMetadata,
-};
+use hudi_sink::avro::{decode_container, encode_container, AvroSchema, AvroValue};
+use hudi_sink::services::avro::RequestedReplaceMetadata;
 
 use crate::common;
 

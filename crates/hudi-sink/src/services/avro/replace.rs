@@ -18,11 +18,11 @@
 
 use std::collections::BTreeMap;
 
-use super::decode::decode_named;
-use super::encode::encode_container;
 use super::fields::{read_double, Fields};
-use super::value::AvroValue;
-use super::AvroError;
+use crate::avro::encode_container;
+use crate::avro::read::decode_named;
+use crate::avro::AvroError;
+use crate::avro::AvroValue;
 
 /// Full name of the clustering plan record.
 pub const REQUESTED_REPLACE_METADATA: &str =
@@ -339,9 +339,9 @@ impl ClusteringStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::avro::decode_container;
-    use crate::services::avro::encode::{container, encode_datum};
-    use crate::services::avro::schema::AvroSchema;
+    use crate::avro::decode_container;
+    use crate::avro::write::{container, encode_datum};
+    use crate::avro::AvroSchema;
 
     fn sample() -> RequestedReplaceMetadata {
         let slice = |id: &str, part: &str| SliceInfo {

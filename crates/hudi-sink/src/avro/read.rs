@@ -12,9 +12,9 @@
 
 use std::io::Read;
 
-use super::encode::{MAGIC, MAX_DEPTH};
-use super::schema::{AvroSchema, Node, NodeId};
+use super::graph::{AvroSchema, Node, NodeId};
 use super::value::AvroValue;
+use super::write::{MAGIC, MAX_DEPTH};
 use super::AvroError;
 use crate::avro::binary::{self, VarintError};
 

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::schema::{AvroSchema, Node, NodeId};
+use super::graph::{AvroSchema, Node, NodeId};
 use super::value::AvroValue;
 use super::AvroError;
 pub(crate) use crate::avro::binary::{write_bytes, write_long};
