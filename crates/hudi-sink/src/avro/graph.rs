@@ -1,7 +1,7 @@
 //! Avro schemas as the container codec needs them: parsed from JSON into a graph of nodes with every named
 //! reference resolved.
 //!
-//! This is deliberately not the table-schema model of [`crate::schema::avro`]: that one keeps every JSON
+//! This is deliberately not the schema model of [`super::schema`]: that one keeps every JSON
 //! attribute for a lossless round trip and refuses unions it cannot map to Arrow, whereas a container reader
 //! must accept any writer schema Java Avro accepts (any union, recursive records) and needs only the shape.
 //!
@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use super::AvroError;
 
-/// Index of a node inside its [`AvroSchema`].
+/// Index of a node inside its [`SchemaGraph`].
 pub(crate) type NodeId = usize;
 
 /// One type of a parsed schema; children are node indices, so that recursive records are representable.
@@ -51,18 +51,18 @@ pub(crate) struct Field {
 
 /// A parsed, resolved Avro schema.
 #[derive(Debug, Clone)]
-pub struct AvroSchema {
+pub struct SchemaGraph {
     nodes: Vec<Node>,
     root: NodeId,
 }
 
-impl AvroSchema {
+impl SchemaGraph {
     /// Parses schema JSON (as stored in a container's `avro.schema` or an `.avsc` file).
     pub fn parse(json: &str) -> Result<Self, AvroError> {
         let value: Value = serde_json::from_str(json)?;
         let mut parser = Parser::default();
         let root = parser.schema(&value, None, "$")?;
-        Ok(AvroSchema {
+        Ok(SchemaGraph {
             nodes: parser.nodes,
             root,
         })
@@ -332,7 +332,7 @@ impl Parser {
 mod tests {
     use super::*;
 
-    fn record_fields(schema: &AvroSchema, id: NodeId) -> &[Field] {
+    fn record_fields(schema: &SchemaGraph, id: NodeId) -> &[Field] {
         match schema.node(id) {
             Node::Record { fields, .. } => fields,
             other => panic!("not a record: {other:?}"),
@@ -341,7 +341,7 @@ mod tests {
 
     #[test]
     fn nested_records_inherit_the_namespace_and_references_resolve() {
-        let schema = AvroSchema::parse(
+        let schema = SchemaGraph::parse(
             r#"{"type":"record","name":"Outer","namespace":"a.b","fields":[
                 {"name":"inner","type":["null",{"type":"record","name":"Inner","fields":[
                     {"name":"x","type":{"type":"string","avro.java.string":"String"}}]}],"default":null},
@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn recursive_record() {
-        let schema = AvroSchema::parse(
+        let schema = SchemaGraph::parse(
             r#"{"type":"record","name":"List","fields":[
                 {"name":"next","type":["null","List"]}]}"#,
         )
@@ -420,13 +420,13 @@ mod tests {
             (r#"42"#, "$"),
         ];
         for (json, want) in cases {
-            match AvroSchema::parse(json) {
+            match SchemaGraph::parse(json) {
                 Err(AvroError::Schema { path, .. }) => assert_eq!(path, want, "{json}"),
                 other => panic!("{json}: {other:?}"),
             }
         }
         assert!(matches!(
-            AvroSchema::parse("{"),
+            SchemaGraph::parse("{"),
             Err(AvroError::SchemaJson(_))
         ));
     }

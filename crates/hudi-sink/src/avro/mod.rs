@@ -2,9 +2,10 @@
 //! codec of the timeline files.
 //!
 //! [`binary`] is the one zig-zag varint and primitive encoding (log blocks, Kafka values and container files
-//! all use it); [`graph`] parses a schema's JSON into the node graph the datum codec walks; [`write`] encodes
-//! a datum and the container around it, [`read`] decodes a container; [`value`] is the generic datum. This
-//! module depends on no other module of the crate.
+//! all use it); [`schema`] is the schema model (parsed, validated and written back without loss) that the
+//! table, the Arrow mapping and the record decoder share; [`graph`] parses a schema's JSON into the node
+//! graph the container's datum codec walks; [`write`] encodes a datum and the container around it, [`read`]
+//! decodes a container; [`value`] is the generic datum. This module depends on no other module of the crate.
 //!
 //! Invariants:
 //! * [`encode_container`] returns a whole file or an error, never a partial one: the datum is encoded (and
@@ -18,6 +19,7 @@ pub mod binary;
 mod error;
 pub mod graph;
 pub mod read;
+pub mod schema;
 pub mod value;
 pub mod write;
 
@@ -25,7 +27,8 @@ pub mod write;
 mod tests;
 
 pub use error::AvroError;
-pub use graph::AvroSchema;
+pub use graph::SchemaGraph;
 pub use read::decode_container;
+pub use schema::{AvroSchema, SchemaError, SchemaResult};
 pub use value::AvroValue;
 pub use write::encode_container;

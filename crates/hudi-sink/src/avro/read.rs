@@ -12,7 +12,7 @@
 
 use std::io::Read;
 
-use super::graph::{AvroSchema, Node, NodeId};
+use super::graph::{Node, NodeId, SchemaGraph};
 use super::value::AvroValue;
 use super::write::{MAGIC, MAX_DEPTH};
 use super::AvroError;
@@ -27,7 +27,7 @@ const ZERO_SIZE_ITEMS: u64 = 1 << 20;
 /// A decoded container: the writer schema (text and parsed) and its one record.
 pub(crate) struct Container {
     pub schema_json: String,
-    pub schema: AvroSchema,
+    pub schema: SchemaGraph,
     pub value: AvroValue,
 }
 
@@ -68,7 +68,7 @@ pub(crate) fn read_container(bytes: &[u8]) -> Result<Container, AvroError> {
     }
     let mut r = Reader::new(bytes, 0, MAGIC.len());
     let (schema_json, codec) = header(&mut r)?;
-    let schema = AvroSchema::parse(&schema_json)?;
+    let schema = SchemaGraph::parse(&schema_json)?;
     let sync = r.take(16, "the sync marker")?;
 
     let mut value = None;
@@ -312,7 +312,7 @@ impl<'a> Reader<'a> {
 
     fn value(
         &mut self,
-        schema: &AvroSchema,
+        schema: &SchemaGraph,
         id: NodeId,
         path: &mut String,
         depth: usize,

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::graph::{AvroSchema, Node, NodeId};
+use super::graph::{Node, NodeId, SchemaGraph};
 use super::value::AvroValue;
 use super::AvroError;
 pub(crate) use crate::avro::binary::{write_bytes, write_long};
@@ -27,7 +27,7 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// stored in compact JSON with its members in the order given. The result is the complete file: write it
 /// in one put, so that a reader never sees an empty or partial timeline file.
 pub fn encode_container(schema_json: &str, value: &AvroValue) -> Result<Vec<u8>, AvroError> {
-    let schema = AvroSchema::parse(schema_json)?;
+    let schema = SchemaGraph::parse(schema_json)?;
     let compact = serde_json::from_str::<Value>(schema_json)?.to_string();
     let datum = encode_datum(&schema, value)?;
     Ok(container(
@@ -38,7 +38,7 @@ pub fn encode_container(schema_json: &str, value: &AvroValue) -> Result<Vec<u8>,
 }
 
 /// The datum bytes of `value` under `schema` (no container).
-pub(crate) fn encode_datum(schema: &AvroSchema, value: &AvroValue) -> Result<Vec<u8>, AvroError> {
+pub(crate) fn encode_datum(schema: &SchemaGraph, value: &AvroValue) -> Result<Vec<u8>, AvroError> {
     let mut out = Vec::new();
     let mut path = String::from("$");
     Encoder { schema }.value(schema.root(), value, &mut out, &mut path, 0)?;
@@ -77,7 +77,7 @@ fn bad_default(path: &str, reason: impl Into<String>) -> AvroError {
 }
 
 struct Encoder<'a> {
-    schema: &'a AvroSchema,
+    schema: &'a SchemaGraph,
 }
 
 impl Encoder<'_> {
@@ -399,7 +399,7 @@ mod tests {
     ]}"#;
 
     fn datum(value: &AvroValue) -> Result<Vec<u8>, AvroError> {
-        encode_datum(&AvroSchema::parse(SCHEMA).expect("schema"), value)
+        encode_datum(&SchemaGraph::parse(SCHEMA).expect("schema"), value)
     }
 
     #[test]
@@ -513,7 +513,7 @@ mod tests {
             )])),
             Err(AvroError::Duplicate { key, .. }) if key == "k"
         ));
-        let strict = AvroSchema::parse(
+        let strict = SchemaGraph::parse(
             r#"{"type":"record","name":"S","fields":[{"name":"inner","type":{"type":"record","name":"I",
                 "fields":[{"name":"x","type":"string"}]}}]}"#,
         )
@@ -527,7 +527,7 @@ mod tests {
 
     #[test]
     fn bad_default_is_reported_when_used() {
-        let schema = AvroSchema::parse(
+        let schema = SchemaGraph::parse(
             r#"{"type":"record","name":"S","fields":[{"name":"x","type":"int","default":"one"}]}"#,
         )
         .expect("schema");
@@ -555,7 +555,7 @@ mod tests {
 
     #[test]
     fn deep_values_are_refused() {
-        let schema = AvroSchema::parse(
+        let schema = SchemaGraph::parse(
             r#"{"type":"record","name":"L","fields":[{"name":"next","type":["null","L"]}]}"#,
         )
         .expect("schema");

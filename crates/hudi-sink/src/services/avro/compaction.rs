@@ -185,7 +185,7 @@ impl CompactionOperation {
 mod tests {
     use super::*;
     use crate::avro::decode_container;
-    use crate::avro::AvroSchema;
+    use crate::avro::SchemaGraph;
 
     pub(crate) fn sample() -> CompactionPlan {
         CompactionPlan {
@@ -231,7 +231,7 @@ mod tests {
         );
         let (schema, value) = decode_container(&bytes).expect("container");
         assert_eq!(
-            AvroSchema::parse(&schema).expect("schema").full_name(),
+            SchemaGraph::parse(&schema).expect("schema").full_name(),
             Some(COMPACTION_PLAN)
         );
         assert!(value.field("strategy").is_some_and(AvroValue::is_null));

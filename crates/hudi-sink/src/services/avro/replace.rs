@@ -341,7 +341,7 @@ mod tests {
     use super::*;
     use crate::avro::decode_container;
     use crate::avro::write::{container, encode_datum};
-    use crate::avro::AvroSchema;
+    use crate::avro::SchemaGraph;
 
     fn sample() -> RequestedReplaceMetadata {
         let slice = |id: &str, part: &str| SliceInfo {
@@ -398,7 +398,7 @@ mod tests {
         );
         let (schema, _) = decode_container(&bytes).expect("container");
         assert_eq!(
-            AvroSchema::parse(&schema).expect("schema").full_name(),
+            SchemaGraph::parse(&schema).expect("schema").full_name(),
             Some(REQUESTED_REPLACE_METADATA)
         );
 
@@ -480,7 +480,7 @@ mod tests {
         ));
 
         // A slice without its file id.
-        let schema = AvroSchema::parse(REQUESTED_REPLACE_METADATA_SCHEMA).expect("schema");
+        let schema = SchemaGraph::parse(REQUESTED_REPLACE_METADATA_SCHEMA).expect("schema");
         let mut value = sample().to_avro();
         null_first_file_id_of_group_1(&mut value);
         let datum = encode_datum(&schema, &value).expect("encodes");

@@ -24,7 +24,9 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
-use super::error::{SchemaError, SchemaResult};
+mod error;
+
+pub use error::{SchemaError, SchemaResult};
 
 /// JSON attributes this model does not interpret (Avro "properties"), in document order.
 pub type Attributes = Map<String, Value>;
@@ -777,9 +779,7 @@ pub fn decimal_max_precision(size: usize) -> u32 {
     }
 }
 
-#[path = "avro_parse.rs"]
 mod parse;
-#[path = "avro_validate.rs"]
 mod validate;
 
 #[cfg(test)]
