@@ -1,22 +1,25 @@
-//! Avro schemas as the container codec needs them: parsed from JSON into a graph of nodes with every named
-//! reference resolved.
+//! Avro schemas as the container's datum codec walks them: the schema model parsed with
+//! [`AvroSchema::parse_container`], laid out as a graph of nodes with every named reference resolved.
 //!
-//! This is deliberately not the schema model of [`super::schema`]: that one keeps every JSON
-//! attribute for a lossless round trip and refuses unions it cannot map to Arrow, whereas a container reader
-//! must accept any writer schema Java Avro accepts (any union, recursive records) and needs only the shape.
+//! The model keeps every JSON attribute for a lossless round trip; the codec needs only the shape, and a
+//! recursive record must point back at itself, so each type becomes one node and a reference becomes the
+//! index of the node its definition made.
 //!
 //! Invariants:
-//! * Names follow the Avro namespace rules: a dotted name is full; otherwise the type's `namespace`, else the
-//!   enclosing named type's namespace, qualifies it. References resolve the same way (falling back to the
-//!   null namespace, as Java does), and every named type is defined once.
+//! * The model's parser and validator decide what is a schema: names follow the Avro namespace rules,
+//!   references resolve as Java resolves them (the enclosing namespace, then the null one), every named type
+//!   is defined once, and a union does not directly contain a union. Any union and recursive records are
+//!   accepted, as Java's reader accepts them.
 //! * Logical types, docs, aliases, `order` and custom attributes (`avro.java.string`) do not change the
-//!   encoding and are ignored; field defaults are kept as JSON and checked when a default is used.
-//! * A union does not directly contain a union (Avro's rule).
+//!   encoding and are dropped; field defaults are kept as JSON and checked when a default is used.
+//! * Schema errors are [`AvroError::Schema`] with the model's path (a malformed JSON text is
+//!   [`AvroError::SchemaJson`]).
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::schema::{namespace_of, reference_candidates, AvroSchema, PrimitiveType, SchemaError};
 use super::AvroError;
 
 /// Index of a node inside its [`SchemaGraph`].
@@ -59,11 +62,11 @@ pub struct SchemaGraph {
 impl SchemaGraph {
     /// Parses schema JSON (as stored in a container's `avro.schema` or an `.avsc` file).
     pub fn parse(json: &str) -> Result<Self, AvroError> {
-        let value: Value = serde_json::from_str(json)?;
-        let mut parser = Parser::default();
-        let root = parser.schema(&value, None, "$")?;
+        let model = AvroSchema::parse_container(json).map_err(schema_error)?;
+        let mut builder = Builder::default();
+        let root = builder.schema(&model, None, "$")?;
         Ok(SchemaGraph {
-            nodes: parser.nodes,
+            nodes: builder.nodes,
             root,
         })
     }
@@ -83,248 +86,121 @@ impl SchemaGraph {
     }
 
     pub(crate) fn node(&self, id: NodeId) -> &Node {
-        // Every index stored in a node was handed out by the parser for this vector.
+        // Every index stored in a node was handed out by the builder for this vector.
         &self.nodes[id]
     }
 }
 
+/// A model error in the codec's terms: the path it names and the reason without the path repeated.
+fn schema_error(e: SchemaError) -> AvroError {
+    match e {
+        SchemaError::Json { source } => AvroError::SchemaJson(source),
+        // The model names the record; the codec's paths name the field.
+        SchemaError::DuplicateField { path, name } => AvroError::Schema {
+            path: format!("{path}.fields[{name}]"),
+            reason: "field defined twice".to_string(),
+        },
+        other => {
+            let path = other.path().unwrap_or("$").to_string();
+            let text = other.to_string();
+            let reason = text
+                .strip_prefix(&format!("invalid Avro schema at {path}: "))
+                .map_or_else(|| text.clone(), str::to_string);
+            AvroError::Schema { path, reason }
+        }
+    }
+}
+
+/// Lays a validated model out as nodes; named types are registered as they are met, in the validator's order.
 #[derive(Default)]
-struct Parser {
+struct Builder {
     nodes: Vec<Node>,
     names: HashMap<String, NodeId>,
 }
 
-fn invalid(path: &str, reason: impl Into<String>) -> AvroError {
-    AvroError::Schema {
-        path: path.to_string(),
-        reason: reason.into(),
-    }
-}
-
-fn primitive(name: &str) -> Option<Node> {
-    Some(match name {
-        "null" => Node::Null,
-        "boolean" => Node::Boolean,
-        "int" => Node::Int,
-        "long" => Node::Long,
-        "float" => Node::Float,
-        "double" => Node::Double,
-        "bytes" => Node::Bytes,
-        "string" => Node::String,
-        _ => return None,
-    })
-}
-
-/// The namespace part of a full name (`None` for the null namespace).
-fn namespace_of(full: &str) -> Option<&str> {
-    full.rsplit_once('.').map(|(ns, _)| ns)
-}
-
-fn valid_name_part(part: &str) -> bool {
-    let mut chars = part.chars();
-    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
-        && chars.all(|c| c.is_alphanumeric() || c == '_')
-}
-
-impl Parser {
+impl Builder {
     fn push(&mut self, node: Node) -> NodeId {
         self.nodes.push(node);
         self.nodes.len() - 1
     }
 
-    fn schema(&mut self, json: &Value, ns: Option<&str>, path: &str) -> Result<NodeId, AvroError> {
-        match json {
-            Value::String(name) => match primitive(name) {
-                Some(node) => Ok(self.push(node)),
-                None => self.reference(name, ns, path),
-            },
-            Value::Array(branches) => {
+    fn schema(
+        &mut self,
+        s: &AvroSchema,
+        ns: Option<&str>,
+        path: &str,
+    ) -> Result<NodeId, AvroError> {
+        Ok(match s {
+            AvroSchema::Primitive(p) => self.push(match p.primitive {
+                PrimitiveType::Null => Node::Null,
+                PrimitiveType::Boolean => Node::Boolean,
+                PrimitiveType::Int => Node::Int,
+                PrimitiveType::Long => Node::Long,
+                PrimitiveType::Float => Node::Float,
+                PrimitiveType::Double => Node::Double,
+                PrimitiveType::Bytes => Node::Bytes,
+                PrimitiveType::String => Node::String,
+            }),
+            AvroSchema::Array(a) => {
+                let items = self.schema(&a.items, ns, &format!("{path}.items"))?;
+                self.push(Node::Array(items))
+            }
+            AvroSchema::Map(m) => {
+                let values = self.schema(&m.values, ns, &format!("{path}.values"))?;
+                self.push(Node::Map(values))
+            }
+            AvroSchema::Union(branches) => {
                 let mut ids = Vec::with_capacity(branches.len());
                 for (i, branch) in branches.iter().enumerate() {
-                    let branch_path = format!("{path}[{i}]");
-                    let id = self.schema(branch, ns, &branch_path)?;
-                    if matches!(self.nodes[id], Node::Union(_)) {
-                        return Err(invalid(&branch_path, "a union may not contain a union"));
-                    }
-                    ids.push(id);
+                    ids.push(self.schema(branch, ns, &format!("{path}[{i}]"))?);
                 }
-                Ok(self.push(Node::Union(ids)))
+                self.push(Node::Union(ids))
             }
-            Value::Object(obj) => self.object(obj, ns, path),
-            other => Err(invalid(path, format!("{other} is not a schema"))),
-        }
-    }
-
-    fn reference(&mut self, name: &str, ns: Option<&str>, path: &str) -> Result<NodeId, AvroError> {
-        let qualified = match ns {
-            Some(ns) if !name.contains('.') => Some(format!("{ns}.{name}")),
-            _ => None,
-        };
-        qualified
-            .as_deref()
-            .and_then(|q| self.names.get(q))
-            .or_else(|| self.names.get(name))
-            .copied()
-            .ok_or_else(|| invalid(path, format!("{name:?} is not a defined type")))
-    }
-
-    fn object(
-        &mut self,
-        obj: &Map<String, Value>,
-        ns: Option<&str>,
-        path: &str,
-    ) -> Result<NodeId, AvroError> {
-        let type_name = match obj.get("type") {
-            Some(Value::String(t)) => t.as_str(),
-            // `{"type": {...}}` or `{"type": [...]}`: the wrapped schema.
-            Some(nested @ (Value::Object(_) | Value::Array(_))) => {
-                return self.schema(nested, ns, &format!("{path}.type"))
+            AvroSchema::Record(r) => {
+                let name = r.name.fullname(ns);
+                // Registered before the fields, so that a field may refer to the record itself.
+                let id = self.push(Node::Null);
+                self.names.insert(name.clone(), id);
+                let child_ns = namespace_of(&name).map(str::to_string);
+                let mut fields = Vec::with_capacity(r.fields.len());
+                for f in &r.fields {
+                    let type_path = format!("{path}.fields[{}].type", f.name);
+                    fields.push(Field {
+                        name: f.name.clone(),
+                        schema: self.schema(&f.schema, child_ns.as_deref(), &type_path)?,
+                        default: f.default.clone(),
+                    });
+                }
+                self.nodes[id] = Node::Record { name, fields };
+                id
             }
-            Some(other) => return Err(invalid(path, format!("\"type\" is {other}"))),
-            None => return Err(invalid(path, "missing \"type\"")),
-        };
-        if let Some(node) = primitive(type_name) {
-            // A logical type annotates its underlying type; the encoding is the underlying one.
-            return Ok(self.push(node));
-        }
-        match type_name {
-            "array" => {
-                let items = obj
-                    .get("items")
-                    .ok_or_else(|| invalid(path, "array without \"items\""))?;
-                let items = self.schema(items, ns, &format!("{path}.items"))?;
-                Ok(self.push(Node::Array(items)))
-            }
-            "map" => {
-                let values = obj
-                    .get("values")
-                    .ok_or_else(|| invalid(path, "map without \"values\""))?;
-                let values = self.schema(values, ns, &format!("{path}.values"))?;
-                Ok(self.push(Node::Map(values)))
-            }
-            "record" | "error" => self.record(obj, ns, path),
-            "enum" => {
-                let name = self.define_name(obj, ns, path)?;
-                let symbols = match obj.get("symbols") {
-                    Some(Value::Array(symbols)) => symbols
-                        .iter()
-                        .map(|s| match s {
-                            Value::String(s) if valid_name_part(s) => Ok(s.clone()),
-                            other => Err(invalid(path, format!("enum symbol {other} is invalid"))),
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                    _ => return Err(invalid(path, "enum without a \"symbols\" array")),
-                };
+            AvroSchema::Enum(e) => {
+                let name = e.name.fullname(ns);
                 let id = self.push(Node::Enum {
                     name: name.clone(),
-                    symbols,
+                    symbols: e.symbols.clone(),
                 });
                 self.names.insert(name, id);
-                Ok(id)
+                id
             }
-            "fixed" => {
-                let name = self.define_name(obj, ns, path)?;
-                let size = obj
-                    .get("size")
-                    .and_then(Value::as_u64)
-                    .and_then(|s| usize::try_from(s).ok())
-                    .ok_or_else(|| invalid(path, "fixed without a non-negative \"size\""))?;
+            AvroSchema::Fixed(f) => {
+                let name = f.name.fullname(ns);
                 let id = self.push(Node::Fixed {
                     name: name.clone(),
-                    size,
+                    size: f.size,
                 });
                 self.names.insert(name, id);
-                Ok(id)
+                id
             }
-            // `{"type": "SomeRecord"}`: a reference in object form.
-            other => self.reference(other, ns, path),
-        }
-    }
-
-    /// The full name of the named type `obj` defines; errors if invalid or already defined.
-    fn define_name(
-        &self,
-        obj: &Map<String, Value>,
-        ns: Option<&str>,
-        path: &str,
-    ) -> Result<String, AvroError> {
-        let name = match obj.get("name") {
-            Some(Value::String(name)) => name.as_str(),
-            _ => return Err(invalid(path, "named type without a \"name\" string")),
-        };
-        let explicit_ns = match obj.get("namespace") {
-            Some(Value::String(ns)) => Some(ns.as_str()),
-            Some(Value::Null) | None => None,
-            Some(other) => return Err(invalid(path, format!("\"namespace\" is {other}"))),
-        };
-        let full = if name.contains('.') {
-            name.to_string()
-        } else {
-            match explicit_ns.or(ns) {
-                Some(ns) if !ns.is_empty() => format!("{ns}.{name}"),
-                _ => name.to_string(),
-            }
-        };
-        if !full.split('.').all(valid_name_part) {
-            return Err(invalid(path, format!("{full:?} is not a valid Avro name")));
-        }
-        if self.names.contains_key(&full) || primitive(&full).is_some() {
-            return Err(invalid(path, format!("type {full:?} is defined twice")));
-        }
-        Ok(full)
-    }
-
-    fn record(
-        &mut self,
-        obj: &Map<String, Value>,
-        ns: Option<&str>,
-        path: &str,
-    ) -> Result<NodeId, AvroError> {
-        let name = self.define_name(obj, ns, path)?;
-        // Registered before the fields are parsed, so that a field may refer to the record itself.
-        let id = self.push(Node::Null);
-        self.names.insert(name.clone(), id);
-        let child_ns = namespace_of(&name).map(str::to_string);
-        let Some(Value::Array(json_fields)) = obj.get("fields") else {
-            return Err(invalid(path, "record without a \"fields\" array"));
-        };
-        let mut fields: Vec<Field> = Vec::with_capacity(json_fields.len());
-        for (i, json_field) in json_fields.iter().enumerate() {
-            let Value::Object(field) = json_field else {
-                return Err(invalid(
-                    &format!("{path}.fields[{i}]"),
-                    "field is not an object",
-                ));
-            };
-            let Some(Value::String(field_name)) = field.get("name") else {
-                return Err(invalid(
-                    &format!("{path}.fields[{i}]"),
-                    "field without a name",
-                ));
-            };
-            let field_path = format!("{path}.fields[{field_name}]");
-            if !valid_name_part(field_name) {
-                return Err(invalid(&field_path, "invalid field name"));
-            }
-            if fields.iter().any(|f| &f.name == field_name) {
-                return Err(invalid(&field_path, "field defined twice"));
-            }
-            let field_type = field
-                .get("type")
-                .ok_or_else(|| invalid(&field_path, "field without a \"type\""))?;
-            let schema = self.schema(
-                field_type,
-                child_ns.as_deref(),
-                &format!("{field_path}.type"),
-            )?;
-            fields.push(Field {
-                name: field_name.clone(),
-                schema,
-                default: field.get("default").cloned(),
-            });
-        }
-        self.nodes[id] = Node::Record { name, fields };
-        Ok(id)
+            AvroSchema::Reference(reference) => reference_candidates(reference, ns)
+                .iter()
+                .find_map(|full| self.names.get(full).copied())
+                // The validator resolved every reference already; this is the same lookup.
+                .ok_or_else(|| AvroError::Schema {
+                    path: path.to_string(),
+                    reason: format!("{reference:?} is not a defined type"),
+                })?,
+        })
     }
 }
 

@@ -396,6 +396,20 @@ impl AvroSchema {
         Ok(schema)
     }
 
+    /// Parses the writer schema of an object-container file (`avro.schema`), as Java Avro's reader accepts
+    /// it: any union, recursive records; defaults and logical types are left to the datum codec, which
+    /// checks a default when it uses one.
+    pub fn parse_container(text: &str) -> SchemaResult<Self> {
+        let json: Value =
+            serde_json::from_str(text).map_err(|source| SchemaError::Json { source })?;
+        let schema = parse::schema(&json, "$")?;
+        let mut validator = validate::Validator::default();
+        validator.general_unions = true;
+        validator.container = true;
+        validator.schema(&schema, None, "$")?;
+        Ok(schema)
+    }
+
     /// [`AvroSchema::validate`] for a writer schema: unions of several non-null types are allowed.
     pub fn validate_writer(&self) -> SchemaResult<NamedTypes<'_>> {
         let mut validator = validate::Validator::default();
@@ -732,7 +746,10 @@ impl<'a> NamedTypes<'a> {
 }
 
 /// The full names a reference may denote, in lookup order.
-fn reference_candidates(reference: &str, enclosing: Option<&str>) -> Vec<String> {
+pub(in crate::avro) fn reference_candidates(
+    reference: &str,
+    enclosing: Option<&str>,
+) -> Vec<String> {
     if reference.contains('.') {
         return vec![reference.to_string()];
     }
