@@ -1,6 +1,13 @@
 //! Avro binary primitives shared by every codec in the crate: zig-zag varints, lengths, floats and
-//! byte strings. Readers keep their own cursors (each reports offsets and errors in its own terms) and call
-//! [`read_long`] for the one varint decoder; writers append to a `Vec<u8>`.
+//! byte strings. [`read_long`] is the one varint decoder; [`Reader`] is a bounds-checked cursor that reports
+//! in its user's error type (see [`ReadError`]); writers append to a `Vec<u8>`.
+//!
+//! Invariants:
+//! * A read never indexes past the bytes: every length and count is checked against what remains before
+//!   anything is taken or allocated, so hostile bytes give an error, never a panic or a huge allocation.
+//! * Offsets in errors count from the start of the whole content (`base` plus the position in the slice).
+
+use std::marker::PhantomData;
 
 use thiserror::Error;
 
@@ -88,6 +95,164 @@ pub fn float_from(b: &[u8]) -> Option<f32> {
 /// An Avro `double` from the 8 bytes at the start of `b` (`None` if fewer).
 pub fn double_from(b: &[u8]) -> Option<f64> {
     Some(f64::from_le_bytes(b.get(..8)?.try_into().ok()?))
+}
+
+/// How a [`Reader`]'s user reports the two ways bytes can fail: they end too soon, or they cannot be Avro.
+pub trait ReadError {
+    /// The bytes end at `offset` while reading `what`.
+    fn truncated(offset: usize, what: &str) -> Self;
+    /// The bytes at `offset` cannot be what is read.
+    fn corrupt(offset: usize, reason: String) -> Self;
+}
+
+/// A bounds-checked cursor over Avro binary data, reporting errors as `E`.
+pub struct Reader<'a, E> {
+    buf: &'a [u8],
+    pos: usize,
+    /// Offset of `buf` in the content, added to every offset reported.
+    base: usize,
+    error: PhantomData<fn() -> E>,
+}
+
+impl<'a, E: ReadError> Reader<'a, E> {
+    /// A reader over `buf`, whose first byte is content offset 0.
+    pub fn new(buf: &'a [u8]) -> Self {
+        Self::at(buf, 0)
+    }
+
+    /// A reader over `buf`, which starts at content offset `base`.
+    pub fn at(buf: &'a [u8], base: usize) -> Self {
+        Self {
+            buf,
+            pos: 0,
+            base,
+            error: PhantomData,
+        }
+    }
+
+    /// The content offset of the next byte.
+    pub fn offset(&self) -> usize {
+        self.base + self.pos
+    }
+
+    /// Bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// The error for bytes ending here while reading `what`.
+    pub fn truncated(&self, what: &str) -> E {
+        E::truncated(self.offset(), what)
+    }
+
+    /// The error for bytes here that cannot be what is read.
+    pub fn corrupt(&self, reason: impl Into<String>) -> E {
+        E::corrupt(self.offset(), reason.into())
+    }
+
+    /// The next `n` bytes.
+    pub fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], E> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&end| end <= self.buf.len())
+            .ok_or_else(|| self.truncated(what))?;
+        let out = self.buf.get(self.pos..end).unwrap_or_default();
+        self.pos = end;
+        Ok(out)
+    }
+
+    /// An Avro zig-zag varint long.
+    pub fn long(&mut self, what: &str) -> Result<i64, E> {
+        read_long(self.buf, &mut self.pos).map_err(|e| match e {
+            VarintError::Truncated => self.truncated(what),
+            other => self.corrupt(format!("{what}: {other}")),
+        })
+    }
+
+    /// An Avro int (a long that must fit 32 bits).
+    pub fn int(&mut self, what: &str) -> Result<i32, E> {
+        let v = self.long(what)?;
+        i32::try_from(v).map_err(|_| self.corrupt(format!("{what}: {v} does not fit an int")))
+    }
+
+    /// A non-negative Avro length that fits in what remains (so nothing is allocated for a lie).
+    pub fn length(&mut self, what: &str) -> Result<usize, E> {
+        let v = self.long(what)?;
+        let n = usize::try_from(v).map_err(|_| self.corrupt(format!("negative {what} {v}")))?;
+        if n > self.remaining() {
+            return Err(self.truncated(what));
+        }
+        Ok(n)
+    }
+
+    /// An Avro `bytes`.
+    pub fn bytes(&mut self, what: &str) -> Result<&'a [u8], E> {
+        let n = self.length(what)?;
+        self.take(n, what)
+    }
+
+    /// An Avro `string` (UTF-8 checked).
+    pub fn string(&mut self, what: &str) -> Result<String, E> {
+        let at = self.offset();
+        let b = self.bytes(what)?;
+        std::str::from_utf8(b)
+            .map(str::to_string)
+            .map_err(|e| E::corrupt(at, format!("{what} is not UTF-8: {e}")))
+    }
+
+    /// An Avro `boolean` (one byte, 0 or 1).
+    pub fn boolean(&mut self, what: &str) -> Result<bool, E> {
+        match self.take(1, what)? {
+            [0] => Ok(false),
+            [1] => Ok(true),
+            b => Err(self.corrupt(format!(
+                "{what}: boolean byte {}",
+                b.first().copied().unwrap_or(0)
+            ))),
+        }
+    }
+
+    /// An Avro `float`.
+    pub fn float(&mut self, what: &str) -> Result<f32, E> {
+        let b = self.take(4, what)?;
+        float_from(b).ok_or_else(|| self.truncated(what))
+    }
+
+    /// An Avro `double`.
+    pub fn double(&mut self, what: &str) -> Result<f64, E> {
+        let b = self.take(8, what)?;
+        double_from(b).ok_or_else(|| self.truncated(what))
+    }
+
+    /// The item count of the next array or map block (the byte size of a negative-count block is skipped);
+    /// 0 ends the array or map. A count is refused when the items could not fit: every item takes at least
+    /// `min_item_bytes` (0 for items that may be empty, bounded then by `zero_size_budget`).
+    pub fn block_count(
+        &mut self,
+        what: &str,
+        min_item_bytes: usize,
+        zero_size_budget: &mut usize,
+    ) -> Result<usize, E> {
+        let mut count = self.long(what)?;
+        if count < 0 {
+            count = count
+                .checked_neg()
+                .ok_or_else(|| self.corrupt(format!("{what}: block count overflows")))?;
+            let _size = self.long(what)?;
+        }
+        let n =
+            usize::try_from(count).map_err(|_| self.corrupt(format!("{what}: count {count}")))?;
+        match self.remaining().checked_div(min_item_bytes) {
+            Some(fits) if n > fits => return Err(self.truncated(what)),
+            Some(_) => {}
+            None if n > *zero_size_budget => {
+                return Err(self.corrupt(format!("{what}: {n} items of no size")))
+            }
+            None => *zero_size_budget -= n,
+        }
+        Ok(n)
+    }
 }
 
 #[cfg(test)]
