@@ -261,7 +261,7 @@ fn compaction_plan(
     data: &str,
     logs: &[&str],
 ) -> Vec<u8> {
-    use hudi_sink::services::avro::{encode_container, AvroValue};
+    use hudi_sink::avro::{encode_container, AvroValue};
     const SCHEMA: &str = r#"{"type":"record","name":"HoodieCompactionPlan","namespace":"org.apache.hudi.avro.model",
       "fields":[
         {"name":"operations","type":["null",{"type":"array","items":{"type":"record","name":"HoodieCompactionOperation",

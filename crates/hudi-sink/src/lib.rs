@@ -4,6 +4,7 @@
 //! concept, as in hudi-rs; storage, lock, clock and transport are traits handed in at construction so that
 //! tests and simulations can inject faults at any step.
 
+pub mod avro;
 pub mod aws_clients;
 pub mod base_file;
 pub mod bootstrap;

@@ -22,9 +22,9 @@ use super::avro_decode::{build, Decoder};
 use super::avro_encode::Encoder;
 use super::datum::Cursor;
 use super::error::ContentError;
+use crate::avro::AvroValue;
 use crate::schema::arrow::avro_to_arrow;
 use crate::schema::avro::{namespace_of, AvroSchema, RecordSchema};
-use crate::services::avro::AvroValue;
 
 /// The content version Hudi 0.14/0.15 write and hudi-rs requires.
 pub const AVRO_BLOCK_VERSION: i32 = 3;

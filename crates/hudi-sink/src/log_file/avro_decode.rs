@@ -16,8 +16,8 @@ use arrow_schema::{DataType, Fields, TimeUnit};
 use super::avro_block::{mismatch, Path};
 use super::datum::{Cursor, MAX_DEPTH};
 use super::error::ContentError;
+use crate::avro::AvroValue;
 use crate::schema::avro::{namespace_of, AvroSchema, NamedTypes, PrimitiveType};
-use crate::services::avro::AvroValue;
 
 pub(super) struct Decoder<'s> {
     pub(super) names: NamedTypes<'s>,

@@ -8,6 +8,7 @@ use arrow_schema::{DataType, TimeUnit};
 use super::avro_block::{mismatch, Path};
 use super::datum::{write_bytes, write_long, MAX_DEPTH};
 use super::error::ContentError;
+use crate::avro::binary::{write_double, write_float};
 use crate::schema::avro::{
     namespace_of, AvroSchema, LogicalType, NamedTypes, PrimitiveSchema, PrimitiveType,
 };
@@ -322,7 +323,7 @@ fn primitive(
                 .as_primitive_opt::<Float32Type>()
                 .ok_or_else(wrong)?
                 .value(row);
-            out.extend_from_slice(&v.to_le_bytes());
+            write_float(out, v);
             Ok(())
         }
         (PrimitiveType::Double, None) => {
@@ -330,7 +331,7 @@ fn primitive(
                 .as_primitive_opt::<Float64Type>()
                 .ok_or_else(wrong)?
                 .value(row);
-            out.extend_from_slice(&v.to_le_bytes());
+            write_double(out, v);
             Ok(())
         }
         (PrimitiveType::Bytes, None) => {

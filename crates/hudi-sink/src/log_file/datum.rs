@@ -1,74 +1,38 @@
-//! Avro binary primitives for block contents: a bounds-checked cursor for reading, and the writing helpers
-//! (zig-zag varints come from the timeline codec, [`crate::services::avro::encode`]).
+//! Avro binary values in block contents: [`crate::avro::binary`]'s reader reporting [`ContentError`], plus the
+//! big-endian framing ints of Hudi's block layout.
 
 use super::error::ContentError;
+use crate::avro::binary::{self, ReadError};
 
-pub(crate) use crate::services::avro::encode::write_long;
+pub(crate) use crate::avro::binary::{write_bytes, write_long};
 
 /// Deepest nesting of values accepted when decoding.
 pub(crate) const MAX_DEPTH: usize = 64;
 
-/// Writes an Avro `bytes`/`string`: zig-zag length, then the bytes.
-pub(crate) fn write_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-    // A slice never holds more than isize::MAX bytes.
-    write_long(out, i64::try_from(bytes.len()).unwrap_or(i64::MAX));
-    out.extend_from_slice(bytes);
-}
-
 /// Reads Avro binary values from a block's content; offsets in errors count from the content's start.
-pub(crate) struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    /// Offset of `buf` in the content, added to every offset reported.
-    base: usize,
-}
+pub(crate) type Cursor<'a> = binary::Reader<'a, ContentError>;
 
-impl<'a> Cursor<'a> {
-    pub(crate) fn new(buf: &'a [u8]) -> Self {
-        Self::at(buf, 0)
-    }
-
-    /// A cursor over `buf`, which starts at content offset `base`.
-    pub(crate) fn at(buf: &'a [u8], base: usize) -> Self {
-        Self { buf, pos: 0, base }
-    }
-
-    /// The content offset of the next byte.
-    pub(crate) fn offset(&self) -> usize {
-        self.base + self.pos
-    }
-
-    pub(crate) fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
-    }
-
-    pub(crate) fn truncated(&self, what: &str) -> ContentError {
+impl ReadError for ContentError {
+    fn truncated(offset: usize, what: &str) -> Self {
         ContentError::Truncated {
-            offset: self.offset(),
+            offset,
             what: what.to_string(),
         }
     }
 
-    pub(crate) fn corrupt(&self, reason: impl Into<String>) -> ContentError {
-        ContentError::Corrupt {
-            offset: self.offset(),
-            reason: reason.into(),
-        }
+    fn corrupt(offset: usize, reason: String) -> Self {
+        ContentError::Corrupt { offset, reason }
     }
+}
 
-    pub(crate) fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], ContentError> {
-        if n > self.remaining() {
-            return Err(self.truncated(what));
-        }
-        let out = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(out)
-    }
-
-    /// A big-endian int32 (block framing inside the content, not Avro).
+/// The block framing inside a content: big-endian int32s (Hudi's, not Avro's).
+impl Cursor<'_> {
+    /// A big-endian int32.
     pub(crate) fn be_i32(&mut self, what: &str) -> Result<i32, ContentError> {
         let b = self.take(4, what)?;
-        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        b.try_into()
+            .map(i32::from_be_bytes)
+            .map_err(|_| self.truncated(what))
     }
 
     /// A non-negative big-endian int32 length.
@@ -79,106 +43,6 @@ impl<'a> Cursor<'a> {
             offset: at,
             reason: format!("negative {what} {v}"),
         })
-    }
-
-    /// An Avro zig-zag varint long.
-    pub(crate) fn long(&mut self, what: &str) -> Result<i64, ContentError> {
-        let mut n: u64 = 0;
-        for i in 0..10 {
-            let Some(&b) = self.buf.get(self.pos) else {
-                return Err(self.truncated(what));
-            };
-            self.pos += 1;
-            n |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                if i == 9 && b > 1 {
-                    return Err(self.corrupt(format!("{what}: varint overflows 64 bits")));
-                }
-                return Ok(((n >> 1) as i64) ^ -((n & 1) as i64));
-            }
-        }
-        Err(self.corrupt(format!("{what}: varint longer than 10 bytes")))
-    }
-
-    /// An Avro int (a long that must fit 32 bits).
-    pub(crate) fn int(&mut self, what: &str) -> Result<i32, ContentError> {
-        let v = self.long(what)?;
-        i32::try_from(v).map_err(|_| self.corrupt(format!("{what}: {v} does not fit an int")))
-    }
-
-    /// A non-negative Avro length that fits in what remains (so nothing is allocated for a lie).
-    pub(crate) fn length(&mut self, what: &str) -> Result<usize, ContentError> {
-        let v = self.long(what)?;
-        let n = usize::try_from(v).map_err(|_| self.corrupt(format!("negative {what} {v}")))?;
-        if n > self.remaining() {
-            return Err(self.truncated(what));
-        }
-        Ok(n)
-    }
-
-    pub(crate) fn bytes(&mut self, what: &str) -> Result<&'a [u8], ContentError> {
-        let n = self.length(what)?;
-        self.take(n, what)
-    }
-
-    pub(crate) fn string(&mut self, what: &str) -> Result<String, ContentError> {
-        let at = self.offset();
-        let b = self.bytes(what)?;
-        std::str::from_utf8(b)
-            .map(str::to_string)
-            .map_err(|e| ContentError::Corrupt {
-                offset: at,
-                reason: format!("{what} is not UTF-8: {e}"),
-            })
-    }
-
-    pub(crate) fn boolean(&mut self, what: &str) -> Result<bool, ContentError> {
-        match self.take(1, what)?[0] {
-            0 => Ok(false),
-            1 => Ok(true),
-            b => Err(self.corrupt(format!("{what}: boolean byte {b}"))),
-        }
-    }
-
-    pub(crate) fn float(&mut self, what: &str) -> Result<f32, ContentError> {
-        let b = self.take(4, what)?;
-        Ok(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    pub(crate) fn double(&mut self, what: &str) -> Result<f64, ContentError> {
-        let b = self.take(8, what)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(f64::from_le_bytes(a))
-    }
-
-    /// The item count of the next array or map block (the byte size of a negative-count block is skipped);
-    /// 0 ends the array or map. A count is refused when the items could not fit: every item takes at least
-    /// `min_item_bytes` (0 for items that may be empty, bounded then by `zero_size_budget`).
-    pub(crate) fn block_count(
-        &mut self,
-        what: &str,
-        min_item_bytes: usize,
-        zero_size_budget: &mut usize,
-    ) -> Result<usize, ContentError> {
-        let mut count = self.long(what)?;
-        if count < 0 {
-            count = count
-                .checked_neg()
-                .ok_or_else(|| self.corrupt(format!("{what}: block count overflows")))?;
-            let _size = self.long(what)?;
-        }
-        let n =
-            usize::try_from(count).map_err(|_| self.corrupt(format!("{what}: count {count}")))?;
-        match self.remaining().checked_div(min_item_bytes) {
-            Some(fits) if n > fits => return Err(self.truncated(what)),
-            Some(_) => {}
-            None if n > *zero_size_budget => {
-                return Err(self.corrupt(format!("{what}: {n} items of no size")))
-            }
-            None => *zero_size_budget -= n,
-        }
-        Ok(n)
     }
 }
 

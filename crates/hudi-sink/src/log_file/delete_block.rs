@@ -18,6 +18,7 @@
 
 use super::datum::{write_bytes, write_long, Cursor};
 use super::error::ContentError;
+use crate::avro::binary::{write_double, write_float};
 
 /// The delete block content version Hudi 0.14/0.15 write.
 pub const DELETE_BLOCK_VERSION: i32 = 3;
@@ -114,8 +115,8 @@ pub fn encode_delete_content(records: &[DeleteRecord]) -> Result<Vec<u8>, Conten
                         OrderingValue::Long(i)
                         | OrderingValue::TimeMicros(i)
                         | OrderingValue::TimestampMicros(i) => write_long(&mut datum, *i),
-                        OrderingValue::Float(f) => datum.extend_from_slice(&f.to_le_bytes()),
-                        OrderingValue::Double(f) => datum.extend_from_slice(&f.to_le_bytes()),
+                        OrderingValue::Float(f) => write_float(&mut datum, *f),
+                        OrderingValue::Double(f) => write_double(&mut datum, *f),
                         OrderingValue::Bytes(b) | OrderingValue::Decimal(b) => {
                             write_bytes(&mut datum, b)
                         }

@@ -36,7 +36,7 @@ use super::avro::{
     decimal_min_bytes, namespace_of, AvroSchema, FixedSchema, LogicalType, Name, NamedTypes,
     PrimitiveType, RecordField, RecordSchema,
 };
-use super::error::{SchemaError, SchemaResult};
+use super::{SchemaError, SchemaResult};
 
 /// Name of a list's item field (arrow-rs and the Parquet LIST spec).
 pub const LIST_ITEM_NAME: &str = "element";

@@ -10,7 +10,7 @@
 use arrow_schema::{DataType, Field};
 
 use super::avro::{AvroSchema, Name, PrimitiveType, RecordField};
-use super::error::{SchemaError, SchemaResult};
+use super::{SchemaError, SchemaResult};
 
 /// Instant of the commit that last changed the row.
 pub const COMMIT_TIME_COL: &str = "_hoodie_commit_time";

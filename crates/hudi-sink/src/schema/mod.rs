@@ -9,12 +9,12 @@
 //! [`spark_form`] writes decimals as Spark does in every schema Hudi's Java readers parse.
 
 pub mod arrow;
-pub mod avro;
-mod error;
 pub mod evolution;
 pub mod meta;
 pub mod parquet;
 pub mod project;
 pub mod spark_form;
 
-pub use error::{SchemaError, SchemaResult};
+/// The Avro schema model lives in [`crate::avro::schema`]; this path keeps its long-standing name.
+pub use crate::avro::schema as avro;
+pub use crate::avro::schema::{SchemaError, SchemaResult};

@@ -40,8 +40,8 @@ use super::arrow::avro_to_arrow;
 use super::avro::{
     decimal_min_bytes, namespace_of, AvroSchema, LogicalType, NamedTypes, PrimitiveType,
 };
-use super::error::{SchemaError, SchemaResult};
 use super::meta::is_meta_column;
+use super::{SchemaError, SchemaResult};
 
 /// The Parquet schema for writing `arrow` (the batch schema) as a file whose Avro schema is `avro`.
 pub fn parquet_schema_for(arrow: &Schema, avro: &AvroSchema) -> SchemaResult<SchemaDescriptor> {

@@ -8,7 +8,7 @@
 //!   (`replacecommit`, operation `CLUSTER`).
 //! - [`compact`]: merges the log files of merge-on-read file slices into new base files (`compaction`
 //!   instants completed as `commit`, operation `COMPACT`), merging outside the table lock.
-//! - [`avro`]: the Avro object-container encoding of the timeline files these services write.
+//! - [`avro`]: the typed Avro records of the timeline files these services write (on [`crate::avro`]).
 //!
 //! Every service plans and changes the timeline under the table lock and proves the lease (fences) right
 //! before each destructive step, so that a coordinator paused past its lease never acts on a stale plan.

@@ -3,9 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use hudi_sink::services::avro::{
-    decode_container, encode_container, AvroSchema, AvroValue, RequestedReplaceMetadata,
-};
+use hudi_sink::avro::{decode_container, encode_container, AvroValue, SchemaGraph};
+use hudi_sink::services::avro::RequestedReplaceMetadata;
 
 use crate::common;
 
@@ -21,7 +20,7 @@ fn spark_requested_replace_decodes() {
     let bytes = spark_file();
     let (schema, value) = decode_container(&bytes).expect("decodes");
     assert_eq!(
-        AvroSchema::parse(&schema)
+        SchemaGraph::parse(&schema)
             .expect("writer schema")
             .full_name(),
         Some("org.apache.hudi.avro.model.HoodieRequestedReplaceMetadata")

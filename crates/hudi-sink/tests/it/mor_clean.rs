@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use bytes::Bytes;
+use hudi_sink::avro::{encode_container, AvroValue};
 use hudi_sink::clock::ManualClock;
 use hudi_sink::lock::memory::MemoryLock;
 use hudi_sink::lock::{LeaseOptions, Lock};
@@ -26,7 +27,6 @@ use hudi_sink::record::decode::RecordDecoder;
 use hudi_sink::schema::arrow::avro_to_arrow;
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::schema::meta::with_meta_fields;
-use hudi_sink::services::avro::{encode_container, AvroValue};
 use hudi_sink::services::clean::{self, CleanMemo};
 use hudi_sink::services::commits::CommitCache;
 use hudi_sink::services::{ServiceContext, ServicesConfig};

@@ -20,16 +20,8 @@ struct Bytes(Vec<u8>);
 
 impl Bytes {
     fn long(mut self, v: i64) -> Self {
-        let mut z = ((v << 1) ^ (v >> 63)) as u64;
-        loop {
-            let b = (z & 0x7F) as u8;
-            z >>= 7;
-            if z == 0 {
-                self.0.push(b);
-                return self;
-            }
-            self.0.push(b | 0x80);
-        }
+        crate::avro::binary::write_long(&mut self.0, v);
+        self
     }
     fn str(self, s: &str) -> Self {
         self.long(s.len() as i64).raw(s.as_bytes())

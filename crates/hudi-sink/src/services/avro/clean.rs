@@ -18,11 +18,11 @@
 
 use std::collections::BTreeMap;
 
-use super::decode::decode_named;
-use super::encode::encode_container;
 use super::fields::{read_array, read_strings, Fields};
-use super::value::AvroValue;
-use super::AvroError;
+use crate::avro::encode_container;
+use crate::avro::read::decode_named;
+use crate::avro::AvroError;
+use crate::avro::AvroValue;
 
 /// Full name of the clean plan record.
 pub const CLEANER_PLAN: &str = "org.apache.hudi.avro.model.HoodieCleanerPlan";
@@ -438,7 +438,7 @@ impl CleanPartitionMetadata {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::avro::decode_container;
+    use crate::avro::decode_container;
 
     fn sample_plan() -> CleanerPlan {
         CleanerPlan {

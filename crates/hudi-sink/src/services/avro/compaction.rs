@@ -17,11 +17,11 @@
 
 use std::collections::BTreeMap;
 
-use super::decode::decode_named;
-use super::encode::encode_container;
 use super::fields::{read_double, Fields};
-use super::value::AvroValue;
-use super::AvroError;
+use crate::avro::encode_container;
+use crate::avro::read::decode_named;
+use crate::avro::AvroError;
+use crate::avro::AvroValue;
 
 /// Full name of the compaction plan record.
 pub const COMPACTION_PLAN: &str = "org.apache.hudi.avro.model.HoodieCompactionPlan";
@@ -184,8 +184,8 @@ impl CompactionOperation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::avro::decode_container;
-    use crate::services::avro::schema::AvroSchema;
+    use crate::avro::decode_container;
+    use crate::avro::SchemaGraph;
 
     pub(crate) fn sample() -> CompactionPlan {
         CompactionPlan {
@@ -231,7 +231,7 @@ mod tests {
         );
         let (schema, value) = decode_container(&bytes).expect("container");
         assert_eq!(
-            AvroSchema::parse(&schema).expect("schema").full_name(),
+            SchemaGraph::parse(&schema).expect("schema").full_name(),
             Some(COMPACTION_PLAN)
         );
         assert!(value.field("strategy").is_some_and(AvroValue::is_null));

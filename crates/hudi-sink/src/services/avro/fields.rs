@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::value::AvroValue;
-use super::AvroError;
+use crate::avro::AvroError;
+use crate::avro::AvroValue;
 
 /// A record of a decoded value, with its path for errors.
 pub(crate) struct Fields<'a> {

@@ -18,11 +18,11 @@
 
 use std::collections::BTreeMap;
 
-use super::decode::decode_named;
-use super::encode::encode_container;
 use super::fields::{read_double, Fields};
-use super::value::AvroValue;
-use super::AvroError;
+use crate::avro::encode_container;
+use crate::avro::read::decode_named;
+use crate::avro::AvroError;
+use crate::avro::AvroValue;
 
 /// Full name of the clustering plan record.
 pub const REQUESTED_REPLACE_METADATA: &str =
@@ -339,9 +339,9 @@ impl ClusteringStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::avro::decode_container;
-    use crate::services::avro::encode::{container, encode_datum};
-    use crate::services::avro::schema::AvroSchema;
+    use crate::avro::decode_container;
+    use crate::avro::write::{container, encode_datum};
+    use crate::avro::SchemaGraph;
 
     fn sample() -> RequestedReplaceMetadata {
         let slice = |id: &str, part: &str| SliceInfo {
@@ -398,7 +398,7 @@ mod tests {
         );
         let (schema, _) = decode_container(&bytes).expect("container");
         assert_eq!(
-            AvroSchema::parse(&schema).expect("schema").full_name(),
+            SchemaGraph::parse(&schema).expect("schema").full_name(),
             Some(REQUESTED_REPLACE_METADATA)
         );
 
@@ -480,7 +480,7 @@ mod tests {
         ));
 
         // A slice without its file id.
-        let schema = AvroSchema::parse(REQUESTED_REPLACE_METADATA_SCHEMA).expect("schema");
+        let schema = SchemaGraph::parse(REQUESTED_REPLACE_METADATA_SCHEMA).expect("schema");
         let mut value = sample().to_avro();
         null_first_file_id_of_group_1(&mut value);
         let datum = encode_datum(&schema, &value).expect("encodes");

@@ -9,7 +9,7 @@
 //! Invariant: a plan that cannot be read is an error for the caller to act on (the cleaner then plans
 //! nothing, since it cannot tell which slices the compaction reads), never an empty list of operations.
 
-use crate::services::avro::{decode_container, AvroError, AvroValue};
+use crate::avro::{decode_container, AvroError, AvroValue};
 use crate::storage::Storage;
 use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::timeline::Timeline;
@@ -176,7 +176,7 @@ pub async fn pending_operations(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::services::avro::encode_container;
+    use crate::avro::encode_container;
 
     /// The 0.14 plan schema with the fields this reader uses (and one it ignores).
     const SCHEMA: &str = r#"{"type":"record","name":"HoodieCompactionPlan","namespace":"org.apache.hudi.avro.model",

@@ -2,6 +2,7 @@
 //! and stored in the column buffers.
 
 use super::*;
+use crate::avro::binary::{self, VarintError};
 
 /// A cursor over one datum.
 pub(in crate::record::decode) struct Cursor<'a> {
@@ -59,21 +60,12 @@ impl<'a> Cursor<'a> {
     /// A zig-zag varint of at most 10 bytes.
     pub(super) fn long(&mut self) -> Result<i64, Fail> {
         let start = self.pos;
-        let mut value: u64 = 0;
-        for i in 0..10 {
-            let Some(&b) = self.bytes.get(self.pos) else {
-                return Err(malformed(start, "the datum ends inside a number"));
-            };
-            self.pos += 1;
-            value |= u64::from(b & 0x7F) << (7 * i);
-            if b & 0x80 == 0 {
-                if i == 9 && b > 1 {
-                    break;
-                }
-                return Ok((value >> 1) as i64 ^ -((value & 1) as i64));
+        binary::read_long(self.bytes, &mut self.pos).map_err(|e| match e {
+            VarintError::Truncated => malformed(start, "the datum ends inside a number"),
+            VarintError::Overflow | VarintError::TooLong => {
+                malformed(start, "a number is longer than 64 bits")
             }
-        }
-        Err(malformed(start, "a number is longer than 64 bits"))
+        })
     }
 
     pub(super) fn int(&mut self) -> Result<i32, Fail> {
@@ -287,7 +279,7 @@ impl AvroPlan {
             (Read::Long(NumTo::F64, _), Data::Float64(v)) => v.push(cur.long()? as f64),
             (Read::Float(to), data) => {
                 let raw = cur.take(4)?;
-                let x = f32::from_le_bytes(raw.try_into().map_err(|_| internal(0))?);
+                let x = binary::float_from(raw).ok_or_else(|| internal(0))?;
                 match (to, data) {
                     (NumTo::F32, Data::Float32(v)) => v.push(x),
                     (NumTo::F64, Data::Float64(v)) => v.push(f64::from(x)),
@@ -296,7 +288,7 @@ impl AvroPlan {
             }
             (Read::Double, Data::Float64(v)) => {
                 let raw = cur.take(8)?;
-                v.push(f64::from_le_bytes(raw.try_into().map_err(|_| internal(0))?));
+                v.push(binary::double_from(raw).ok_or_else(|| internal(0))?);
             }
             (Read::Bytes(to), data) => {
                 let at = cur.pos;

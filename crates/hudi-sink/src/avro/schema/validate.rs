@@ -11,6 +11,9 @@ pub(super) struct Validator<'a> {
     types: HashMap<String, &'a AvroSchema>,
     /// Unions of several non-null types are allowed (a writer schema read by the sink, never written).
     pub(super) general_unions: bool,
+    /// A container's writer schema: a default is checked when a datum needs it, and logical types do not
+    /// change the encoding, so neither is checked here.
+    pub(super) container: bool,
 }
 
 impl<'a> Validator<'a> {
@@ -26,7 +29,7 @@ impl<'a> Validator<'a> {
     ) -> SchemaResult<()> {
         match s {
             AvroSchema::Primitive(p) => {
-                if let Some(lt) = &p.logical_type {
+                if let Some(lt) = p.logical_type.as_ref().filter(|_| !self.container) {
                     check_logical(lt, Base::Primitive(p.primitive), path)?;
                 }
                 Ok(())
@@ -48,7 +51,7 @@ impl<'a> Validator<'a> {
                         check_name(alias, "field alias", &fpath)?;
                     }
                     self.schema(&f.schema, child_ns.as_deref(), &format!("{fpath}.type"))?;
-                    if let Some(default) = &f.default {
+                    if let Some(default) = f.default.as_ref().filter(|_| !self.container) {
                         self.check_default(
                             &f.schema,
                             default,
@@ -85,7 +88,7 @@ impl<'a> Validator<'a> {
             }
             AvroSchema::Fixed(f) => {
                 self.define(&f.name, &f.aliases, s, ns, path)?;
-                if let Some(lt) = &f.logical_type {
+                if let Some(lt) = f.logical_type.as_ref().filter(|_| !self.container) {
                     check_logical(lt, Base::Fixed(f.size), path)?;
                 }
                 Ok(())

@@ -9,9 +9,11 @@
 
 use serde_json::Value;
 
-use super::schema::{AvroSchema, Node, NodeId};
+use super::graph::{Node, NodeId, SchemaGraph};
 use super::value::AvroValue;
 use super::AvroError;
+pub(crate) use crate::avro::binary::{write_bytes, write_long};
+use crate::avro::binary::{write_double, write_float, write_len};
 
 /// The four magic bytes every Avro container file starts with.
 pub(crate) const MAGIC: &[u8; 4] = b"Obj\x01";
@@ -25,7 +27,7 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// stored in compact JSON with its members in the order given. The result is the complete file: write it
 /// in one put, so that a reader never sees an empty or partial timeline file.
 pub fn encode_container(schema_json: &str, value: &AvroValue) -> Result<Vec<u8>, AvroError> {
-    let schema = AvroSchema::parse(schema_json)?;
+    let schema = SchemaGraph::parse(schema_json)?;
     let compact = serde_json::from_str::<Value>(schema_json)?.to_string();
     let datum = encode_datum(&schema, value)?;
     Ok(container(
@@ -36,7 +38,7 @@ pub fn encode_container(schema_json: &str, value: &AvroValue) -> Result<Vec<u8>,
 }
 
 /// The datum bytes of `value` under `schema` (no container).
-pub(crate) fn encode_datum(schema: &AvroSchema, value: &AvroValue) -> Result<Vec<u8>, AvroError> {
+pub(crate) fn encode_datum(schema: &SchemaGraph, value: &AvroValue) -> Result<Vec<u8>, AvroError> {
     let mut out = Vec::new();
     let mut path = String::from("$");
     Encoder { schema }.value(schema.root(), value, &mut out, &mut path, 0)?;
@@ -53,30 +55,10 @@ pub(crate) fn container(schema_json: &str, datum: &[u8], sync: [u8; 16]) -> Vec<
     write_long(&mut out, 0);
     out.extend_from_slice(&sync);
     write_long(&mut out, 1);
-    write_long(&mut out, len_i64(datum.len()));
+    write_len(&mut out, datum.len());
     out.extend_from_slice(datum);
     out.extend_from_slice(&sync);
     out
-}
-
-fn len_i64(len: usize) -> i64 {
-    // A Vec never holds more than isize::MAX bytes.
-    i64::try_from(len).unwrap_or(i64::MAX)
-}
-
-/// Zig-zag variable-length encoding of int and long.
-pub(crate) fn write_long(out: &mut Vec<u8>, value: i64) {
-    let mut n = ((value << 1) ^ (value >> 63)) as u64;
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-fn write_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-    write_long(out, len_i64(bytes.len()));
-    out.extend_from_slice(bytes);
 }
 
 fn mismatch(path: &str, expected: impl Into<String>, found: &AvroValue) -> AvroError {
@@ -95,7 +77,7 @@ fn bad_default(path: &str, reason: impl Into<String>) -> AvroError {
 }
 
 struct Encoder<'a> {
-    schema: &'a AvroSchema,
+    schema: &'a SchemaGraph,
 }
 
 impl Encoder<'_> {
@@ -123,11 +105,9 @@ impl Encoder<'_> {
             (Node::Int, AvroValue::Int(i)) => write_long(out, i64::from(*i)),
             (Node::Long, AvroValue::Long(l)) => write_long(out, *l),
             (Node::Long, AvroValue::Int(i)) => write_long(out, i64::from(*i)),
-            (Node::Float, AvroValue::Float(f)) => out.extend_from_slice(&f.to_le_bytes()),
-            (Node::Double, AvroValue::Double(d)) => out.extend_from_slice(&d.to_le_bytes()),
-            (Node::Double, AvroValue::Float(f)) => {
-                out.extend_from_slice(&f64::from(*f).to_le_bytes())
-            }
+            (Node::Float, AvroValue::Float(f)) => write_float(out, *f),
+            (Node::Double, AvroValue::Double(d)) => write_double(out, *d),
+            (Node::Double, AvroValue::Float(f)) => write_double(out, f64::from(*f)),
             (Node::Bytes, AvroValue::Bytes(b)) => write_bytes(out, b),
             (Node::String, AvroValue::String(s)) => write_bytes(out, s.as_bytes()),
             (Node::Fixed { size, .. }, AvroValue::Bytes(b)) => {
@@ -143,7 +123,7 @@ impl Encoder<'_> {
             (Node::Enum { symbols, name }, AvroValue::Enum(index, symbol)) => {
                 let at = symbols.iter().position(|s| s == symbol);
                 match at {
-                    Some(at) if at == *index as usize => write_long(out, len_i64(at)),
+                    Some(at) if at == *index as usize => write_len(out, at),
                     _ => {
                         return Err(AvroError::Mismatch {
                             path: path.clone(),
@@ -155,7 +135,7 @@ impl Encoder<'_> {
             }
             (Node::Array(items), AvroValue::Array(values)) => {
                 if !values.is_empty() {
-                    write_long(out, len_i64(values.len()));
+                    write_len(out, values.len());
                     let base = path.len();
                     for (i, item) in values.iter().enumerate() {
                         path.push_str(&format!("[{i}]"));
@@ -167,7 +147,7 @@ impl Encoder<'_> {
             }
             (Node::Map(values_id), AvroValue::Map(entries)) => {
                 if !entries.is_empty() {
-                    write_long(out, len_i64(entries.len()));
+                    write_len(out, entries.len());
                     let base = path.len();
                     for (i, (key, entry)) in entries.iter().enumerate() {
                         if entries[..i].iter().any(|(k, _)| k == key) {
@@ -254,7 +234,7 @@ impl Encoder<'_> {
         let base = path.len();
         for i in candidates {
             let mut scratch = Vec::new();
-            write_long(&mut scratch, len_i64(i));
+            write_len(&mut scratch, i);
             match self.value(branches[i], value, &mut scratch, path, depth + 1) {
                 Ok(()) => {
                     out.extend_from_slice(&scratch);
@@ -419,7 +399,7 @@ mod tests {
     ]}"#;
 
     fn datum(value: &AvroValue) -> Result<Vec<u8>, AvroError> {
-        encode_datum(&AvroSchema::parse(SCHEMA).expect("schema"), value)
+        encode_datum(&SchemaGraph::parse(SCHEMA).expect("schema"), value)
     }
 
     #[test]
@@ -533,7 +513,7 @@ mod tests {
             )])),
             Err(AvroError::Duplicate { key, .. }) if key == "k"
         ));
-        let strict = AvroSchema::parse(
+        let strict = SchemaGraph::parse(
             r#"{"type":"record","name":"S","fields":[{"name":"inner","type":{"type":"record","name":"I",
                 "fields":[{"name":"x","type":"string"}]}}]}"#,
         )
@@ -547,7 +527,7 @@ mod tests {
 
     #[test]
     fn bad_default_is_reported_when_used() {
-        let schema = AvroSchema::parse(
+        let schema = SchemaGraph::parse(
             r#"{"type":"record","name":"S","fields":[{"name":"x","type":"int","default":"one"}]}"#,
         )
         .expect("schema");
@@ -575,7 +555,7 @@ mod tests {
 
     #[test]
     fn deep_values_are_refused() {
-        let schema = AvroSchema::parse(
+        let schema = SchemaGraph::parse(
             r#"{"type":"record","name":"L","fields":[{"name":"next","type":["null","L"]}]}"#,
         )
         .expect("schema");

@@ -127,3 +127,25 @@ pub enum SchemaError {
         source: parquet::errors::ParquetError,
     },
 }
+
+impl SchemaError {
+    /// Where in the Avro schema JSON the problem sits, for the variants of the Avro model (not the Arrow and
+    /// Parquet mapping ones, whose paths name columns).
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            SchemaError::MissingAttribute { path, .. }
+            | SchemaError::InvalidAttribute { path, .. }
+            | SchemaError::NotASchema { path, .. }
+            | SchemaError::InvalidName { path, .. }
+            | SchemaError::UndefinedName { path, .. }
+            | SchemaError::DuplicateName { path, .. }
+            | SchemaError::DuplicateField { path, .. }
+            | SchemaError::InvalidSymbol { path, .. }
+            | SchemaError::InvalidUnion { path, .. }
+            | SchemaError::UnsupportedUnion { path, .. }
+            | SchemaError::InvalidLogicalType { path, .. }
+            | SchemaError::InvalidDefault { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use super::encode::{container, write_long};
+use super::write::{container, write_long};
 use super::*;
 
 const SCHEMA: &str = r#"{"type":"record","name":"All","namespace":"t","fields":[

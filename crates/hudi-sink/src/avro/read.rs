@@ -12,10 +12,11 @@
 
 use std::io::Read;
 
-use super::encode::{MAGIC, MAX_DEPTH};
-use super::schema::{AvroSchema, Node, NodeId};
+use super::graph::{Node, NodeId, SchemaGraph};
 use super::value::AvroValue;
+use super::write::{MAGIC, MAX_DEPTH};
 use super::AvroError;
+use crate::avro::binary::{self, VarintError};
 
 /// Largest inflated deflate block accepted (timeline files are kilobytes).
 pub(crate) const MAX_INFLATED: u64 = 256 << 20;
@@ -26,7 +27,7 @@ const ZERO_SIZE_ITEMS: u64 = 1 << 20;
 /// A decoded container: the writer schema (text and parsed) and its one record.
 pub(crate) struct Container {
     pub schema_json: String,
-    pub schema: AvroSchema,
+    pub schema: SchemaGraph,
     pub value: AvroValue,
 }
 
@@ -67,7 +68,7 @@ pub(crate) fn read_container(bytes: &[u8]) -> Result<Container, AvroError> {
     }
     let mut r = Reader::new(bytes, 0, MAGIC.len());
     let (schema_json, codec) = header(&mut r)?;
-    let schema = AvroSchema::parse(&schema_json)?;
+    let schema = SchemaGraph::parse(&schema_json)?;
     let sync = r.take(16, "the sync marker")?;
 
     let mut value = None;
@@ -257,21 +258,10 @@ impl<'a> Reader<'a> {
     }
 
     fn long(&mut self, what: &str) -> Result<i64, AvroError> {
-        let mut n: u64 = 0;
-        for shift in (0..70).step_by(7) {
-            let Some(&byte) = self.buf.get(self.pos) else {
-                return Err(self.truncated(what));
-            };
-            self.pos += 1;
-            if shift == 63 && byte > 1 {
-                return Err(self.corrupt(format!("{what}: varint overflows 64 bits")));
-            }
-            n |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Ok(((n >> 1) as i64) ^ -((n & 1) as i64));
-            }
-        }
-        Err(self.corrupt(format!("{what}: varint longer than 10 bytes")))
+        binary::read_long(self.buf, &mut self.pos).map_err(|e| match e {
+            VarintError::Truncated => self.truncated(what),
+            other => self.corrupt(format!("{what}: {other}")),
+        })
     }
 
     fn int(&mut self, what: &str) -> Result<i32, AvroError> {
@@ -322,7 +312,7 @@ impl<'a> Reader<'a> {
 
     fn value(
         &mut self,
-        schema: &AvroSchema,
+        schema: &SchemaGraph,
         id: NodeId,
         path: &mut String,
         depth: usize,
@@ -345,13 +335,11 @@ impl<'a> Reader<'a> {
             Node::Long => AvroValue::Long(self.long(&what)?),
             Node::Float => {
                 let b = self.take(4, &what)?;
-                AvroValue::Float(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                AvroValue::Float(binary::float_from(b).ok_or_else(|| self.truncated(&what))?)
             }
             Node::Double => {
                 let b = self.take(8, &what)?;
-                let mut a = [0u8; 8];
-                a.copy_from_slice(b);
-                AvroValue::Double(f64::from_le_bytes(a))
+                AvroValue::Double(binary::double_from(b).ok_or_else(|| self.truncated(&what))?)
             }
             Node::Bytes => AvroValue::Bytes(self.bytes(&what)?.to_vec()),
             Node::String => AvroValue::String(self.string(&what)?),
