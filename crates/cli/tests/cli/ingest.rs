@@ -2,14 +2,12 @@
 //! second delivery must skip everything) → `show`, and the table read with the independent Python `hudi`
 //! reader equals the generator's model row for row.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn generate_ingest_show_round_trip() {

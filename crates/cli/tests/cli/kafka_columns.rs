@@ -2,15 +2,13 @@
 //! partition, timestamp and key of the Kafka record its version came from, as HoodieStreamer's columns, on
 //! copy-on-write and merge-on-read tables, read back with hudi-rs and compared row for row with the events.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use common::*;
+use crate::common::*;
 
 /// One record of the event files: its decoded value, offset, partition, timestamp and key.
 type EventRecord = (Map<String, Value>, i64, i64, i64, Option<String>);

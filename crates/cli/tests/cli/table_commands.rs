@@ -2,13 +2,11 @@
 //! keys and partitioning from its `hoodie.properties`, run on copy-on-write and merge-on-read tables the sink
 //! wrote, and leave every row as the model has it.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use common::*;
+use crate::common::*;
 
 /// One `aws:kafka` event: two good trips and one value that is not JSON (base64 as the ESM delivers them).
 const STREAMER_EVENT: &str = r#"{

@@ -1,8 +1,6 @@
 //! What the command's end-to-end tests share: running the built binary, the pinned Python reader, the
 //! generator's model and the services report.
 
-#![allow(dead_code)] // each test binary uses a part
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

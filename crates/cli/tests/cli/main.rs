@@ -1,0 +1,8 @@
+//! The built `hudi-sink` command end to end, one test binary (one link of the command's dependencies):
+//! `ingest` (generate → ingest → show, redelivery, timings, the interval commit, the Glue example), the commands
+//! that act on an existing table (`table_commands`), and the Kafka metadata columns.
+
+mod common;
+mod ingest;
+mod kafka_columns;
+mod table_commands;
