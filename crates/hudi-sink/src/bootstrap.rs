@@ -507,6 +507,20 @@ mod tests {
         assert_eq!(check_keys(&all), Ok(vec![]));
     }
 
+    /// Each key is declared once, beside the one parser that owns it: no key stands in two lists.
+    #[test]
+    fn every_key_is_declared_in_one_list() {
+        let mut seen = std::collections::BTreeMap::new();
+        for (list, keys) in KEY_LISTS.iter().enumerate() {
+            for key in keys.iter() {
+                if let Some(first) = seen.insert(*key, list) {
+                    panic!("{key} is declared in key lists {first} and {list} of KEY_LISTS");
+                }
+            }
+        }
+        assert_eq!(seen.len(), accepted_keys().len());
+    }
+
     #[cfg(feature = "aws")]
     #[test]
     fn sdk_timeout_config_carries_all_three() {

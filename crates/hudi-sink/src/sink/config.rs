@@ -107,14 +107,6 @@ pub const KEYS: &[&str] = &[
     "hudi.sink.heartbeat.interval.ms",
     "hudi.sink.heartbeat.tolerable.misses",
     "hudi.sink.retry.backoff.ms",
-    "hudi.sink.s3.attempt.timeout.ms",
-    "hudi.sink.s3.operation.timeout.ms",
-    "hudi.sink.dynamodb.attempt.timeout.ms",
-    "hudi.sink.dynamodb.operation.timeout.ms",
-    "hudi.sink.coordinator.attempt.timeout.ms",
-    "hudi.sink.coordinator.operation.timeout.ms",
-    "hudi.sink.glue.attempt.timeout.ms",
-    "hudi.sink.glue.operation.timeout.ms",
     "hudi.sink.deadline.reserve.ms",
     "hudi.sink.value.format",
     "hudi.sink.value.avro.framing",
@@ -142,13 +134,7 @@ impl SinkConfig {
             }
         }
         for (key, value) in props.iter().filter(|(k, _)| k.starts_with("hudi.sink.")) {
-            let num = |v: &str| -> Result<u64, ConfigError> {
-                v.trim().parse::<u64>().map_err(|e| ConfigError::Invalid {
-                    key: key.clone(),
-                    value: v.to_string(),
-                    reason: e.to_string(),
-                })
-            };
+            let num = |v: &str| crate::config::parse_num::<u64>(key, v);
             match key.as_str() {
                 "hudi.sink.coordinator.function" => {
                     c.coordinator_function =
