@@ -29,6 +29,17 @@ pub struct EmfContext<'a> {
     pub timestamp_ms: i64,
 }
 
+impl<'a> EmfContext<'a> {
+    /// The context of a line printed now.
+    pub fn now(table: &'a str, request_id: &'a str) -> Self {
+        EmfContext {
+            table,
+            request_id,
+            timestamp_ms: chrono::Utc::now().timestamp_millis(),
+        }
+    }
+}
+
 /// The metrics of one report: name, CloudWatch unit, value.
 pub fn metric_values(report: &SinkReport) -> Vec<(&'static str, &'static str, u64)> {
     let c = &report.counts;
@@ -130,12 +141,10 @@ pub fn catalog_emf(report: &crate::catalog::CatalogSyncReport, context: &EmfCont
 
 /// Prints the EMF line of a catalog sync to stdout (see [`emit`]).
 pub fn emit_catalog(report: &crate::catalog::CatalogSyncReport, table: &str, request_id: &str) {
-    let context = EmfContext {
-        table,
-        request_id,
-        timestamp_ms: chrono::Utc::now().timestamp_millis(),
-    };
-    println!("{}", catalog_emf(report, &context));
+    println!(
+        "{}",
+        catalog_emf(report, &EmfContext::now(table, request_id))
+    );
 }
 
 /// An EMF document: the metadata directive naming every metric, the dimension, the request id, `properties`
@@ -173,22 +182,15 @@ fn document<const N: usize>(
 
 /// Prints the EMF line of `report` to stdout, where the Lambda runtime forwards it to CloudWatch Logs.
 pub fn emit(report: &SinkReport, table: &str, request_id: &str) {
-    let context = EmfContext {
-        table,
-        request_id,
-        timestamp_ms: chrono::Utc::now().timestamp_millis(),
-    };
-    println!("{}", emf(report, &context));
+    println!("{}", emf(report, &EmfContext::now(table, request_id)));
 }
 
 /// Prints the EMF line of a table-services run to stdout (see [`emit`]).
 pub fn emit_services(report: &ServiceReport, table: &str, request_id: &str) {
-    let context = EmfContext {
-        table,
-        request_id,
-        timestamp_ms: chrono::Utc::now().timestamp_millis(),
-    };
-    println!("{}", service_emf(report, &context));
+    println!(
+        "{}",
+        service_emf(report, &EmfContext::now(table, request_id))
+    );
 }
 
 /// A failed coordinator request or writer batch, for the deployments' alarms: the metric is 1.
@@ -231,12 +233,10 @@ pub fn failure_emf(failure: Failure, error: &str, context: &EmfContext<'_>) -> V
 
 /// Prints the EMF line of a failure to stdout (see [`emit`]).
 pub fn emit_failure(failure: Failure, error: &str, table: &str, request_id: &str) {
-    let context = EmfContext {
-        table,
-        request_id,
-        timestamp_ms: chrono::Utc::now().timestamp_millis(),
-    };
-    println!("{}", failure_emf(failure, error, &context));
+    println!(
+        "{}",
+        failure_emf(failure, error, &EmfContext::now(table, request_id))
+    );
 }
 
 #[cfg(test)]
