@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hudi_sink::bootstrap::{build_sink, load_properties};
-use hudi_sink::sink::SinkReport;
+use hudi_sink::sink::{ProcessOptions, SinkReport};
 use hudi_sink::source::event::KafkaBatch;
 
 /// Any error, reported with its cause chain by `main`.
@@ -96,7 +96,13 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
         let (batch, group) = read_batch(&files[next..], windowed, max_batch_bytes)?;
         next += group.len();
         let names: Vec<String> = group.iter().map(|p| p.display().to_string()).collect();
-        let report = match sink.process(batch).await {
+        // Every file is there already: each batch has the rest behind it, so none waits for an interval slot
+        // (the interval groups files into batches, it does not pace the reading).
+        let options = ProcessOptions {
+            backlog: true,
+            ..ProcessOptions::default()
+        };
+        let report = match sink.process_with(batch, options).await {
             Ok(r) => r,
             Err(e) => {
                 progress.clear();
@@ -123,7 +129,7 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
     let summary = [
         format!(
             "ingested {} event files, {} records ({}) in {:.1} s ({}/s): {} commits, {} conflicts, {} retries, \
-             {} base files written ({})",
+             {} slot waits, {} base files written ({})",
             files.len(),
             total.records_in,
             human_bytes(total_bytes),
@@ -132,6 +138,7 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
             commits,
             total.conflicts,
             total.retries,
+            total.slot_waits,
             total.files,
             human_bytes(total.bytes),
         ),
@@ -289,6 +296,7 @@ fn add(total: &mut SinkReport, r: &SinkReport) {
     total.bytes += r.bytes;
     total.conflicts += r.conflicts;
     total.retries += r.retries;
+    total.slot_waits += r.slot_waits;
     if r.instant.is_some() {
         total.instant.clone_from(&r.instant);
     }

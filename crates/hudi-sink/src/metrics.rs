@@ -270,6 +270,7 @@ mod tests {
             window_wait_ms: Some(1_200),
             contributions_per_instant: Some(6),
             excluded_members: Some(1),
+            slot_waits: 0,
         }
     }
 

@@ -57,11 +57,14 @@ pub enum Mutation {
     /// A compaction carries the logs that deltacommits appended to its slices while it merged into the new
     /// slices, so that they are not superseded by its base files.
     CompactionCarriesLateLogs,
+    /// Under the interval commit a window opens only in a slot without a write instant, unless its opener has
+    /// a backlog.
+    SlotRule,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 19] = [
+    pub const ALL: [Mutation; 20] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -81,6 +84,7 @@ impl Mutation {
         Mutation::CompactionOrphanRolledBack,
         Mutation::PendingCompactionHoldsBase,
         Mutation::CompactionCarriesLateLogs,
+        Mutation::SlotRule,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -105,6 +109,7 @@ impl Mutation {
             Mutation::CompactionOrphanRolledBack => "compaction-orphan-rolled-back",
             Mutation::PendingCompactionHoldsBase => "pending-compaction-holds-base",
             Mutation::CompactionCarriesLateLogs => "compaction-carries-late-logs",
+            Mutation::SlotRule => "slot-rule",
         }
     }
 

@@ -68,6 +68,12 @@ pub struct JoinRequest {
     /// answered `AlreadyCommitted` instead of opening a window for it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub offsets: Vec<TopicOffsets>,
+    /// More records wait behind this batch (a backfill, a full event-source batch): when the current slot
+    /// has its write instant already, the coordinator opens a window for it at once instead of answering
+    /// `Waiting` for the next slot. The interval bounds how often small batches commit, not how fast a
+    /// backlog is read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backlog: bool,
 }
 
 /// What one member wrote in a window: everything its part of the commit needs.
@@ -100,6 +106,9 @@ pub struct SubmitRequest {
     /// grace. 0 (older writers): no grace.
     #[serde(default)]
     pub interval_ms: u64,
+    /// The window was opened for a backlog (from `Joined`): no join grace.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backlog: bool,
     /// What the member wrote.
     pub contribution: Contribution,
 }
@@ -197,6 +206,9 @@ pub enum CoordinatorResponse {
         end_ms: i64,
         /// Epoch ms until which the member may upload; after it the close may exclude it.
         lease_ms: i64,
+        /// The window was opened for a backlog: it closes as soon as every member submitted (no join grace).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        backlog: bool,
     },
     /// The window committed, with this member's contribution.
     WindowCommitted {

@@ -105,7 +105,13 @@ async fn handle(
     }
     let records = batch.len();
     match sink
-        .process_with(batch, ProcessOptions { deadline_ms })
+        .process_with(
+            batch,
+            ProcessOptions {
+                deadline_ms,
+                ..ProcessOptions::default()
+            },
+        )
         .await
     {
         Ok(report) => {

@@ -26,6 +26,10 @@ pub struct SinkConfig {
     /// `hudi.sink.commit.interval.ms`: every writer of the table shares one instant per interval (zero: one
     /// instant per batch). See [`DEFAULT_COMMIT_INTERVAL`].
     pub commit_interval: Duration,
+    /// `hudi.sink.commit.backlog.bytes`: a batch carrying at least this many value and key bytes has more
+    /// records behind it (an event-source batch fills up only when the consumer is behind), so under the
+    /// interval commit it does not wait for the next slot (`ProcessOptions::backlog`); 0: never.
+    pub backlog_bytes: u64,
     /// `hudi.sink.deadline.reserve.ms`: time kept free before the invocation deadline; no begin, commit or
     /// retry starts inside it, so the function fails with a clear error instead of being killed mid-step.
     pub deadline_reserve: Duration,
@@ -84,6 +88,7 @@ impl Default for SinkConfig {
             retry_backoff: Duration::from_millis(100),
             deadline_reserve: Duration::from_secs(10),
             commit_interval: DEFAULT_COMMIT_INTERVAL,
+            backlog_bytes: DEFAULT_BACKLOG_BYTES,
             value_format: ValueFormat::Json,
             registry_user_info: None,
             registry_timeout: Duration::from_secs(5),
@@ -98,9 +103,14 @@ impl Default for SinkConfig {
 /// still move one ≤ 6 MB batch per 5 s (docs/architecture.md, "Interval commit", for the trade-off).
 pub const DEFAULT_COMMIT_INTERVAL: Duration = Duration::from_secs(5);
 
+/// The default backlog size: 4 MiB of keys and values. A full event-source batch (the 6 MB invocation
+/// payload, values base64-encoded in JSON) carries about 4.5 MB of them.
+pub const DEFAULT_BACKLOG_BYTES: u64 = 4 << 20;
+
 /// The keys [`SinkConfig::from_properties`] reads.
 pub const KEYS: &[&str] = &[
     "hudi.sink.commit.interval.ms",
+    "hudi.sink.commit.backlog.bytes",
     "hudi.sink.coordinator.function",
     "hudi.sink.dead.letter.path",
     "hudi.sink.commit.max.attempts",
@@ -158,6 +168,7 @@ impl SinkConfig {
                 "hudi.sink.commit.interval.ms" => {
                     c.commit_interval = Duration::from_millis(num(value)?)
                 }
+                "hudi.sink.commit.backlog.bytes" => c.backlog_bytes = num(value)?,
                 "hudi.sink.deadline.reserve.ms" => {
                     c.deadline_reserve = Duration::from_millis(num(value)?)
                 }

@@ -160,8 +160,19 @@ impl KafkaSink {
     pub async fn process_with(
         &self,
         batch: KafkaBatch,
-        options: ProcessOptions,
+        mut options: ProcessOptions,
     ) -> Result<SinkReport, WriteError> {
+        if self.config.backlog_bytes > 0 && !options.backlog {
+            let bytes: u64 = batch
+                .records
+                .iter()
+                .map(|r| {
+                    let len = |b: &Option<bytes::Bytes>| b.as_ref().map_or(0, |b| b.len() as u64);
+                    len(&r.key) + len(&r.value)
+                })
+                .sum();
+            options.backlog = bytes >= self.config.backlog_bytes;
+        }
         let oldest = batch
             .records
             .iter()
@@ -232,6 +243,7 @@ impl KafkaSink {
         let values = self.values_of(&batch).await?;
         let mut conflicts = 0;
         let mut attempt = 0;
+        let mut slot_waits = 0;
         // How long the last attempt took: a new one is started only if as much time is left.
         let mut last_attempt = Duration::ZERO;
         // The batch made ready to write; `None` until the first attempt, and again once records were dropped.
@@ -252,8 +264,14 @@ impl KafkaSink {
                 None => self.prepare(&batch, &values)?,
             };
             let outcome = if windowed {
-                self.attempt_window(&ready, &options, &timeline, seen.take().as_ref())
-                    .await?
+                self.attempt_window(
+                    &ready,
+                    &options,
+                    &timeline,
+                    seen.take().as_ref(),
+                    &mut slot_waits,
+                )
+                .await?
             } else {
                 self.attempt(&ready, &options, &timeline).await?
             };
@@ -265,6 +283,7 @@ impl KafkaSink {
                     report.skipped = skipped;
                     report.conflicts = conflicts;
                     report.retries = attempt - 1;
+                    report.slot_waits = slot_waits;
                     return Ok(report);
                 }
                 Attempt::Conflict(reason) => {

@@ -40,6 +40,8 @@ pub struct SinkReport {
     pub contributions_per_instant: Option<u32>,
     /// Interval commit: how many members the window's commit left out.
     pub excluded_members: Option<u32>,
+    /// Interval commit: how many times a join was told to wait for the next interval slot (each a sleep).
+    pub slot_waits: u32,
     /// Now minus the oldest record timestamp of the delivered batch, milliseconds (how far behind the
     /// stream this invocation is); `None` when no record carried a timestamp.
     pub max_lag_ms: Option<u64>,
@@ -51,6 +53,10 @@ pub struct ProcessOptions {
     /// When the invocation will be stopped, epoch milliseconds on the sink's clock (the Lambda context's
     /// deadline). No begin, commit or retry starts within `hudi.sink.deadline.reserve.ms` of it.
     pub deadline_ms: Option<i64>,
+    /// More records are ready behind this batch (a backfill; a full event-source batch). Under the interval
+    /// commit such a batch does not wait for the next interval slot: the interval bounds how often small
+    /// batches commit, not how fast a backlog is read.
+    pub backlog: bool,
 }
 
 impl SinkReport {

@@ -168,6 +168,7 @@ fn seen(client: &Scripted) -> Vec<&'static str> {
 fn until(ms_from_now: i64) -> ProcessOptions {
     ProcessOptions {
         deadline_ms: Some(NOW + ms_from_now),
+        ..ProcessOptions::default()
     }
 }
 

@@ -2,7 +2,7 @@
 //! `close` (docs/architecture.md, "Interval commit"; the coordinator's side is `commit/window`).
 //!
 //! ```text
-//! Join ─┬ Waiting{next slot} → sleep, Join again
+//! Join ─┬ Waiting{next slot} → sleep, Join again (never with a backlog: `ProcessOptions::backlog`)
 //!       └ Joined{t, base, checkpoint, end, lease}
 //!   ─ checkpoint covers the offsets? → withdraw, AlreadyCommitted
 //!   ─ heartbeat of t ─ markers, files (each upload checks the lease) ─ dead letters
@@ -48,6 +48,8 @@ struct Joined {
     checkpoint: String,
     end_ms: i64,
     lease_ms: i64,
+    /// Opened for a backlog: no join grace at the close.
+    backlog: bool,
     /// When the join was answered.
     at: tokio::time::Instant,
 }
@@ -79,6 +81,7 @@ impl KafkaSink {
         options: &ProcessOptions,
         timeline: &Timeline,
         seen: Option<&InstantTime>,
+        slot_waits: &mut u32,
     ) -> Result<Attempt, WriteError> {
         let nonce = self.member_nonce.load(std::sync::atomic::Ordering::Relaxed);
         let member = member_name(
@@ -86,7 +89,10 @@ impl KafkaSink {
             self.members
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         );
-        let joined = match self.join(&member, seen, &prepared.offsets, options).await? {
+        let joined = match self
+            .join(&member, seen, &prepared.offsets, options, slot_waits)
+            .await?
+        {
             Ok(joined) => joined,
             Err(covered) => return Ok(Attempt::AlreadyCommitted(covered)),
         };
@@ -102,6 +108,7 @@ impl KafkaSink {
                     end_ms: joined.end_ms,
                     exclude_ms: joined.exclude_ms(),
                     interval_ms: self.interval_ms(),
+                    backlog: joined.backlog,
                     contribution: empty,
                 }))
                 .await?;
@@ -152,6 +159,7 @@ impl KafkaSink {
                 end_ms: joined.end_ms,
                 exclude_ms: joined.exclude_ms(),
                 interval_ms: self.interval_ms(),
+                backlog: joined.backlog,
                 contribution,
             }))
             .await?;
@@ -225,6 +233,7 @@ impl KafkaSink {
         seen: Option<&InstantTime>,
         offsets: &[crate::protocol::TopicOffsets],
         options: &ProcessOptions,
+        slot_waits: &mut u32,
     ) -> Result<Result<Joined, crate::table::commit::Checkpoint>, WriteError> {
         let mut seen = seen.map(|t| t.to_string());
         loop {
@@ -236,6 +245,7 @@ impl KafkaSink {
                     interval_ms: self.interval_ms(),
                     seen: seen.take(),
                     offsets: offsets.to_vec(),
+                    backlog: options.backlog,
                 }))
                 .await?;
             match answer {
@@ -245,6 +255,7 @@ impl KafkaSink {
                     checkpoint,
                     end_ms,
                     lease_ms,
+                    backlog,
                 } => {
                     let time =
                         InstantTime::parse(&instant).map_err(crate::table::TableError::from)?;
@@ -255,10 +266,12 @@ impl KafkaSink {
                         checkpoint,
                         end_ms,
                         lease_ms,
+                        backlog,
                         at: tokio::time::Instant::now(),
                     }));
                 }
                 CoordinatorResponse::Waiting { until_ms, .. } => {
+                    *slot_waits += 1;
                     // The writers waiting for a slot spread their wake-ups over the window's join grace (a
                     // tenth of the interval, at most 500 ms), so that the first opens the window and the others
                     // find it without queueing for the lock, yet all join before the first can close it.

@@ -55,7 +55,7 @@ use hudi_sink::protocol::{CoordinatorRequest, CoordinatorResponse};
 use hudi_sink::schema::avro::AvroSchema;
 use hudi_sink::services::clean::last_completed_clean;
 use hudi_sink::services::ServicesConfig;
-use hudi_sink::sink::{KafkaSink, SinkConfig};
+use hudi_sink::sink::{KafkaSink, ProcessOptions, SinkConfig};
 use hudi_sink::source::event::KafkaBatch;
 use hudi_sink::storage::faulty::{FaultAction, FaultRule, Operation, PathFilter};
 use hudi_sink::storage::{
@@ -374,7 +374,15 @@ async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome {
         let batch = KafkaBatch::from_slice(&esm_payload(msgs)).map_err(|e| WriteError::Data {
             reason: e.to_string(),
         })?;
-        sink.process(batch).await
+        // A quarter of the batches say that more records wait behind them: their windows may share a slot.
+        let options = ProcessOptions {
+            backlog: jitter_seed % 4 == 0,
+            ..ProcessOptions::default()
+        };
+        if options.backlog {
+            world.count("batch with a backlog");
+        }
+        sink.process_with(batch, options).await
     };
     let outcome = tokio::select! {
         biased;

@@ -90,7 +90,7 @@ impl Coordinator {
             return self.close_request(&instant, &member).await;
         }
         let opened = instant.to_millis().unwrap_or(0);
-        let early = opened + super::join_grace_ms(req.interval_ms);
+        let early = opened + super::window_join_grace_ms(req.interval_ms, req.backlog);
         let now = self.clock.now_millis();
         if (window.missing().next().is_none() && now >= early)
             || is_disabled(Mutation::WindowMembership)
@@ -278,7 +278,8 @@ impl Coordinator {
             return Some(next_question(now, window.end_ms, exclude_at));
         }
         // Early (before the end): not before the join grace.
-        let early = instant.to_millis().unwrap_or(0) + super::join_grace_ms(window.interval_ms);
+        let early = instant.to_millis().unwrap_or(0)
+            + super::window_join_grace_ms(window.interval_ms, window.backlog);
         (now < early.min(window.end_ms)).then_some(early.min(window.end_ms))
     }
 
@@ -312,12 +313,14 @@ impl Coordinator {
             return Ok(Closing::Changed);
         }
         // One write instant per slot: a window opened in this window's slot by a coordinator that was paused
-        // past its lease may have completed first; then this one gives way.
+        // past its lease may have completed first; then this one gives way (a backlog's window need not).
         let slot = |t: &InstantTime| {
             t.to_millis()
                 .map(|ms| super::slot_of(ms, decided.interval_ms))
         };
         let same_slot = decided.interval_ms > 0
+            && !decided.backlog
+            && !is_disabled(Mutation::SlotRule)
             && timeline.completed_commits().iter().any(|c| {
                 c.action == decided.action && c.time != *instant && slot(&c.time) == slot(instant)
             });
@@ -420,6 +423,8 @@ struct Decided {
     schema: Option<String>,
     /// The window's interval (0 when unknown: no slot check).
     interval_ms: u64,
+    /// Opened for a backlog: it may share its slot (no slot check).
+    backlog: bool,
     members: WindowListing,
     /// Completed commit-like instants the decision saw.
     completed: Vec<InstantTime>,
@@ -510,6 +515,7 @@ impl Decided {
                 .map(|c| (c.member.clone(), c.offsets.clone()))
                 .collect(),
             excluded,
+            backlog: window.backlog,
         };
         let stats: Vec<_> = resolution
             .accepted
@@ -539,6 +545,7 @@ impl Decided {
         Ok(Self {
             action,
             interval_ms: window.interval_ms,
+            backlog: window.backlog,
             members: members.clone(),
             completed: completed.iter().map(|i| i.time.clone()).collect(),
             resolution,

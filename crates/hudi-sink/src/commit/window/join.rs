@@ -6,7 +6,7 @@
 //! lock taken? look for an opened window after 100, 200, 400 ms ─ found: member.<m> ─ window.json ─ Joined
 //! else lock ─ list .hoodie/ ─ a window opened meanwhile? join it ─ roll back expired writes, leftovers
 //!   ─ the checkpoint covers the batch (a redelivery)? AlreadyCommitted
-//!   ─ this slot has a write instant already? Waiting{next slot}
+//!   ─ this slot has a write instant already, and the writer has no backlog? Waiting{next slot}
 //!   ─ t; <t> requested, inflight; heartbeat; window.json; member.<m> ─ Joined
 //! ```
 
@@ -163,6 +163,7 @@ impl Coordinator {
             checkpoint: window.checkpoint.clone(),
             end_ms: window.end_ms,
             lease_ms: window.end_ms + self.grace_of(window) / 2,
+            backlog: window.backlog,
         }
     }
 
@@ -236,9 +237,12 @@ impl Coordinator {
         let slot = slot_of(instant_ms, interval);
         let action = self.write_action().await?;
         // One write instant per slot: the slot's window closed already (or is closing). Only the table's
-        // write action counts (a merge-on-read compaction is a `commit`).
+        // write action counts (a merge-on-read compaction is a `commit`). A writer with a backlog does not wait:
+        // its batch is not small, and waiting would only pace reading.
+        let slot_rule = !req.backlog && !is_disabled(Mutation::SlotRule);
         if let Some(last) = timeline.instants().iter().rev().find(|i| {
-            i.action == action
+            slot_rule
+                && i.action == action
                 && i.time
                     .to_millis()
                     .is_some_and(|ms| slot_of(ms, interval) >= slot)
@@ -261,6 +265,7 @@ impl Coordinator {
             closing_ms: 0,
             grace_ms: self.grace(interval),
             interval_ms: interval,
+            backlog: req.backlog,
         };
         let body = serde_json::to_vec(&window).map_err(|e| bad_request(e.to_string()))?;
         storage

@@ -32,8 +32,9 @@
 //!   checkpoint (advanced by those taken before it) already covers is left out, so a redelivered batch whose
 //!   earlier attempt is in the same window is committed once.
 //!
-//! At most one write instant completes per interval slot: a window opens only in a slot that has no write
-//! instant yet, and closes as soon as every member submitted.
+//! At most one write instant completes per interval slot, except for backlogs: a window opens only in a slot
+//! that has no write instant yet, or for a writer whose batch has more records waiting behind it
+//! (`JoinRequest::backlog`), and closes as soon as every member submitted.
 
 mod close;
 mod join;
@@ -119,6 +120,10 @@ pub(crate) struct WindowObject {
     /// The commit interval (the slot length), for the one-instant-per-slot check at the close.
     #[serde(default)]
     pub interval_ms: u64,
+    /// Opened for a writer with a backlog in a slot that may hold another write instant: the close skips the
+    /// one-instant-per-slot check.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backlog: bool,
 }
 
 /// How long a closer has to commit a window it marked closing before another member's close request takes
@@ -132,6 +137,16 @@ pub const CLOSE_TAKEOVER_MS: i64 = 3_000;
 /// the window under the others.
 pub fn join_grace_ms(interval_ms: u64) -> i64 {
     i64::try_from((interval_ms / 10).min(500)).unwrap_or(500)
+}
+
+/// The join grace of a window: none for a backlog's window (its opener does not wait for a slot, so no crowd
+/// of writers arrives with it), else [`join_grace_ms`].
+pub(crate) fn window_join_grace_ms(interval_ms: u64, backlog: bool) -> i64 {
+    if backlog {
+        0
+    } else {
+        join_grace_ms(interval_ms)
+    }
 }
 
 /// The window's commit interval slot: `[slot * interval, (slot + 1) * interval)`.
@@ -211,6 +226,10 @@ pub struct WindowRecord {
     /// The members left out, with the reason.
     #[serde(default)]
     pub excluded: BTreeMap<String, String>,
+    /// The window was opened for a writer with a backlog, so it may share its interval slot with another
+    /// write instant.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backlog: bool,
 }
 
 impl WindowRecord {

@@ -696,10 +696,10 @@ pub(super) async fn check_invariants(
     Ok(commits.len() as u64)
 }
 
-/// The interval commit's invariants over every commit ever made: each acknowledged batch is committed
-/// exactly once (no offset is in two members' contributions, in one commit or in two), and at most one
-/// write instant completes per window (each window ends at a different interval boundary, and its instant
-/// lies in its own interval).
+/// The interval commit's invariants over every commit ever made (in instant order): each acknowledged batch is
+/// committed exactly once (no offset is in two members' contributions, in one commit or in two), each instant
+/// lies in its own window's interval, and a window that shares its interval with an earlier committed write
+/// instant was opened for a writer with a backlog (the slot rule: no other window waits less than a slot).
 fn check_windows(commits: &[(String, String, ReplaceCommitMetadata)]) -> Result<(), Failure> {
     use hudi_sink::commit::window::WindowRecord;
     // Per (topic, partition): the committed ranges, with who committed each.
@@ -710,14 +710,20 @@ fn check_windows(commits: &[(String, String, ReplaceCommitMetadata)]) -> Result<
         let Some(record) = WindowRecord::from_extra_metadata(&meta.commit.extra_metadata) else {
             continue;
         };
-        if let Some(other) = ends.insert(record.end_ms, time.clone()) {
-            return Err(fail(
-                "instants ≤ windows elapsed",
-                format!(
-                    "{other} and {time} both close the window ending at {}",
-                    record.end_ms
-                ),
-            ));
+        match ends.get(&record.end_ms) {
+            Some(other) if !record.backlog => {
+                return Err(fail(
+                    "instants ≤ windows elapsed, but for backlogs",
+                    format!(
+                        "{time} closes a window ending at {} after {other}, and no backlog opened it",
+                        record.end_ms
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None => {
+                ends.insert(record.end_ms, time.clone());
+            }
         }
         let instant_ms = hudi_sink::table::instant::InstantTime::parse(time)
             .ok()
