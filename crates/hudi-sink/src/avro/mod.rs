@@ -7,6 +7,8 @@
 //! graph the container's datum codec walks; [`write`] encodes a datum and the container around it, [`read`]
 //! decodes a container; [`value`] is the generic datum. This module depends on no other module of the crate.
 //!
+//! [`resolve`] compiles a writer schema against the table's: the plan of what each writer value becomes.
+//!
 //! Invariants:
 //! * [`encode_container`] returns a whole file or an error, never a partial one: the datum is encoded (and
 //!   thereby checked against the schema) in memory before any byte of the container exists. The file is
@@ -19,6 +21,7 @@ pub mod binary;
 mod error;
 pub mod graph;
 pub mod read;
+pub mod resolve;
 pub mod schema;
 pub mod value;
 pub mod write;

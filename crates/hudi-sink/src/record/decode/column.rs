@@ -98,8 +98,6 @@ pub(super) enum DefaultValue {
 #[derive(Debug)]
 pub(super) struct Slot {
     pub(super) name: String,
-    /// The field's Avro aliases: a writer field of one of these names lands here.
-    pub(super) aliases: Vec<String>,
     pub(super) column: Column,
     pub(super) missing: Missing,
     pub(super) seen: bool,
@@ -143,7 +141,7 @@ pub(super) enum Data {
 /// One column (or nested child) being built.
 #[derive(Debug)]
 pub(super) struct Column {
-    /// The type in messages (`long`, `decimal(10,2)`, `record trips_record`).
+    /// The type in messages (`long`, `decimal(10,2)`, `record trips_record`: [`type_label`]).
     pub(super) expected: String,
     /// `Some` exactly when the column is nullable.
     pub(super) nulls: Option<NullBufferBuilder>,

@@ -90,12 +90,12 @@ mod tests;
 mod tests_avro;
 
 use avro::Cursor;
-pub use avro::{AvroPlan, PlanError};
 use column::*;
 use convert::*;
 use json::*;
 use plan::*;
 
+pub use crate::avro::resolve::{AvroPlan, PlanError};
 use crate::schema::arrow::avro_to_arrow;
 use crate::schema::avro::{namespace_of, AvroSchema, LogicalType, NamedTypes, PrimitiveType};
 use crate::schema::SchemaError;
@@ -460,6 +460,8 @@ fn quoted(value: &str) -> String {
 #[derive(Debug)]
 pub struct RecordDecoder {
     schema: SchemaRef,
+    /// The table's Avro schema, which the columns follow field for field (Avro plans are compiled against it).
+    table: AvroSchema,
     root: Column,
     max_depth: usize,
     ignored_fields: u64,
@@ -503,6 +505,7 @@ impl RecordDecoder {
         let root = plan.struct_data(record, ns, arrow.fields(), "")?;
         Ok(RecordDecoder {
             schema: arrow,
+            table: avro.clone(),
             root: Column::new(
                 format!("record {}", record.name.name),
                 false,
@@ -586,7 +589,7 @@ impl RecordDecoder {
     /// Compiles `writer`, the schema an Avro value was written with, against the table's columns: once per
     /// writer schema, then [`RecordDecoder::append_avro`] per value.
     pub fn compile_avro(&self, writer: &AvroSchema) -> Result<AvroPlan, PlanError> {
-        AvroPlan::compile(writer, &self.root)
+        AvroPlan::compile(writer, &self.table)
     }
 
     /// Decodes one Avro binary datum (no framing) written with the schema `plan` was compiled from. On error
@@ -594,7 +597,7 @@ impl RecordDecoder {
     pub fn append_avro(&mut self, plan: &AvroPlan, datum: &[u8]) -> Result<(), RecordDecodeError> {
         let rows = self.root.len;
         let mut cursor = Cursor::new(datum, self.max_depth);
-        match plan.read(&mut self.root, &mut cursor) {
+        match avro::read(plan, &mut self.root, &mut cursor) {
             Ok(()) => {
                 self.ignored_fields += cursor.skipped_fields;
                 Ok(())

@@ -1,6 +1,7 @@
 //! Building the columns from the table schema: Avro types resolved, defaults compiled, field indexes built.
 
 use super::*;
+use crate::avro::resolve::type_label;
 
 pub(super) struct Plan<'s> {
     pub(super) names: NamedTypes<'s>,
@@ -60,92 +61,77 @@ impl<'s> Plan<'s> {
         let (inner, ns) = self.resolve(inner, ns, path)?;
         let data_type = field.data_type();
         let fail = || mismatch(path, inner, data_type);
-        let (expected, data) = match inner {
-            AvroSchema::Primitive(prim) => {
-                let expected = match prim.logical_type {
-                    Some(LogicalType::Decimal { precision, scale }) => {
-                        format!("decimal({precision},{scale})")
-                    }
-                    Some(LogicalType::Uuid) | None => prim.primitive.name().to_string(),
-                    Some(lt) => lt.name().to_string(),
-                };
-                let data = match (prim.primitive, prim.logical_type, data_type) {
-                    (PrimitiveType::Boolean, None, DataType::Boolean) => {
-                        Data::Boolean(BooleanBufferBuilder::new(0))
-                    }
-                    (PrimitiveType::Int, None, DataType::Int32) => {
-                        Data::Int32(Vec::new(), IntKind::Int)
-                    }
-                    (PrimitiveType::Int, Some(LogicalType::Date), DataType::Date32) => {
-                        Data::Int32(Vec::new(), IntKind::Date)
-                    }
-                    (
-                        PrimitiveType::Int,
-                        Some(LogicalType::TimeMillis),
-                        DataType::Time32(TimeUnit::Millisecond),
-                    ) => Data::Int32(Vec::new(), IntKind::TimeMillis),
-                    (PrimitiveType::Long, None, DataType::Int64) => {
-                        Data::Int64(Vec::new(), LongKind::Long)
-                    }
-                    (
-                        PrimitiveType::Long,
-                        Some(LogicalType::TimeMicros),
-                        DataType::Time64(TimeUnit::Microsecond),
-                    ) => Data::Int64(Vec::new(), LongKind::TimeMicros),
-                    (
-                        PrimitiveType::Long,
-                        Some(
-                            LogicalType::TimestampMillis
-                            | LogicalType::TimestampMicros
-                            | LogicalType::LocalTimestampMillis
-                            | LogicalType::LocalTimestampMicros,
-                        ),
-                        DataType::Timestamp(
-                            unit @ (TimeUnit::Millisecond | TimeUnit::Microsecond),
-                            timezone,
-                        ),
-                    ) => Data::Int64(
-                        Vec::new(),
-                        LongKind::Timestamp {
-                            unit: *unit,
-                            timezone: timezone.clone(),
-                        },
+        let data = match inner {
+            AvroSchema::Primitive(prim) => match (prim.primitive, prim.logical_type, data_type) {
+                (PrimitiveType::Boolean, None, DataType::Boolean) => {
+                    Data::Boolean(BooleanBufferBuilder::new(0))
+                }
+                (PrimitiveType::Int, None, DataType::Int32) => {
+                    Data::Int32(Vec::new(), IntKind::Int)
+                }
+                (PrimitiveType::Int, Some(LogicalType::Date), DataType::Date32) => {
+                    Data::Int32(Vec::new(), IntKind::Date)
+                }
+                (
+                    PrimitiveType::Int,
+                    Some(LogicalType::TimeMillis),
+                    DataType::Time32(TimeUnit::Millisecond),
+                ) => Data::Int32(Vec::new(), IntKind::TimeMillis),
+                (PrimitiveType::Long, None, DataType::Int64) => {
+                    Data::Int64(Vec::new(), LongKind::Long)
+                }
+                (
+                    PrimitiveType::Long,
+                    Some(LogicalType::TimeMicros),
+                    DataType::Time64(TimeUnit::Microsecond),
+                ) => Data::Int64(Vec::new(), LongKind::TimeMicros),
+                (
+                    PrimitiveType::Long,
+                    Some(
+                        LogicalType::TimestampMillis
+                        | LogicalType::TimestampMicros
+                        | LogicalType::LocalTimestampMillis
+                        | LogicalType::LocalTimestampMicros,
                     ),
-                    (PrimitiveType::Float, None, DataType::Float32) => Data::Float32(Vec::new()),
-                    (PrimitiveType::Double, None, DataType::Float64) => Data::Float64(Vec::new()),
-                    (PrimitiveType::String, None | Some(LogicalType::Uuid), DataType::Utf8) => {
-                        Data::Utf8(VarData::new(), None)
-                    }
-                    (PrimitiveType::Bytes, None, DataType::Binary) => Data::Binary(VarData::new()),
-                    (
-                        PrimitiveType::Bytes,
-                        Some(LogicalType::Decimal { .. }),
-                        DataType::Decimal128(p, s),
-                    ) => Data::Decimal(Vec::new(), *p, *s),
-                    _ => return Err(fail()),
-                };
-                (expected, data)
-            }
-            AvroSchema::Enum(e) => match data_type {
-                DataType::Utf8 => (
-                    format!("enum {}", e.name.name),
-                    Data::Utf8(VarData::new(), Some(e.symbols.iter().cloned().collect())),
+                    DataType::Timestamp(
+                        unit @ (TimeUnit::Millisecond | TimeUnit::Microsecond),
+                        timezone,
+                    ),
+                ) => Data::Int64(
+                    Vec::new(),
+                    LongKind::Timestamp {
+                        unit: *unit,
+                        timezone: timezone.clone(),
+                    },
                 ),
+                (PrimitiveType::Float, None, DataType::Float32) => Data::Float32(Vec::new()),
+                (PrimitiveType::Double, None, DataType::Float64) => Data::Float64(Vec::new()),
+                (PrimitiveType::String, None | Some(LogicalType::Uuid), DataType::Utf8) => {
+                    Data::Utf8(VarData::new(), None)
+                }
+                (PrimitiveType::Bytes, None, DataType::Binary) => Data::Binary(VarData::new()),
+                (
+                    PrimitiveType::Bytes,
+                    Some(LogicalType::Decimal { .. }),
+                    DataType::Decimal128(p, s),
+                ) => Data::Decimal(Vec::new(), *p, *s),
+                _ => return Err(fail()),
+            },
+            AvroSchema::Enum(e) => match data_type {
+                DataType::Utf8 => {
+                    Data::Utf8(VarData::new(), Some(e.symbols.iter().cloned().collect()))
+                }
                 _ => return Err(fail()),
             },
             AvroSchema::Fixed(f) => match (f.logical_type, data_type) {
                 (None, DataType::FixedSizeBinary(n))
                     if usize::try_from(*n).ok() == Some(f.size) =>
                 {
-                    (
-                        format!("fixed({})", f.size),
-                        Data::Fixed(Vec::new(), f.size),
-                    )
+                    Data::Fixed(Vec::new(), f.size)
                 }
-                (Some(LogicalType::Decimal { precision, scale }), DataType::Decimal128(p, s)) => (
-                    format!("decimal({precision},{scale})"),
-                    Data::Decimal(Vec::new(), *p, *s),
-                ),
+                (Some(LogicalType::Decimal { .. }), DataType::Decimal128(p, s)) => {
+                    Data::Decimal(Vec::new(), *p, *s)
+                }
                 _ => return Err(fail()),
             },
             AvroSchema::Record(r) => {
@@ -154,24 +140,18 @@ impl<'s> Plan<'s> {
                 };
                 let full = r.name.fullname(ns.as_deref());
                 let child_ns = namespace_of(&full).map(str::to_string);
-                (
-                    format!("record {}", r.name.name),
-                    Data::Struct(self.struct_data(r, child_ns, fields, path)?),
-                )
+                Data::Struct(self.struct_data(r, child_ns, fields, path)?)
             }
             AvroSchema::Array(a) => {
                 let DataType::List(item_field) = data_type else {
                     return Err(fail());
                 };
                 let item = self.column(&a.items, ns, item_field, &format!("{path}[]"))?;
-                (
-                    "array".to_string(),
-                    Data::List {
-                        offsets: vec![0],
-                        item: Box::new(item),
-                        field: item_field.clone(),
-                    },
-                )
+                Data::List {
+                    offsets: vec![0],
+                    item: Box::new(item),
+                    field: item_field.clone(),
+                }
             }
             AvroSchema::Map(m) => {
                 let DataType::Map(entries, _) = data_type else {
@@ -191,20 +171,17 @@ impl<'s> Plan<'s> {
                     return Err(fail());
                 }
                 let values = self.column(&m.values, ns, value_field, &format!("{path}{{}}"))?;
-                (
-                    "map".to_string(),
-                    Data::Map {
-                        offsets: vec![0],
-                        keys: VarData::new(),
-                        values: Box::new(values),
-                        entries: entries.clone(),
-                        entry_fields: entry_fields.clone(),
-                    },
-                )
+                Data::Map {
+                    offsets: vec![0],
+                    keys: VarData::new(),
+                    values: Box::new(values),
+                    entries: entries.clone(),
+                    entry_fields: entry_fields.clone(),
+                }
             }
             AvroSchema::Union(_) | AvroSchema::Reference(_) => return Err(fail()),
         };
-        Ok(Column::new(expected, field.is_nullable(), data))
+        Ok(Column::new(type_label(inner), field.is_nullable(), data))
     }
 
     pub(super) fn struct_data(
@@ -257,7 +234,6 @@ impl<'s> Plan<'s> {
             index.insert(avro_field.name.clone(), i);
             slots.push(Slot {
                 name: avro_field.name.clone(),
-                aliases: avro_field.aliases.clone(),
                 column,
                 missing,
                 seen: false,

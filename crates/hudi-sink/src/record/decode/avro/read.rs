@@ -136,278 +136,268 @@ impl<'a> Cursor<'a> {
     }
 }
 
-impl AvroPlan {
-    /// Reads one datum into the root struct. On error the columns may hold part of it: the caller truncates.
-    pub(in crate::record::decode) fn read(
-        &self,
-        root: &mut Column,
-        cur: &mut Cursor<'_>,
-    ) -> Result<(), Fail> {
-        let Data::Struct(s) = &mut root.data else {
-            return Err(malformed(
-                0,
-                "internal error: the root column is not a record",
-            ));
-        };
-        cur.enter()?;
-        self.record(&self.root, s, cur)?;
-        root.mark_valid();
-        if cur.pos != cur.bytes.len() {
-            return Err(malformed(
-                cur.pos,
-                format!(
-                    "{} bytes are left after the record (is the writer schema right?)",
-                    cur.bytes.len() - cur.pos
-                ),
-            ));
-        }
-        Ok(())
+/// Reads one datum with `plan` into the root struct. On error the columns may hold part of it: the caller
+/// truncates.
+pub(in crate::record::decode) fn read(
+    plan: &AvroPlan,
+    root: &mut Column,
+    cur: &mut Cursor<'_>,
+) -> Result<(), Fail> {
+    let Data::Struct(s) = &mut root.data else {
+        return Err(malformed(
+            0,
+            "internal error: the root column is not a record",
+        ));
+    };
+    cur.enter()?;
+    record(plan, plan.fields(), s, cur)?;
+    root.mark_valid();
+    if cur.pos != cur.bytes.len() {
+        return Err(malformed(
+            cur.pos,
+            format!(
+                "{} bytes are left after the record (is the writer schema right?)",
+                cur.bytes.len() - cur.pos
+            ),
+        ));
     }
+    Ok(())
+}
 
-    pub(super) fn record(
-        &self,
-        fields: &[FieldRead],
-        s: &mut StructData,
-        cur: &mut Cursor<'_>,
-    ) -> Result<(), Fail> {
-        for slot in &mut s.slots {
-            slot.seen = false;
-        }
-        for field in fields {
-            match field {
-                FieldRead::Slot(i, read) => {
-                    let Some(slot) = s.slots.get_mut(*i) else {
-                        return Err(malformed(cur.pos, "internal error: slot out of range"));
-                    };
-                    slot.seen = true;
-                    self.value(read, &mut slot.column, cur)
-                        .map_err(|f| f.at(Segment::Field(slot.name.clone())))?;
-                }
-                FieldRead::Skip(id) => {
-                    cur.skipped_fields += 1;
-                    self.skip(*id, cur)?
-                }
-            }
-        }
-        s.fill_missing()
+fn record(
+    plan: &AvroPlan,
+    fields: &[FieldRead],
+    s: &mut StructData,
+    cur: &mut Cursor<'_>,
+) -> Result<(), Fail> {
+    for slot in &mut s.slots {
+        slot.seen = false;
     }
-
-    pub(super) fn value(
-        &self,
-        read: &Read,
-        col: &mut Column,
-        cur: &mut Cursor<'_>,
-    ) -> Result<(), Fail> {
-        let expected = col.expected.as_str();
-        let internal =
-            |pos: usize| malformed(pos, format!("internal error: plan does not fit {expected}"));
-        match (read, &mut col.data) {
-            (Read::Union(branches), _) => {
-                let at = cur.pos;
-                let index = cur.long()?;
-                let branch = usize::try_from(index)
-                    .ok()
-                    .and_then(|i| branches.get(i))
-                    .ok_or_else(|| {
-                        malformed(
-                            at,
-                            format!(
-                                "union branch {index} does not exist ({} branches)",
-                                branches.len()
-                            ),
-                        )
-                    })?;
-                return match branch {
-                    Ok(read) => self.value(read, col, cur),
-                    Err(reason) => Err(invalid(
-                        format!("union branch {index}"),
-                        expected,
-                        reason.clone(),
-                    )),
+    for field in fields {
+        match field {
+            FieldRead::Slot(i, read) => {
+                let Some(slot) = s.slots.get_mut(*i) else {
+                    return Err(malformed(cur.pos, "internal error: slot out of range"));
                 };
+                slot.seen = true;
+                value(plan, read, &mut slot.column, cur)
+                    .map_err(|f| f.at(Segment::Field(slot.name.clone())))?;
             }
-            (Read::Null, _) => {
-                if col.nulls.is_none() {
-                    return Err(Fail::new(RecordDecodeReason::NullNotAllowed {
-                        expected: expected.to_string(),
-                    }));
-                }
-                return col.append_empty();
+            FieldRead::Skip(id) => {
+                cur.skipped_fields += 1;
+                skip(plan, *id, cur)?
             }
-            (Read::Boolean, Data::Boolean(b)) => {
-                let at = cur.pos;
-                match cur.take(1)? {
-                    [0] => b.append(false),
-                    [1] => b.append(true),
-                    other => {
-                        return Err(malformed(
-                            at,
-                            format!("boolean byte {other:?} is not 0 or 1"),
-                        ))
-                    }
-                }
-            }
-            (Read::Int(NumTo::I32), Data::Int32(v, kind)) => {
-                let x = cur.int()?;
-                if *kind == IntKind::TimeMillis && !(0..DAY_MILLIS).contains(&i64::from(x)) {
-                    return Err(invalid(
-                        x.to_string(),
-                        expected,
-                        "must be at least 0 and less than 86400000 (24 h)",
-                    ));
-                }
-                v.push(x);
-            }
-            (Read::Int(NumTo::I64), Data::Int64(v, _)) => v.push(i64::from(cur.int()?)),
-            (Read::Int(NumTo::F32), Data::Float32(v)) => v.push(cur.int()? as f32),
-            (Read::Int(NumTo::F64), Data::Float64(v)) => v.push(f64::from(cur.int()?)),
-            (Read::Long(NumTo::I64, scale), Data::Int64(v, kind)) => {
-                let x = cur.long()?;
-                if *kind == LongKind::TimeMicros && !(0..DAY_MICROS).contains(&x) {
-                    return Err(invalid(
-                        x.to_string(),
-                        expected,
-                        "must be at least 0 and less than 86400000000 (24 h)",
-                    ));
-                }
-                let scaled = x.checked_mul(*scale).ok_or_else(|| {
-                    invalid(x.to_string(), expected, "out of range in the column's unit")
-                })?;
-                v.push(scaled);
-            }
-            (Read::Long(NumTo::F32, _), Data::Float32(v)) => v.push(cur.long()? as f32),
-            (Read::Long(NumTo::F64, _), Data::Float64(v)) => v.push(cur.long()? as f64),
-            (Read::Float(to), data) => {
-                let raw = cur.take(4)?;
-                let x = binary::float_from(raw).ok_or_else(|| internal(0))?;
-                match (to, data) {
-                    (NumTo::F32, Data::Float32(v)) => v.push(x),
-                    (NumTo::F64, Data::Float64(v)) => v.push(f64::from(x)),
-                    _ => return Err(internal(cur.pos)),
-                }
-            }
-            (Read::Double, Data::Float64(v)) => {
-                let raw = cur.take(8)?;
-                v.push(binary::double_from(raw).ok_or_else(|| internal(0))?);
-            }
-            (Read::Bytes(to), data) => {
-                let at = cur.pos;
-                let bytes = cur.bytes()?;
-                store_bytes(*to, bytes, data, expected, at)?;
-            }
-            (Read::Fixed(size, to), data) => {
-                let at = cur.pos;
-                let bytes = cur.take(*size)?;
-                store_bytes(*to, bytes, data, expected, at)?;
-            }
-            (Read::Enum(symbols), Data::Utf8(v, _)) => {
-                let at = cur.pos;
-                let index = cur.int()?;
-                let Some((symbol, known)) =
-                    usize::try_from(index).ok().and_then(|i| symbols.get(i))
-                else {
-                    return Err(malformed(
+        }
+    }
+    s.fill_missing()
+}
+
+fn value(plan: &AvroPlan, read: &Read, col: &mut Column, cur: &mut Cursor<'_>) -> Result<(), Fail> {
+    let expected = col.expected.as_str();
+    let internal =
+        |pos: usize| malformed(pos, format!("internal error: plan does not fit {expected}"));
+    match (read, &mut col.data) {
+        (Read::Union(branches), _) => {
+            let at = cur.pos;
+            let index = cur.long()?;
+            let branch = usize::try_from(index)
+                .ok()
+                .and_then(|i| branches.get(i))
+                .ok_or_else(|| {
+                    malformed(
                         at,
                         format!(
-                            "enum index {index} does not exist ({} symbols)",
-                            symbols.len()
+                            "union branch {index} does not exist ({} branches)",
+                            branches.len()
                         ),
-                    ));
-                };
-                if !known {
-                    return Err(invalid(
-                        quoted(symbol),
-                        expected,
-                        "not one of the table enum's symbols",
-                    ));
-                }
-                v.push(symbol.as_bytes())?;
-            }
-            (Read::Record(fields), Data::Struct(s)) => {
-                cur.enter()?;
-                self.record(fields, s, cur)?;
-                cur.depth -= 1;
-            }
-            (Read::Array(item_read), Data::List { offsets, item, .. }) => {
-                let mut index = 0;
-                cur.items(|cur| {
-                    self.value(item_read, item, cur)
-                        .map_err(|f| f.at(Segment::Index(index)))?;
-                    index += 1;
-                    Ok(())
+                    )
                 })?;
-                offsets.push(
-                    i32::try_from(item.len)
-                        .map_err(|_| Fail::new(RecordDecodeReason::ColumnFull))?,
-                );
-            }
-            (
-                Read::Map(value_read),
-                Data::Map {
-                    offsets,
-                    keys,
-                    values,
-                    ..
-                },
-            ) => {
-                let mut seen: HashSet<&[u8]> = HashSet::new();
-                cur.items(|cur| {
-                    let at = cur.pos;
-                    let key = cur.bytes()?;
-                    let key_text = std::str::from_utf8(key)
-                        .map_err(|_| malformed(at, "a map key is not UTF-8"))?;
-                    if !seen.insert(key) {
-                        return Err(Fail::new(RecordDecodeReason::DuplicateKey {
-                            key: key_text.to_string(),
-                        }));
-                    }
-                    keys.push(key)?;
-                    self.value(value_read, values, cur)
-                        .map_err(|f| f.at(Segment::Key(key_text.to_string())))
-                })?;
-                offsets.push(
-                    i32::try_from(values.len)
-                        .map_err(|_| Fail::new(RecordDecodeReason::ColumnFull))?,
-                );
-            }
-            _ => return Err(internal(cur.pos)),
+            return match branch {
+                Ok(read) => value(plan, read, col, cur),
+                Err(reason) => Err(invalid(
+                    format!("union branch {index}"),
+                    expected,
+                    reason.clone(),
+                )),
+            };
         }
-        col.mark_valid();
-        Ok(())
-    }
-
-    pub(super) fn skip(&self, id: usize, cur: &mut Cursor<'_>) -> Result<(), Fail> {
-        match self.skips.get(id) {
-            None | Some(Skip::Pending) => Err(malformed(cur.pos, "internal error: no skip plan")),
-            Some(Skip::Null) => Ok(()),
-            Some(Skip::Boolean) => cur.take(1).map(drop),
-            Some(Skip::Int | Skip::Long) => cur.long().map(drop),
-            Some(Skip::Float) => cur.take(4).map(drop),
-            Some(Skip::Double) => cur.take(8).map(drop),
-            Some(Skip::Bytes) => cur.bytes().map(drop),
-            Some(Skip::Fixed(n)) => cur.take(*n).map(drop),
-            Some(Skip::Record(fields)) => {
-                cur.enter()?;
-                for &f in fields {
-                    self.skip(f, cur)?;
+        (Read::Null, _) => {
+            if col.nulls.is_none() {
+                return Err(Fail::new(RecordDecodeReason::NullNotAllowed {
+                    expected: expected.to_string(),
+                }));
+            }
+            return col.append_empty();
+        }
+        (Read::Boolean, Data::Boolean(b)) => {
+            let at = cur.pos;
+            match cur.take(1)? {
+                [0] => b.append(false),
+                [1] => b.append(true),
+                other => {
+                    return Err(malformed(
+                        at,
+                        format!("boolean byte {other:?} is not 0 or 1"),
+                    ))
                 }
-                cur.depth -= 1;
+            }
+        }
+        (Read::Int(NumTo::I32), Data::Int32(v, kind)) => {
+            let x = cur.int()?;
+            if *kind == IntKind::TimeMillis && !(0..DAY_MILLIS).contains(&i64::from(x)) {
+                return Err(invalid(
+                    x.to_string(),
+                    expected,
+                    "must be at least 0 and less than 86400000 (24 h)",
+                ));
+            }
+            v.push(x);
+        }
+        (Read::Int(NumTo::I64), Data::Int64(v, _)) => v.push(i64::from(cur.int()?)),
+        (Read::Int(NumTo::F32), Data::Float32(v)) => v.push(cur.int()? as f32),
+        (Read::Int(NumTo::F64), Data::Float64(v)) => v.push(f64::from(cur.int()?)),
+        (Read::Long(NumTo::I64, scale), Data::Int64(v, kind)) => {
+            let x = cur.long()?;
+            if *kind == LongKind::TimeMicros && !(0..DAY_MICROS).contains(&x) {
+                return Err(invalid(
+                    x.to_string(),
+                    expected,
+                    "must be at least 0 and less than 86400000000 (24 h)",
+                ));
+            }
+            let scaled = x.checked_mul(*scale).ok_or_else(|| {
+                invalid(x.to_string(), expected, "out of range in the column's unit")
+            })?;
+            v.push(scaled);
+        }
+        (Read::Long(NumTo::F32, _), Data::Float32(v)) => v.push(cur.long()? as f32),
+        (Read::Long(NumTo::F64, _), Data::Float64(v)) => v.push(cur.long()? as f64),
+        (Read::Float(to), data) => {
+            let raw = cur.take(4)?;
+            let x = binary::float_from(raw).ok_or_else(|| internal(0))?;
+            match (to, data) {
+                (NumTo::F32, Data::Float32(v)) => v.push(x),
+                (NumTo::F64, Data::Float64(v)) => v.push(f64::from(x)),
+                _ => return Err(internal(cur.pos)),
+            }
+        }
+        (Read::Double, Data::Float64(v)) => {
+            let raw = cur.take(8)?;
+            v.push(binary::double_from(raw).ok_or_else(|| internal(0))?);
+        }
+        (Read::Bytes(to), data) => {
+            let at = cur.pos;
+            let bytes = cur.bytes()?;
+            store_bytes(*to, bytes, data, expected, at)?;
+        }
+        (Read::Fixed(size, to), data) => {
+            let at = cur.pos;
+            let bytes = cur.take(*size)?;
+            store_bytes(*to, bytes, data, expected, at)?;
+        }
+        (Read::Enum(symbols), Data::Utf8(v, _)) => {
+            let at = cur.pos;
+            let index = cur.int()?;
+            let Some((symbol, known)) = usize::try_from(index).ok().and_then(|i| symbols.get(i))
+            else {
+                return Err(malformed(
+                    at,
+                    format!(
+                        "enum index {index} does not exist ({} symbols)",
+                        symbols.len()
+                    ),
+                ));
+            };
+            if !known {
+                return Err(invalid(
+                    quoted(symbol),
+                    expected,
+                    "not one of the table enum's symbols",
+                ));
+            }
+            v.push(symbol.as_bytes())?;
+        }
+        (Read::Record(fields), Data::Struct(s)) => {
+            cur.enter()?;
+            record(plan, fields, s, cur)?;
+            cur.depth -= 1;
+        }
+        (Read::Array(item_read), Data::List { offsets, item, .. }) => {
+            let mut index = 0;
+            cur.items(|cur| {
+                value(plan, item_read, item, cur).map_err(|f| f.at(Segment::Index(index)))?;
+                index += 1;
                 Ok(())
-            }
-            Some(Skip::Array(item)) => cur.items(|cur| self.skip(*item, cur)),
-            Some(Skip::Map(value)) => cur.items(|cur| {
-                cur.bytes()?;
-                self.skip(*value, cur)
-            }),
-            Some(Skip::Union(branches)) => {
+            })?;
+            offsets.push(
+                i32::try_from(item.len).map_err(|_| Fail::new(RecordDecodeReason::ColumnFull))?,
+            );
+        }
+        (
+            Read::Map(value_read),
+            Data::Map {
+                offsets,
+                keys,
+                values,
+                ..
+            },
+        ) => {
+            let mut seen: HashSet<&[u8]> = HashSet::new();
+            cur.items(|cur| {
                 let at = cur.pos;
-                let index = cur.long()?;
-                let branch = usize::try_from(index)
-                    .ok()
-                    .and_then(|i| branches.get(i))
-                    .ok_or_else(|| malformed(at, format!("union branch {index} does not exist")))?;
-                self.skip(*branch, cur)
+                let key = cur.bytes()?;
+                let key_text = std::str::from_utf8(key)
+                    .map_err(|_| malformed(at, "a map key is not UTF-8"))?;
+                if !seen.insert(key) {
+                    return Err(Fail::new(RecordDecodeReason::DuplicateKey {
+                        key: key_text.to_string(),
+                    }));
+                }
+                keys.push(key)?;
+                value(plan, value_read, values, cur)
+                    .map_err(|f| f.at(Segment::Key(key_text.to_string())))
+            })?;
+            offsets.push(
+                i32::try_from(values.len).map_err(|_| Fail::new(RecordDecodeReason::ColumnFull))?,
+            );
+        }
+        _ => return Err(internal(cur.pos)),
+    }
+    col.mark_valid();
+    Ok(())
+}
+
+fn skip(plan: &AvroPlan, id: usize, cur: &mut Cursor<'_>) -> Result<(), Fail> {
+    match plan.skip(id) {
+        None | Some(Skip::Pending) => Err(malformed(cur.pos, "internal error: no skip plan")),
+        Some(Skip::Null) => Ok(()),
+        Some(Skip::Boolean) => cur.take(1).map(drop),
+        Some(Skip::Int | Skip::Long) => cur.long().map(drop),
+        Some(Skip::Float) => cur.take(4).map(drop),
+        Some(Skip::Double) => cur.take(8).map(drop),
+        Some(Skip::Bytes) => cur.bytes().map(drop),
+        Some(Skip::Fixed(n)) => cur.take(*n).map(drop),
+        Some(Skip::Record(fields)) => {
+            cur.enter()?;
+            for &f in fields {
+                skip(plan, f, cur)?;
             }
+            cur.depth -= 1;
+            Ok(())
+        }
+        Some(Skip::Array(item)) => cur.items(|cur| skip(plan, *item, cur)),
+        Some(Skip::Map(value)) => cur.items(|cur| {
+            cur.bytes()?;
+            skip(plan, *value, cur)
+        }),
+        Some(Skip::Union(branches)) => {
+            let at = cur.pos;
+            let index = cur.long()?;
+            let branch = usize::try_from(index)
+                .ok()
+                .and_then(|i| branches.get(i))
+                .ok_or_else(|| malformed(at, format!("union branch {index} does not exist")))?;
+            skip(plan, *branch, cur)
         }
     }
 }
