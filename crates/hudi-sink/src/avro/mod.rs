@@ -1,11 +1,13 @@
-//! Avro for the whole crate: the binary encoding every Avro reader and writer uses, and the object-container
-//! codec of the timeline files.
+//! Avro for the whole crate: the binary encoding every Avro reader and writer uses, the object-container
+//! codec of the timeline files, and the bridge between Avro and Arrow.
 //!
 //! [`binary`] is the one zig-zag varint and primitive encoding (log blocks, Kafka values and container files
 //! all use it); [`schema`] is the schema model (parsed, validated and written back without loss) that the
 //! table, the Arrow mapping and the record decoder share; [`graph`] parses a schema's JSON into the node
 //! graph the container's datum codec walks; [`write`] encodes a datum and the container around it, [`read`]
-//! decodes a container; [`value`] is the generic datum. This module depends on no other module of the crate.
+//! decodes a container; [`value`] is the generic datum; [`arrow`] maps Avro schemas to Arrow schemas and
+//! back, and encodes Arrow rows as bare Avro datums and decodes them into Arrow columns (the log blocks'
+//! records). This module depends on no other module of the crate.
 //!
 //! [`resolve`] compiles a writer schema against the table's: the plan of what each writer value becomes.
 //!
@@ -17,6 +19,7 @@
 //! * [`decode_container`] accepts only a file with exactly one record (as Hudi's reader requires) and reports
 //!   empty, truncated, corrupt and over-long files as distinct [`AvroError`]s instead of guessing.
 
+pub mod arrow;
 pub mod binary;
 mod error;
 pub mod graph;

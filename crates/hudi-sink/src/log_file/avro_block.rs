@@ -4,57 +4,23 @@
 //! The schema is the table schema with the five `_hoodie_*` meta fields first (what the base files' footer
 //! holds), with the table's record name and namespace, because Java resolves a block's writer schema
 //! against the table schema by name. Encoding takes the record batches the base-file path builds (meta
-//! columns, then data columns, Arrow types as [`crate::schema::arrow`] maps them) and walks each row under
-//! the Avro schema; decoding gives the same Arrow schema back, so a compaction can merge log records with
-//! base-file rows column by column.
-//!
-//! Values follow the Avro specification: unions as branch index + value (the branch is the schema's null
-//! branch for a null, its one other branch otherwise), decimals as two's-complement big-endian unscaled
-//! integers (minimal length on `bytes`, sign-extended to the size on `fixed`), enums as symbol index.
+//! columns, then data columns, Arrow types as [`crate::avro::arrow`] maps them) and writes each row as a
+//! datum with [`DatumEncoder`]; decoding ([`DatumDecoder`]) gives the same Arrow schema back, so a
+//! compaction can merge log records with base-file rows column by column. This module adds Hudi's framing
+//! around the datums.
 
 use std::sync::Arc;
 
-use arrow_array::ArrayRef;
 use arrow_array::RecordBatch;
 use arrow_schema::Schema;
 
-use super::avro_decode::{build, Decoder};
-use super::avro_encode::Encoder;
 use super::datum::Cursor;
 use super::error::ContentError;
-use crate::avro::AvroValue;
-use crate::schema::arrow::avro_to_arrow;
-use crate::schema::avro::{namespace_of, AvroSchema, RecordSchema};
+use crate::avro::arrow::{avro_to_arrow, DatumDecoder, DatumEncoder};
+use crate::avro::schema::{AvroSchema, RecordSchema};
 
 /// The content version Hudi 0.14/0.15 write and hudi-rs requires.
 pub const AVRO_BLOCK_VERSION: i32 = 3;
-
-/// Where a value sits in a record, rendered only when an error needs it.
-#[derive(Clone, Copy)]
-pub(super) enum Path<'p> {
-    Root,
-    Field(&'p Path<'p>, &'p str),
-    Item(&'p Path<'p>, usize),
-    MapValue(&'p Path<'p>, &'p str),
-}
-
-impl Path<'_> {
-    pub(super) fn render(&self) -> String {
-        match self {
-            Path::Root => "$".to_string(),
-            Path::Field(p, name) => format!("{}.{name}", p.render()),
-            Path::Item(p, i) => format!("{}[{i}]", p.render()),
-            Path::MapValue(p, k) => format!("{}{{{k:?}}}", p.render()),
-        }
-    }
-}
-
-pub(super) fn mismatch(path: &Path<'_>, reason: impl Into<String>) -> ContentError {
-    ContentError::Mismatch {
-        path: path.render(),
-        reason: reason.into(),
-    }
-}
 
 fn record_of(schema: &AvroSchema) -> Result<&RecordSchema, ContentError> {
     schema.as_record().ok_or_else(|| ContentError::Mismatch {
@@ -74,7 +40,6 @@ pub fn encode_avro_content(
 ) -> Result<Vec<u8>, ContentError> {
     let names = schema.validate()?;
     let record = record_of(schema)?;
-    let ns = namespace_of(&record.name.fullname(None)).map(str::to_string);
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let count = i32::try_from(rows).map_err(|_| ContentError::Mismatch {
         path: "$".into(),
@@ -83,24 +48,13 @@ pub fn encode_avro_content(
     let mut out = Vec::new();
     out.extend_from_slice(&AVRO_BLOCK_VERSION.to_be_bytes());
     out.extend_from_slice(&count.to_be_bytes());
-    let enc = Encoder { names };
+    let enc = DatumEncoder::new(names, record);
     let mut datum = Vec::new();
     for batch in batches {
-        let columns = batch_columns(record, batch)?;
+        let columns = enc.columns(batch)?;
         for row in 0..batch.num_rows() {
             datum.clear();
-            for (field, column) in record.fields.iter().zip(&columns) {
-                let path = Path::Field(&Path::Root, &field.name);
-                enc.value(
-                    &field.schema,
-                    ns.as_deref(),
-                    column.as_ref(),
-                    row,
-                    &mut datum,
-                    &path,
-                    0,
-                )?;
-            }
+            enc.encode(&columns, row, &mut datum)?;
             let len = i32::try_from(datum.len()).map_err(|_| ContentError::Mismatch {
                 path: "$".into(),
                 reason: format!("a record of {} bytes exceeds an int32 length", datum.len()),
@@ -112,23 +66,6 @@ pub fn encode_avro_content(
     Ok(out)
 }
 
-/// The batch's columns in record field order, checking names.
-fn batch_columns<'b>(
-    record: &RecordSchema,
-    batch: &'b RecordBatch,
-) -> Result<Vec<&'b ArrayRef>, ContentError> {
-    let schema = batch.schema();
-    let found: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    let expected: Vec<&str> = record.fields.iter().map(|f| f.name.as_str()).collect();
-    if found != expected {
-        return Err(ContentError::Mismatch {
-            path: "$".into(),
-            reason: format!("batch columns {found:?} are not the schema's fields {expected:?}"),
-        });
-    }
-    Ok(batch.columns().iter().collect())
-}
-
 /// Decodes AVRO_DATA_BLOCK content written under `schema` (the header SCHEMA) into one record batch whose
 /// Arrow schema is [`avro_to_arrow`] of it.
 pub fn decode_avro_content(
@@ -138,7 +75,6 @@ pub fn decode_avro_content(
     let names = schema.validate()?;
     let record = record_of(schema)?;
     let arrow_schema = Arc::new(avro_to_arrow(schema)?);
-    let ns = namespace_of(&record.name.fullname(None)).map(str::to_string);
     let mut c = Cursor::new(content);
     let version = c.be_i32("the block version")?;
     if version != AVRO_BLOCK_VERSION {
@@ -151,48 +87,18 @@ pub fn decode_avro_content(
     if count > c.remaining() / 4 {
         return Err(c.truncated("the records (count exceeds what the content holds)"));
     }
-    let dec = Decoder { names };
-    let mut columns: Vec<Vec<AvroValue>> = record
-        .fields
-        .iter()
-        .map(|_| Vec::with_capacity(count))
-        .collect();
+    let mut dec = DatumDecoder::new(names, record, arrow_schema, count);
     for _ in 0..count {
         let len = c.be_len("a record length")?;
         let base = c.offset();
         let bytes = c.take(len, "a record")?;
-        let mut r = Cursor::at(bytes, base);
-        let mut budget = bytes.len() + ZERO_SIZE_ITEMS;
-        for (field, column) in record.fields.iter().zip(columns.iter_mut()) {
-            let path = Path::Field(&Path::Root, &field.name);
-            column.push(dec.value(&mut r, &field.schema, ns.as_deref(), &path, 0, &mut budget)?);
-        }
-        if r.remaining() > 0 {
-            return Err(r.corrupt(format!("{} bytes after the record", r.remaining())));
-        }
+        dec.append(bytes, base)?;
     }
     if c.remaining() > 0 {
         return Err(c.corrupt(format!("{} bytes after the last record", c.remaining())));
     }
-    let arrays = arrow_schema
-        .fields()
-        .iter()
-        .zip(&columns)
-        .map(|(f, values)| {
-            let refs: Vec<&AvroValue> = values.iter().collect();
-            build(f.data_type(), &refs, &Path::Field(&Path::Root, f.name()))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(count));
-    Ok(RecordBatch::try_new_with_options(
-        arrow_schema,
-        arrays,
-        &options,
-    )?)
+    Ok(dec.finish()?)
 }
-
-/// Items of zero encoded size (nulls, empty records) one record may declare beyond its byte count.
-const ZERO_SIZE_ITEMS: usize = 1 << 16;
 
 /// The Arrow schema of a data block written under `schema`.
 pub fn block_arrow_schema(schema: &AvroSchema) -> Result<Schema, ContentError> {

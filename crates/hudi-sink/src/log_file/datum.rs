@@ -6,9 +6,6 @@ use crate::avro::binary::{self, ReadError};
 
 pub(crate) use crate::avro::binary::{write_bytes, write_long};
 
-/// Deepest nesting of values accepted when decoding.
-pub(crate) const MAX_DEPTH: usize = 64;
-
 /// Reads Avro binary values from a block's content; offsets in errors count from the content's start.
 pub(crate) type Cursor<'a> = binary::Reader<'a, ContentError>;
 

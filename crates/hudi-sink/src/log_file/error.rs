@@ -4,6 +4,7 @@
 use thiserror::Error;
 
 use super::block::{BlockType, HeaderKey};
+use crate::avro::arrow::DatumError;
 use crate::base_file::BaseFileError;
 use crate::schema::SchemaError;
 use crate::table::instant::InstantError;
@@ -139,7 +140,21 @@ pub enum ContentError {
     /// A Parquet data block does not decode.
     #[error("parquet content: {0}")]
     Parquet(#[from] BaseFileError),
-    /// Nesting deeper than [`super::datum::MAX_DEPTH`] (a recursive schema or hostile bytes).
+    /// Nesting deeper than [`crate::avro::arrow::MAX_DEPTH`] (a recursive schema or hostile bytes).
     #[error("value at {path} nests deeper than {limit} levels")]
     TooDeep { path: String, limit: usize },
+}
+
+/// A datum's failure is its content's, offset for offset (the datum codec counts from the content's start).
+impl From<DatumError> for ContentError {
+    fn from(e: DatumError) -> Self {
+        match e {
+            DatumError::Truncated { offset, what } => ContentError::Truncated { offset, what },
+            DatumError::Corrupt { offset, reason } => ContentError::Corrupt { offset, reason },
+            DatumError::Schema(e) => ContentError::Schema(e),
+            DatumError::Mismatch { path, reason } => ContentError::Mismatch { path, reason },
+            DatumError::Arrow(e) => ContentError::Arrow(e),
+            DatumError::TooDeep { path, limit } => ContentError::TooDeep { path, limit },
+        }
+    }
 }

@@ -32,8 +32,6 @@
 //!   a [`LogFileError`] naming the file and the byte offset of the block.
 
 pub mod avro_block;
-mod avro_decode;
-mod avro_encode;
 pub mod block;
 pub mod command_block;
 mod datum;

@@ -8,13 +8,14 @@
 //! schema under Hudi's schema-on-write rules, [`project`] reads rows of older files in the current schema, and
 //! [`spark_form`] writes decimals as Spark does in every schema Hudi's Java readers parse.
 
-pub mod arrow;
 pub mod evolution;
 pub mod meta;
 pub mod parquet;
 pub mod project;
 pub mod spark_form;
 
+/// The Avro ⇄ Arrow mapping lives in [`crate::avro::arrow`]; this path keeps its long-standing name.
+pub use crate::avro::arrow;
 /// The Avro schema model lives in [`crate::avro::schema`]; this path keeps its long-standing name.
 pub use crate::avro::schema as avro;
 pub use crate::avro::schema::{SchemaError, SchemaResult};

@@ -1,25 +1,89 @@
-//! Arrow rows → Avro binary datums, walking each value under its Avro schema (see [`super::avro_block`]).
+//! Arrow rows → Avro binary datums, walking each value under its Avro schema.
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
-use arrow_array::{Array, ArrayRef};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 
-use super::avro_block::{mismatch, Path};
-use super::datum::{write_bytes, write_long, MAX_DEPTH};
-use super::error::ContentError;
-use crate::avro::binary::{write_double, write_float};
-use crate::schema::avro::{
-    namespace_of, AvroSchema, LogicalType, NamedTypes, PrimitiveSchema, PrimitiveType,
+use super::datum::{mismatch, DatumError, Path, MAX_DEPTH};
+use crate::avro::binary::{write_bytes, write_double, write_float, write_long};
+use crate::avro::schema::{
+    namespace_of, AvroSchema, LogicalType, NamedTypes, PrimitiveSchema, PrimitiveType, RecordSchema,
 };
 
-pub(super) struct Encoder<'s> {
-    pub(super) names: NamedTypes<'s>,
+/// Encodes the rows of Arrow record batches as Avro binary datums of one record schema.
+pub struct DatumEncoder<'s> {
+    values: Encoder<'s>,
+    record: &'s RecordSchema,
+    ns: Option<String>,
+}
+
+impl<'s> DatumEncoder<'s> {
+    /// An encoder of datums of `record`, whose named types are `names` (from validating the schema `record`
+    /// is the top of).
+    pub fn new(names: NamedTypes<'s>, record: &'s RecordSchema) -> Self {
+        DatumEncoder {
+            values: Encoder { names },
+            record,
+            ns: namespace_of(&record.name.fullname(None)).map(str::to_string),
+        }
+    }
+
+    /// The batch's columns in record field order, checking that they are the record's fields, by name and
+    /// in order.
+    pub fn columns<'b>(&self, batch: &'b RecordBatch) -> Result<Vec<&'b ArrayRef>, DatumError> {
+        let schema = batch.schema();
+        let found: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        let expected: Vec<&str> = self.record.fields.iter().map(|f| f.name.as_str()).collect();
+        if found != expected {
+            return Err(DatumError::Mismatch {
+                path: "$".into(),
+                reason: format!("batch columns {found:?} are not the schema's fields {expected:?}"),
+            });
+        }
+        Ok(batch.columns().iter().collect())
+    }
+
+    /// Appends the datum of row `row` of `columns` (from [`DatumEncoder::columns`]) to `out`.
+    pub fn encode(
+        &self,
+        columns: &[&ArrayRef],
+        row: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), DatumError> {
+        if columns.len() != self.record.fields.len() {
+            return Err(DatumError::Mismatch {
+                path: "$".into(),
+                reason: format!(
+                    "{} columns for the schema's {} fields",
+                    columns.len(),
+                    self.record.fields.len()
+                ),
+            });
+        }
+        for (field, column) in self.record.fields.iter().zip(columns) {
+            let path = Path::Field(&Path::Root, &field.name);
+            self.values.value(
+                &field.schema,
+                self.ns.as_deref(),
+                column.as_ref(),
+                row,
+                out,
+                &path,
+                0,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+struct Encoder<'s> {
+    names: NamedTypes<'s>,
 }
 
 impl<'s> Encoder<'s> {
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn value(
+    fn value(
         &self,
         schema: &'s AvroSchema,
         ns: Option<&str>,
@@ -28,9 +92,9 @@ impl<'s> Encoder<'s> {
         out: &mut Vec<u8>,
         path: &Path<'_>,
         depth: usize,
-    ) -> Result<(), ContentError> {
+    ) -> Result<(), DatumError> {
         if depth > MAX_DEPTH {
-            return Err(ContentError::TooDeep {
+            return Err(DatumError::TooDeep {
                 path: path.render(),
                 limit: MAX_DEPTH,
             });
@@ -207,7 +271,7 @@ fn decimal_at(
     row: usize,
     scale: u32,
     path: &Path<'_>,
-) -> Result<i128, ContentError> {
+) -> Result<i128, DatumError> {
     let d = array.as_primitive_opt::<Decimal128Type>().ok_or_else(|| {
         mismatch(
             path,
@@ -230,7 +294,7 @@ fn decimal_at(
 }
 
 /// The shortest two's-complement big-endian bytes of `v` (what Java's `BigInteger.toByteArray` gives).
-pub(crate) fn decimal_min_bytes(v: i128) -> Vec<u8> {
+fn decimal_min_bytes(v: i128) -> Vec<u8> {
     let b = v.to_be_bytes();
     let mut start = 0;
     while start < 15 {
@@ -244,7 +308,7 @@ pub(crate) fn decimal_min_bytes(v: i128) -> Vec<u8> {
     b[start..].to_vec()
 }
 
-fn decimal_fixed_bytes(v: i128, size: usize, path: &Path<'_>) -> Result<Vec<u8>, ContentError> {
+fn decimal_fixed_bytes(v: i128, size: usize, path: &Path<'_>) -> Result<Vec<u8>, DatumError> {
     let min = decimal_min_bytes(v);
     if min.len() > size {
         return Err(mismatch(
@@ -264,7 +328,7 @@ fn primitive(
     row: usize,
     out: &mut Vec<u8>,
     path: &Path<'_>,
-) -> Result<(), ContentError> {
+) -> Result<(), DatumError> {
     let wrong = || {
         mismatch(
             path,

@@ -1,6 +1,6 @@
 //! Avro binary datums → Arrow arrays: each datum is decoded under the writer schema into an
 //! [`AvroValue`] (unions resolved to their branch's value), then the values of a column are built into the
-//! Arrow array [`crate::schema::arrow::avro_to_arrow`] maps the field to.
+//! Arrow array [`avro_to_arrow`](super::avro_to_arrow) maps the field to.
 
 use std::sync::Arc;
 
@@ -8,24 +8,111 @@ use arrow_array::builder::{BooleanBuilder, StringBuilder};
 use arrow_array::types::*;
 use arrow_array::{
     ArrayRef, BinaryArray, Decimal128Array, FixedSizeBinaryArray, Float32Array, Float64Array,
-    ListArray, MapArray, PrimitiveArray, StructArray,
+    ListArray, MapArray, PrimitiveArray, RecordBatch, StructArray,
 };
 use arrow_buffer::{NullBuffer, OffsetBuffer};
-use arrow_schema::{DataType, Fields, TimeUnit};
+use arrow_schema::{DataType, Fields, SchemaRef, TimeUnit};
 
-use super::avro_block::{mismatch, Path};
-use super::datum::{Cursor, MAX_DEPTH};
-use super::error::ContentError;
+use super::datum::{mismatch, Cursor, DatumError, Path, MAX_DEPTH};
+use crate::avro::schema::{namespace_of, AvroSchema, NamedTypes, PrimitiveType, RecordSchema};
 use crate::avro::AvroValue;
-use crate::schema::avro::{namespace_of, AvroSchema, NamedTypes, PrimitiveType};
 
-pub(super) struct Decoder<'s> {
-    pub(super) names: NamedTypes<'s>,
+/// Items of zero encoded size (nulls, empty records) one datum may declare beyond its byte count.
+const ZERO_SIZE_ITEMS: usize = 1 << 16;
+
+/// Decodes Avro binary datums of one record schema into the columns of one Arrow record batch.
+pub struct DatumDecoder<'s> {
+    values: Decoder<'s>,
+    record: &'s RecordSchema,
+    ns: Option<String>,
+    arrow_schema: SchemaRef,
+    columns: Vec<Vec<AvroValue>>,
+    row: Vec<AvroValue>,
+    rows: usize,
+}
+
+impl<'s> DatumDecoder<'s> {
+    /// A decoder of datums written under `record`, whose named types are `names` (from validating the
+    /// schema `record` is the top of), into a batch of `arrow_schema` ([`avro_to_arrow`](super::avro_to_arrow)
+    /// of that schema); `capacity` is the number of datums expected.
+    pub fn new(
+        names: NamedTypes<'s>,
+        record: &'s RecordSchema,
+        arrow_schema: SchemaRef,
+        capacity: usize,
+    ) -> Self {
+        DatumDecoder {
+            values: Decoder { names },
+            record,
+            ns: namespace_of(&record.name.fullname(None)).map(str::to_string),
+            arrow_schema,
+            columns: record
+                .fields
+                .iter()
+                .map(|_| Vec::with_capacity(capacity))
+                .collect(),
+            row: Vec::with_capacity(record.fields.len()),
+            rows: 0,
+        }
+    }
+
+    /// Decodes one whole datum, all or nothing: bytes left after the record are an error. `base` is the
+    /// datum's offset in the caller's bytes, which error offsets count from.
+    pub fn append(&mut self, datum: &[u8], base: usize) -> Result<(), DatumError> {
+        let mut r = Cursor::at(datum, base);
+        let mut budget = datum.len() + ZERO_SIZE_ITEMS;
+        let mut row = std::mem::take(&mut self.row);
+        row.clear();
+        for field in &self.record.fields {
+            let path = Path::Field(&Path::Root, &field.name);
+            row.push(self.values.value(
+                &mut r,
+                &field.schema,
+                self.ns.as_deref(),
+                &path,
+                0,
+                &mut budget,
+            )?);
+        }
+        if r.remaining() > 0 {
+            return Err(r.corrupt(format!("{} bytes after the record", r.remaining())));
+        }
+        for (column, value) in self.columns.iter_mut().zip(row.drain(..)) {
+            column.push(value);
+        }
+        self.row = row;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// The record batch of the datums appended.
+    pub fn finish(self) -> Result<RecordBatch, DatumError> {
+        let arrays = self
+            .arrow_schema
+            .fields()
+            .iter()
+            .zip(&self.columns)
+            .map(|(f, values)| {
+                let refs: Vec<&AvroValue> = values.iter().collect();
+                build(f.data_type(), &refs, &Path::Field(&Path::Root, f.name()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(self.rows));
+        Ok(RecordBatch::try_new_with_options(
+            self.arrow_schema,
+            arrays,
+            &options,
+        )?)
+    }
+}
+
+struct Decoder<'s> {
+    names: NamedTypes<'s>,
 }
 
 impl<'s> Decoder<'s> {
     /// One value; unions are resolved to the value of their branch (a null branch gives `Null`).
-    pub(super) fn value(
+    fn value(
         &self,
         c: &mut Cursor<'_>,
         schema: &'s AvroSchema,
@@ -33,9 +120,9 @@ impl<'s> Decoder<'s> {
         path: &Path<'_>,
         depth: usize,
         budget: &mut usize,
-    ) -> Result<AvroValue, ContentError> {
+    ) -> Result<AvroValue, DatumError> {
         if depth > MAX_DEPTH {
-            return Err(ContentError::TooDeep {
+            return Err(DatumError::TooDeep {
                 path: path.render(),
                 limit: MAX_DEPTH,
             });
@@ -150,7 +237,7 @@ fn prim<T: ArrowPrimitiveType>(
     values: &[&AvroValue],
     path: &Path<'_>,
     get: impl Fn(&AvroValue) -> Option<T::Native>,
-) -> Result<PrimitiveArray<T>, ContentError> {
+) -> Result<PrimitiveArray<T>, DatumError> {
     values
         .iter()
         .map(|v| match v {
@@ -193,11 +280,11 @@ fn unscaled(bytes: &[u8]) -> Option<i128> {
 }
 
 /// One Arrow array of `data_type` from decoded values (`Null` for a null).
-pub(super) fn build(
+fn build(
     data_type: &DataType,
     values: &[&AvroValue],
     path: &Path<'_>,
-) -> Result<ArrayRef, ContentError> {
+) -> Result<ArrayRef, DatumError> {
     let wrong = |v: &AvroValue| mismatch(path, format!("{} for a {data_type} column", v.kind()));
     Ok(match data_type {
         DataType::Boolean => {
@@ -351,7 +438,7 @@ pub(super) fn build(
     })
 }
 
-fn offset_i32(n: usize, path: &Path<'_>) -> Result<i32, ContentError> {
+fn offset_i32(n: usize, path: &Path<'_>) -> Result<i32, DatumError> {
     i32::try_from(n).map_err(|_| mismatch(path, "more than i32::MAX nested items"))
 }
 
@@ -359,7 +446,7 @@ fn build_struct(
     fields: &Fields,
     values: &[&AvroValue],
     path: &Path<'_>,
-) -> Result<ArrayRef, ContentError> {
+) -> Result<ArrayRef, DatumError> {
     let mut children = Vec::with_capacity(fields.len());
     for (i, f) in fields.iter().enumerate() {
         let child_values = values
