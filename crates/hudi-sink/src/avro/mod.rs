@@ -7,9 +7,9 @@
 //! graph the container's datum codec walks; [`write`] encodes a datum and the container around it, [`read`]
 //! decodes a container; [`value`] is the generic datum; [`arrow`] maps Avro schemas to Arrow schemas and
 //! back, and encodes Arrow rows as bare Avro datums and decodes them into Arrow columns (the log blocks'
-//! records). This module depends on no other module of the crate.
-//!
-//! [`resolve`] compiles a writer schema against the table's: the plan of what each writer value becomes.
+//! records); [`resolve`] compiles a writer schema against the table's (Avro's resolution rules): the plan of
+//! what each writer value becomes, which the record decoder executes into its columns. This module depends on
+//! no other module of the crate.
 //!
 //! Invariants:
 //! * [`encode_container`] returns a whole file or an error, never a partial one: the datum is encoded (and
