@@ -49,6 +49,12 @@ impl KafkaSink {
         let mut decoder = RecordDecoder::try_new(schema.data.clone(), &schema.avro)?;
         let bucketed = self.writer.config().index != crate::write::IndexConfig::None;
         let routed = route(batch, &mut decoder, values, bucketed);
+        if routed.skipped > 0 {
+            tracing::debug!(
+                skipped = routed.skipped,
+                "Debezium tombstones skipped (each follows the delete event that deleted its row)"
+            );
+        }
         let mut letters = routed.letters;
         let ignored_fields = decoder.ignored_fields();
         if ignored_fields > 0
