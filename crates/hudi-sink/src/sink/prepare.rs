@@ -33,6 +33,8 @@ pub(super) struct Prepared {
     pub offsets: Vec<TopicOffsets>,
     /// Fields of the batch's values that the table schema lacks, dropped (`RecordDecoder::ignored_fields`).
     pub ignored_fields: u64,
+    /// Debezium tombstones, which write nothing.
+    pub tombstones_skipped: u64,
 }
 
 impl KafkaSink {
@@ -49,12 +51,6 @@ impl KafkaSink {
         let mut decoder = RecordDecoder::try_new(schema.data.clone(), &schema.avro)?;
         let bucketed = self.writer.config().index != crate::write::IndexConfig::None;
         let routed = route(batch, &mut decoder, values, bucketed);
-        if routed.skipped > 0 {
-            tracing::debug!(
-                skipped = routed.skipped,
-                "Debezium tombstones skipped (each follows the delete event that deleted its row)"
-            );
-        }
         let mut letters = routed.letters;
         let ignored_fields = decoder.ignored_fields();
         if ignored_fields > 0
@@ -93,6 +89,7 @@ impl KafkaSink {
             letters,
             offsets: offsets_of(batch),
             ignored_fields,
+            tombstones_skipped: routed.skipped,
         })
     }
 }

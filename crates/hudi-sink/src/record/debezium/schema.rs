@@ -73,11 +73,13 @@ pub fn check_table(connector: Connector, data: &arrow_schema::Schema) -> Result<
                     field.data_type()
                 ))
             }
-            Err(_) => return Err(format!(
+            Err(_) => {
+                return Err(format!(
                 "the table has no column {name}: a Debezium table carries HoodieStreamer's meta \
                      columns ({})",
                 connector.meta_columns().join(", ")
-            )),
+            ))
+            }
         }
     }
     Ok(())
