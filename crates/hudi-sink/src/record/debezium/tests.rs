@@ -200,7 +200,8 @@ fn extract_new_record_state_rows_map_their_added_fields() {
 
 #[test]
 fn bad_events_are_refused_with_their_reason() {
-    let cases: [(&str, fn(&DebeziumError) -> bool, &str); 9] = [
+    type Kind = fn(&DebeziumError) -> bool;
+    let cases: [(&str, Kind, &str); 9] = [
         (
             "{not json",
             |e| matches!(e, DebeziumError::NotJson(_)),
