@@ -260,6 +260,21 @@ fn stream(db: Db, wide: bool) -> Vec<Event> {
             });
         }
     }
+    if db == Db::MySql && wide {
+        // A key created at position 999 and updated at 1000 of the same binlog file: the update is newer
+        // as numbers, older as text.
+        for (op, p, name) in [("c", 999, "at-999"), ("u", 1000, "at-1000")] {
+            ts += 1000;
+            let image = json!({"uuid":"c050","city":city(50),"name":name,"amount":2,"updated_at":ts * 1000});
+            let image = image.as_object().cloned().unwrap_or_default();
+            let (value, row) = render(db, 0, op, &image, Position::Binlog(20, p), ts);
+            sent.push(Event {
+                key: "c050".into(),
+                value: Some(value),
+                effect: Some((Some(row), Position::Binlog(20, p))),
+            });
+        }
+    }
     // Bad events: a truncate, and JSON that is no change event.
     let truncate = match db {
         Db::Postgres => {
