@@ -16,6 +16,7 @@ Usage:
   hudi_read.py TABLE incremental START END
   hudi_read.py TABLE file_slices [INSTANT]
   hudi_read.py --engine daft TABLE snapshot
+  hudi_read.py --option KEY=VALUE ... TABLE snapshot   (hudi-rs read options, e.g. the file group reader version)
 """
 
 import argparse
@@ -104,11 +105,14 @@ def builder(path):
     return b
 
 
-def read_hudi_rs(path, mode, args):
+def read_hudi_rs(path, mode, args, options=()):
     from hudi import HudiTableBuilder, HudiReadOptions, HudiQueryType
 
     table = builder(path).build()
     opts = HudiReadOptions()
+    for option in options:
+        key, _, value = option.partition("=")
+        opts = opts.with_hudi_option(key, value)
     if mode == "as_of":
         opts = opts.with_as_of_timestamp(args[0])
     elif mode == "incremental":
@@ -155,6 +159,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--engine", default="hudi", choices=["hudi", "daft"])
     p.add_argument("--pretty", action="store_true", help="print a readable table instead of JSON")
+    p.add_argument("--option", action="append", default=[], help="a hudi-rs read option KEY=VALUE")
     p.add_argument("table")
     p.add_argument("mode")
     p.add_argument("args", nargs="*")
@@ -162,8 +167,10 @@ def main():
     if a.mode == "file_slices":
         json.dump({"file_slices": file_slices(a.table, a.args)}, sys.stdout)
         return
-    reader = read_hudi_rs if a.engine == "hudi" else read_daft
-    table = reader(a.table, a.mode, a.args)
+    if a.engine == "hudi":
+        table = read_hudi_rs(a.table, a.mode, a.args, a.option)
+    else:
+        table = read_daft(a.table, a.mode, a.args)
     if a.pretty:
         print_table(table, f"{a.engine} reads {table.num_rows} rows ({a.mode}) from {a.table}:")
         return

@@ -157,6 +157,15 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
             total.skipped
         ),
     ];
+    let mut summary = summary;
+    if total.tombstones_skipped > 0 {
+        if let Some(line) = summary.last_mut() {
+            line.push_str(&format!(
+                " + Debezium tombstones {}",
+                total.tombstones_skipped
+            ));
+        }
+    }
     for line in &summary {
         if json {
             eprintln!("{line}");
@@ -285,6 +294,7 @@ fn add(total: &mut SinkReport, r: &SinkReport) {
     total.records_in += r.records_in;
     total.skipped += r.skipped;
     total.dead_lettered += r.dead_lettered;
+    total.tombstones_skipped += r.tombstones_skipped;
     total.counts.records_in += r.counts.records_in;
     total.counts.inserted += r.counts.inserted;
     total.counts.updated += r.counts.updated;

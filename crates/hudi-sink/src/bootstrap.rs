@@ -108,8 +108,9 @@ pub async fn build_coordinator(
     clock: Arc<dyn Clock>,
 ) -> Result<Coordinator, WriteError> {
     check_keys(props)?;
-    let write = WriteConfig::from_properties(props.clone())?;
+    let mut write = WriteConfig::from_properties(props.clone())?;
     let sink = SinkConfig::from_properties(props)?;
+    debezium_settings(&mut write, &sink)?;
     let timeouts = ClientTimeouts::from_properties(props)?;
     let storage = open_storage_with(&write.base_path, &timeouts).await?;
     let lock = build_lock(props, storage.clone(), &write.table_name).await?;
@@ -254,8 +255,9 @@ pub async fn build_sink(
             "configuration key ignored (meaningful only to other engines)"
         );
     }
-    let write = WriteConfig::from_properties(props.clone())?;
+    let mut write = WriteConfig::from_properties(props.clone())?;
     let sink = SinkConfig::from_properties(props)?;
+    debezium_settings(&mut write, &sink)?;
     let dead_letters = dead_letter_location(props, &write.base_path);
     tracing::info!(
         location = %dead_letters.uri,
@@ -274,6 +276,12 @@ pub async fn build_sink(
         schema = Some(version.schema.as_ref().clone());
         opened_with = Some(version);
     }
+    if let crate::sink::ValueFormat::Debezium(connector) = sink.value_format {
+        schema = schema
+            .map(|s| crate::record::debezium::table_schema(connector, &s))
+            .transpose()
+            .map_err(|reason| WriteError::Config { reason })?;
+    }
     if sink.append_kafka_columns {
         schema = schema
             .map(|s| crate::sink::kafka_columns::with_kafka_columns(&s))
@@ -282,6 +290,10 @@ pub async fn build_sink(
     let writer = TableWriter::create_or_open(storage, clock.clone(), write, schema).await?;
     if sink.append_kafka_columns {
         crate::sink::kafka_columns::check_table(&writer.schema().data)?;
+    }
+    if let crate::sink::ValueFormat::Debezium(connector) = sink.value_format {
+        crate::record::debezium::check_table(connector, &writer.schema().data)
+            .map_err(|reason| WriteError::Config { reason })?;
     }
     if let (Some(version), Some(watch)) = (&opened_with, &latest) {
         watch.taken(version, clock.now_millis());
@@ -317,6 +329,49 @@ pub async fn build_sink(
     })
 }
 
+/// `hudi.sink.value.format=debezium`: the ordering field and payload class follow the connector, as
+/// HoodieStreamer's Debezium sources need them (`_event_lsn` with `PostgresDebeziumAvroPayload`, `_event_seq`
+/// with `MySqlDebeziumAvroPayload`); a configuration that names others is refused, and a Debezium payload
+/// without the Debezium value format too.
+pub fn debezium_settings(write: &mut WriteConfig, sink: &SinkConfig) -> Result<(), WriteError> {
+    let crate::sink::ValueFormat::Debezium(connector) = sink.value_format else {
+        return match &write.payload_class {
+            Some(payload) => Err(WriteError::Config {
+                reason: format!(
+                    "hoodie.datasource.write.payload.class={payload} needs hudi.sink.value.format=debezium"
+                ),
+            }),
+            None => Ok(()),
+        };
+    };
+    let (field, payload) = (connector.ordering_field(), connector.payload_class());
+    match write.precombine_field.as_deref() {
+        None => write.precombine_field = Some(field.to_string()),
+        Some(f) if f == field => {}
+        Some(other) => {
+            return Err(WriteError::Config {
+                reason: format!(
+                    "hoodie.datasource.write.precombine.field={other}, but {connector:?} Debezium tables are                      ordered by {field}: set it to {field} or leave it out"
+                ),
+            })
+        }
+    }
+    match write.payload_class.as_deref() {
+        None => write.payload_class = Some(payload.to_string()),
+        Some(p) if crate::record::debezium::connector_of_payload(p) == Some(connector) => {
+            write.payload_class = Some(payload.to_string())
+        }
+        Some(other) => {
+            return Err(WriteError::Config {
+                reason: format!(
+                    "hoodie.datasource.write.payload.class={other}, but {connector:?} Debezium tables use                      {payload}: set it to that or leave it out"
+                ),
+            })
+        }
+    }
+    Ok(())
+}
+
 /// The registry URL of Hudi's schema provider, if set.
 fn registry_url(props: &BTreeMap<String, String>) -> Option<&str> {
     props
@@ -332,7 +387,10 @@ pub fn build_latest(
     props: &BTreeMap<String, String>,
     sink: &SinkConfig,
 ) -> Result<Option<Arc<crate::registry::latest::LatestWatch>>, WriteError> {
-    if sink.value_format != crate::sink::ValueFormat::Json {
+    if !matches!(
+        sink.value_format,
+        crate::sink::ValueFormat::Json | crate::sink::ValueFormat::Debezium(_)
+    ) {
         return Ok(None);
     }
     let Some(url) = registry_url(props) else {

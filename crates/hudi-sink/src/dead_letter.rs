@@ -209,6 +209,9 @@ pub enum DeadLetterStage {
     Key,
     /// No partition path can be made (unsafe value, unparsable timestamp).
     Partition,
+    /// JSON that is not a Debezium change event the sink applies (not an envelope, an op other than c, u,
+    /// r, d, a delete without `before`).
+    Envelope,
 }
 
 impl DeadLetterStage {
@@ -224,6 +227,7 @@ impl DeadLetterStage {
             DeadLetterStage::KeylessTombstone => "keyless_tombstone",
             DeadLetterStage::Key => "key",
             DeadLetterStage::Partition => "partition",
+            DeadLetterStage::Envelope => "envelope",
         }
     }
 }
@@ -323,6 +327,15 @@ impl DeadLetter {
                 Self::from_record(record, DeadLetterStage::Schema, error.to_string())
             }
         }
+    }
+
+    /// A value that is not a Debezium change event the sink applies; `not_json` when it is not JSON at all.
+    pub fn envelope(record: &KafkaRecord, not_json: bool, reason: String) -> Self {
+        let stage = match not_json {
+            true => DeadLetterStage::NotJson,
+            false => DeadLetterStage::Envelope,
+        };
+        Self::from_record(record, stage, reason)
     }
 
     /// A tombstone without a Kafka key.

@@ -249,6 +249,7 @@ mod tests {
             records_in: 20,
             skipped: 2,
             dead_lettered: 3,
+            tombstones_skipped: 0,
             ignored_fields: 7,
             counts: WriteCounts {
                 records_in: 15,

@@ -60,8 +60,17 @@ const HUDI_META_COLUMNS: [&str; 6] = [
 
 /// Rows of the table's snapshot read by Python `hudi`, keyed by `uuid`, without Hudi's meta columns.
 pub fn read_table(table: &Path) -> BTreeMap<String, Map<String, Value>> {
-    let out = Command::new(python())
-        .arg(workspace_root().join("tests/python/hudi_read.py"))
+    read_table_with(table, &[])
+}
+
+/// [`read_table`] with hudi-rs read options (`KEY=VALUE`).
+pub fn read_table_with(table: &Path, options: &[&str]) -> BTreeMap<String, Map<String, Value>> {
+    let mut command = Command::new(python());
+    command.arg(workspace_root().join("tests/python/hudi_read.py"));
+    for option in options {
+        command.args(["--option", option]);
+    }
+    let out = command
         .arg(table)
         .arg("snapshot")
         .output()

@@ -3,6 +3,7 @@
 //! that act on an existing table (`table_commands`), and the Kafka metadata columns.
 
 mod common;
+mod debezium;
 mod ingest;
 mod kafka_columns;
 mod table_commands;

@@ -149,7 +149,12 @@ impl MergeMode {
         if let Some(payload) = PAYLOAD_KEYS.iter().find_map(|k| props.get(*k)) {
             let short = payload.rsplit('.').next().unwrap_or(payload);
             return match short {
-                "DefaultHoodieRecordPayload" | "EventTimeAvroPayload" => event_time(),
+                // The Debezium payloads order by their ordering field too (the MySQL one compares its
+                // `_event_seq` text here, where Hudi splits it into binlog file and position).
+                "DefaultHoodieRecordPayload"
+                | "EventTimeAvroPayload"
+                | "PostgresDebeziumAvroPayload"
+                | "MySqlDebeziumAvroPayload" => event_time(),
                 "OverwriteWithLatestAvroPayload" => Ok(MergeMode::CommitTime),
                 _ => Err(MergeError::Config {
                     reason: format!("payload class {payload} is not supported"),

@@ -141,6 +141,7 @@ impl KafkaSink {
         }
         Ok(SinkReport {
             dead_lettered: prepared.letters.len() as u64,
+            tombstones_skipped: prepared.tombstones_skipped,
             ignored_fields: prepared.ignored_fields,
             counts,
             files: stats.len() as u64,

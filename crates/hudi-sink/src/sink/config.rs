@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::config::ConfigError;
+use crate::record::debezium::{Connector, CONNECTOR_KEY};
 
 /// `hudi.sink.*` settings of the writer.
 #[derive(Debug, Clone)]
@@ -75,6 +76,10 @@ pub enum ValueFormat {
     /// `avro` with `hudi.sink.value.avro.framing=none`: bare Avro binary written with the table schema
     /// (`hoodie.streamer.schemaprovider.source.schema.file`).
     AvroBare,
+    /// `debezium` with `hudi.sink.debezium.connector`: Debezium change events as JSON (with or without the
+    /// Connect schema, or flattened by `ExtractNewRecordState`), written as HoodieStreamer's Debezium
+    /// sources write them (`crate::record::debezium`).
+    Debezium(Connector),
 }
 
 impl Default for SinkConfig {
@@ -126,6 +131,7 @@ pub const KEYS: &[&str] = &[
     "hudi.sink.schema.evolution",
     super::kafka_columns::APPEND_OFFSETS_KEY,
     super::kafka_columns::APPEND_OFFSETS_KEY_OLD,
+    CONNECTOR_KEY,
 ];
 
 impl SinkConfig {
@@ -207,7 +213,8 @@ impl SinkConfig {
     }
 }
 
-/// `hudi.sink.value.format` (`json` | `avro`) with `hudi.sink.value.avro.framing` (`registry` | `none`).
+/// `hudi.sink.value.format` (`json` | `avro` | `debezium`) with `hudi.sink.value.avro.framing` (`registry` |
+/// `none`) and `hudi.sink.debezium.connector` (`postgres` | `mysql`).
 fn value_format(props: &BTreeMap<String, String>) -> Result<ValueFormat, ConfigError> {
     let get = |key: &str| props.get(key).map(|v| v.trim().to_ascii_lowercase());
     let invalid = |key: &str, value: String, reason: &str| ConfigError::Invalid {
@@ -216,7 +223,18 @@ fn value_format(props: &BTreeMap<String, String>) -> Result<ValueFormat, ConfigE
         reason: reason.to_string(),
     };
     let framing = get("hudi.sink.value.avro.framing");
-    match get("hudi.sink.value.format").as_deref() {
+    let format = get("hudi.sink.value.format");
+    let connector = get(CONNECTOR_KEY);
+    if format.as_deref() != Some("debezium") {
+        if let Some(c) = connector {
+            return Err(invalid(
+                CONNECTOR_KEY,
+                c,
+                "only meaningful with hudi.sink.value.format=debezium",
+            ));
+        }
+    }
+    match format.as_deref() {
         None | Some("json") => match framing {
             None => Ok(ValueFormat::Json),
             Some(f) => Err(invalid(
@@ -234,10 +252,34 @@ fn value_format(props: &BTreeMap<String, String>) -> Result<ValueFormat, ConfigE
                 "expected registry (Confluent or Glue framing) or none (bare Avro)",
             )),
         },
+        Some("debezium") => {
+            if let Some(f) = framing {
+                return Err(invalid(
+                    "hudi.sink.value.avro.framing",
+                    f,
+                    "only meaningful with hudi.sink.value.format=avro",
+                ));
+            }
+            match connector.as_deref().map(Connector::parse) {
+                Some(Some(c)) => Ok(ValueFormat::Debezium(c)),
+                Some(None) => Err(invalid(
+                    CONNECTOR_KEY,
+                    connector.unwrap_or_default(),
+                    "expected postgres or mysql",
+                )),
+                None => Err(ConfigError::Invalid {
+                    key: CONNECTOR_KEY.to_string(),
+                    value: String::new(),
+                    reason:
+                        "hudi.sink.value.format=debezium needs the connector: postgres or mysql"
+                            .into(),
+                }),
+            }
+        }
         Some(other) => Err(invalid(
             "hudi.sink.value.format",
             other.to_string(),
-            "expected json or avro (Protobuf is not supported yet)",
+            "expected json, avro or debezium (Protobuf is not supported yet)",
         )),
     }
 }

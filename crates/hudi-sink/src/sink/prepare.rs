@@ -33,6 +33,8 @@ pub(super) struct Prepared {
     pub offsets: Vec<TopicOffsets>,
     /// Fields of the batch's values that the table schema lacks, dropped (`RecordDecoder::ignored_fields`).
     pub ignored_fields: u64,
+    /// Debezium tombstones, which write nothing.
+    pub tombstones_skipped: u64,
 }
 
 impl KafkaSink {
@@ -87,6 +89,7 @@ impl KafkaSink {
             letters,
             offsets: offsets_of(batch),
             ignored_fields,
+            tombstones_skipped: routed.skipped,
         })
     }
 }

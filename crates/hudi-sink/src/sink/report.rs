@@ -2,11 +2,12 @@
 //!
 //! Every record of the batch ends in exactly one bucket of [`SinkReport`] (docs/architecture.md, "Dead
 //! letters"): skipped (already committed), written, deduped, deleted, ignored (older than stored), delete
-//! miss, or dead-lettered.
+//! miss, dead-lettered, or a Debezium tombstone (the delete event before it did the delete).
 
 use crate::write::WriteCounts;
 
-/// What one batch did. `records_in` = `skipped` + `dead_lettered` + the write counts' records.
+/// What one batch did. `records_in` = `skipped` + `dead_lettered` + `tombstones_skipped` + the write
+/// counts' records.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SinkReport {
     /// Records delivered in the batch.
@@ -15,6 +16,9 @@ pub struct SinkReport {
     pub skipped: u64,
     /// Records that went to the dead-letter output.
     pub dead_lettered: u64,
+    /// `hudi.sink.value.format=debezium`: tombstones, which write nothing (the delete event before each
+    /// one deleted the row), so that a delete is counted once.
+    pub tombstones_skipped: u64,
     /// Fields of written values that the table schema lacks, dropped: JSON members and Avro writer fields
     /// (a producer ahead of the table under `pinned`, or writing to the wrong table).
     pub ignored_fields: u64,
@@ -66,6 +70,7 @@ impl SinkReport {
         self.records_in
             == self.skipped
                 + self.dead_lettered
+                + self.tombstones_skipped
                 + c.inserted
                 + c.updated
                 + c.deleted

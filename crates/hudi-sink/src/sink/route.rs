@@ -5,7 +5,9 @@
 //!         ├ value that does not     → dead letter (stage not_json, not_object, decode, not_avro, schema)
 //!         ├ undecodable base64      → dead letter (stage base64)
 //!         ├ tombstone with a key    → delete by key (bucket index), else dead letter (stage key)
-//!         └ tombstone without a key → dead letter
+//!         ├ tombstone without a key → dead letter
+//!         └ debezium: tombstone     → skipped (the `op=d` event before it deleted the row); a value that
+//!                                     is no change event → dead letter (stage envelope or not_json)
 //! ```
 //!
 //! Nothing is dropped here: every record lands in exactly one of the rows, the tombstones or the letters
@@ -15,7 +17,7 @@ use crate::dead_letter::{DeadLetter, DeadLetterStage};
 use crate::record::decode::RecordDecoder;
 use crate::source::event::{KafkaBatch, KafkaRecord, Payload};
 
-use super::values::{read_value, Values};
+use super::values::{read_debezium, read_value, Refusal, Values};
 
 /// The records of a batch, routed.
 #[derive(Debug, Default)]
@@ -26,6 +28,8 @@ pub(super) struct Routed {
     pub tombstones: Vec<(String, u64)>,
     /// Records that cannot be written.
     pub letters: Vec<DeadLetter>,
+    /// Debezium tombstones: the delete event before each one deleted the row, so they write nothing.
+    pub skipped: u64,
 }
 
 /// Routes every record of `batch`, appending the values to `decoder` as `values` reads them. `bucketed`: the table has an index
@@ -38,6 +42,23 @@ pub(super) fn route(
 ) -> Routed {
     let mut routed = Routed::default();
     for (pos, record) in batch.records.iter().enumerate() {
+        if values.is_debezium() {
+            match record.payload() {
+                Payload::Tombstone => routed.skipped += 1,
+                Payload::Undecodable(e) => routed.letters.push(DeadLetter::base64(record, e)),
+                Payload::Value(bytes) => match read_debezium(values, decoder, bytes) {
+                    Ok(true) => routed.positions.push(pos as u64),
+                    Ok(false) => routed.skipped += 1,
+                    Err(Refusal::Envelope { not_json, reason }) => routed
+                        .letters
+                        .push(DeadLetter::envelope(record, not_json, reason)),
+                    Err(Refusal::Decode(e)) => routed
+                        .letters
+                        .push(DeadLetter::from_decode_error(record, &e)),
+                },
+            }
+            continue;
+        }
         match record.payload() {
             Payload::Undecodable(e) => routed.letters.push(DeadLetter::base64(record, e)),
             Payload::Tombstone => match record.key.as_deref().map(std::str::from_utf8) {

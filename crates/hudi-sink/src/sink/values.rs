@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
+use crate::record::debezium::{Connector, DebeziumError, Flattened};
 use crate::record::decode::{AvroPlan, RecordDecodeError, RecordDecoder};
 use crate::registry::latest::LatestWatch;
 use crate::registry::{schema_id, unframe, Framed, Lookup, SchemaId};
@@ -44,6 +45,15 @@ enum Reader {
     Registry(HashMap<SchemaId, Result<Arc<AvroPlan>, String>>),
     /// Bare Avro written with the table schema.
     Bare(Arc<AvroPlan>),
+    /// Debezium change events as JSON, flattened into the table's rows.
+    Debezium(Connector),
+}
+
+impl Values {
+    /// Whether values are Debezium change events (tombstones are then skipped, not deletes by key).
+    pub(super) fn is_debezium(&self) -> bool {
+        matches!(self.reader, Reader::Debezium(_))
+    }
 }
 
 /// The sink's compiled plans, per writer schema id (and the bare one under [`None`]), for the table
@@ -66,6 +76,15 @@ impl KafkaSink {
                 Ok(Values {
                     schema: self.writer.schema(),
                     reader: Reader::Json,
+                })
+            }
+            ValueFormat::Debezium(connector) => {
+                if let Some(watch) = &self.latest {
+                    self.take_latest(watch).await?;
+                }
+                Ok(Values {
+                    schema: self.writer.schema(),
+                    reader: Reader::Debezium(connector),
                 })
             }
             ValueFormat::AvroBare => {
@@ -162,9 +181,18 @@ impl KafkaSink {
         let Some(new) = watch.poll(now).await? else {
             return Ok(());
         };
+        // A Debezium subject's schema is the envelope (or the row): the table's is its row with the meta
+        // columns.
+        let schema = match self.config.value_format {
+            ValueFormat::Debezium(connector) => Arc::new(
+                crate::record::debezium::table_schema(connector, &new.schema)
+                    .map_err(|reason| WriteError::Config { reason })?,
+            ),
+            _ => new.schema.clone(),
+        };
         match self.config.schema_evolution {
             SchemaEvolution::Evolve => {
-                let changes = self.writer.evolve_schema(&new.schema)?;
+                let changes = self.writer.evolve_schema(&schema)?;
                 if !changes.is_empty() {
                     tracing::info!(
                         version = ?new.version, ?changes,
@@ -173,7 +201,7 @@ impl KafkaSink {
                 }
             }
             SchemaEvolution::Pinned => {
-                match crate::schema::evolution::evolve(&self.writer.schema().avro, &new.schema) {
+                match crate::schema::evolution::evolve(&self.writer.schema().avro, &schema) {
                     Ok(e) if e.changes.is_empty() => {}
                     Ok(e) => tracing::warn!(
                         version = ?new.version,
@@ -261,6 +289,9 @@ pub(super) fn read_value(
 ) -> Result<(), RecordDecodeError> {
     match &values.reader {
         Reader::Json => decoder.append(value),
+        Reader::Debezium(_) => Err(RecordDecoder::schema_refusal(
+            "Debezium values are read by read_debezium (internal error)",
+        )),
         Reader::Bare(plan) => decoder.append_avro(plan, value),
         Reader::Registry(plans) => {
             let framed = locate(metadata, value).map_err(RecordDecoder::schema_refusal)?;
@@ -273,6 +304,41 @@ pub(super) fn read_value(
                 ))),
             }
         }
+    }
+}
+
+/// Why a Debezium value is not written.
+#[derive(Debug)]
+pub(super) enum Refusal {
+    /// Not a change event the sink applies (`not_json`: not JSON at all).
+    Envelope { not_json: bool, reason: String },
+    /// The flattened row does not fit the table schema.
+    Decode(RecordDecodeError),
+}
+
+/// Flattens one Debezium value and appends its row to `decoder`: `Ok(false)` for a tombstone written as a
+/// value (JSON `null`, or a Connect `payload` of null), which is skipped.
+pub(super) fn read_debezium(
+    values: &Values,
+    decoder: &mut RecordDecoder,
+    value: &[u8],
+) -> Result<bool, Refusal> {
+    let Reader::Debezium(connector) = values.reader else {
+        return Err(Refusal::Envelope {
+            not_json: false,
+            reason: "the value format is not debezium (internal error)".into(),
+        });
+    };
+    match crate::record::debezium::flatten(connector, value) {
+        Ok(Flattened::Tombstone) => Ok(false),
+        Ok(Flattened::Row { json, .. }) => decoder
+            .append(&json)
+            .map(|()| true)
+            .map_err(Refusal::Decode),
+        Err(e) => Err(Refusal::Envelope {
+            not_json: matches!(e, DebeziumError::NotJson(_)),
+            reason: e.to_string(),
+        }),
     }
 }
 

@@ -86,6 +86,10 @@ pub struct WriteConfig {
     pub partition_fields: Vec<String>,
     /// `hoodie.datasource.write.precombine.field`: larger value wins; `None` = incoming wins.
     pub precombine_field: Option<String>,
+    /// `hoodie.datasource.write.payload.class`: only Hudi's Debezium payloads (set from
+    /// `hudi.sink.debezium.connector` when absent); `hoodie.properties` names it, so that Spark readers and
+    /// compaction merge with it, and the writer follows its delete and ordering rules.
+    pub payload_class: Option<String>,
     /// `hoodie.datasource.write.hive_style_partitioning`.
     pub hive_style_partitioning: bool,
     /// `hoodie.datasource.write.partitionpath.urlencode`.
@@ -116,6 +120,7 @@ pub const KEYS: &[&str] = &[
     "hoodie.datasource.write.recordkey.field",
     "hoodie.datasource.write.partitionpath.field",
     "hoodie.datasource.write.precombine.field",
+    "hoodie.datasource.write.payload.class",
     "hoodie.datasource.write.hive_style_partitioning",
     "hoodie.datasource.write.partitionpath.urlencode",
     "hoodie.index.type",
@@ -198,6 +203,23 @@ impl WriteConfig {
             .map(parse_list)
             .unwrap_or_default();
         let precombine_field = get("hoodie.datasource.write.precombine.field").map(String::from);
+        let payload_class = match get("hoodie.datasource.write.payload.class") {
+            None => None,
+            Some(p) if crate::record::debezium::connector_of_payload(p).is_some() => {
+                Some(p.to_string())
+            }
+            Some(p) => {
+                return Err(ConfigError::Invalid {
+                    key: "hoodie.datasource.write.payload.class".into(),
+                    value: p.to_string(),
+                    reason: format!(
+                        "only {} and {} are supported (with hudi.sink.value.format=debezium)",
+                        crate::record::debezium::POSTGRES_PAYLOAD,
+                        crate::record::debezium::MYSQL_PAYLOAD
+                    ),
+                })
+            }
+        };
         let hive_style_partitioning = get("hoodie.datasource.write.hive_style_partitioning")
             .map(|v| parse_bool("hoodie.datasource.write.hive_style_partitioning", v))
             .transpose()?
@@ -366,6 +388,7 @@ impl WriteConfig {
             record_key_fields,
             partition_fields,
             precombine_field,
+            payload_class,
             hive_style_partitioning,
             url_encode_partitions,
             index,

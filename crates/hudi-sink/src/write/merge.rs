@@ -138,7 +138,7 @@ pub fn plan_file_group(
         let incoming_wins = w.force
             || match &ordering {
                 Some((stored_col, incoming_col, cmp)) => {
-                    cmp.later_wins(stored_col, stored_row, incoming_col, w.row)
+                    cmp.replaces_stored(stored_col, stored_row, incoming_col, w.row)
                 }
                 None => true,
             };

@@ -4,6 +4,10 @@
 //! later record (later Kafka offset, or the incoming record against the stored one). A null ordering value
 //! is smaller than every non-null value. Without an ordering field the later record always wins
 //! (`COMMIT_TIME_ORDERING`).
+//!
+//! Hudi's Debezium payloads: `PostgresDebeziumAvroPayload` orders by the long `_event_lsn` as above (the
+//! incoming record wins ties); `MySqlDebeziumAvroPayload` orders by `_event_seq` (`"<file>.<pos>"`) with
+//! the binlog file number and the position compared as numbers, and keeps the stored record on a tie.
 
 use std::cmp::Ordering;
 
@@ -30,6 +34,14 @@ enum Kind {
     TsMicros,
     Decimal,
     Bool,
+    /// `"<binlog file number>.<position>"`, both parts compared as numbers.
+    BinlogSeq,
+}
+
+/// The numeric parts of a MySQL `_event_seq`; text that is not two numbers orders before every seq.
+fn binlog_seq(text: &str) -> Option<(u128, u128)> {
+    let (file, pos) = text.split_once('.')?;
+    Some((file.trim().parse().ok()?, pos.trim().parse().ok()?))
 }
 
 /// Checks that `data_type` can order records and returns its comparator kind.
@@ -59,6 +71,8 @@ fn kind_of(field: &str, data_type: &DataType) -> Result<Kind, WriteError> {
 #[derive(Debug, Clone, Copy)]
 pub struct OrderingComparator {
     kind: Kind,
+    /// Whether the stored record wins a tie against the incoming one (`MySqlDebeziumAvroPayload`).
+    stored_wins_ties: bool,
 }
 
 impl OrderingComparator {
@@ -66,7 +80,26 @@ impl OrderingComparator {
     pub fn try_new(field: &str, data_type: &DataType) -> Result<Self, WriteError> {
         Ok(Self {
             kind: kind_of(field, data_type)?,
+            stored_wins_ties: false,
         })
+    }
+
+    /// The comparator of the table's payload class: Hudi's MySQL Debezium payload compares `_event_seq`
+    /// as binlog file and position numbers and keeps the stored record on a tie; any other payload
+    /// compares by type.
+    pub fn for_payload(
+        field: &str,
+        data_type: &DataType,
+        payload: Option<&str>,
+    ) -> Result<Self, WriteError> {
+        let mysql = payload.is_some_and(|p| p.ends_with(".MySqlDebeziumAvroPayload"));
+        match (mysql, data_type) {
+            (true, DataType::Utf8) => Ok(Self {
+                kind: Kind::BinlogSeq,
+                stored_wins_ties: true,
+            }),
+            _ => Self::try_new(field, data_type),
+        }
     }
 
     /// Compares `a[i]` with `b[j]`; null is smallest; NaN is larger than every number (Java
@@ -116,12 +149,30 @@ impl OrderingComparator {
                 .value(i)
                 .cmp(&b.as_primitive::<Decimal128Type>().value(j)),
             Kind::Bool => a.as_boolean().value(i).cmp(&b.as_boolean().value(j)),
+            Kind::BinlogSeq => binlog_seq(a.as_string::<i32>().value(i))
+                .cmp(&binlog_seq(b.as_string::<i32>().value(j))),
         }
     }
 
     /// Whether a later version `(b, j)` replaces an earlier `(a, i)`: ties go to the later one.
     pub fn later_wins(&self, earlier: &ArrayRef, i: usize, later: &ArrayRef, j: usize) -> bool {
         self.compare(later, j, earlier, i) != Ordering::Less
+    }
+
+    /// Whether an incoming version `(incoming, j)` replaces the stored `(stored, i)`: ties go to the
+    /// incoming one, except under the MySQL Debezium payload, which keeps the stored record.
+    pub fn replaces_stored(
+        &self,
+        stored: &ArrayRef,
+        i: usize,
+        incoming: &ArrayRef,
+        j: usize,
+    ) -> bool {
+        match self.compare(incoming, j, stored, i) {
+            Ordering::Greater => true,
+            Ordering::Equal => !self.stored_wins_ties,
+            Ordering::Less => false,
+        }
     }
 }
 
@@ -143,6 +194,26 @@ mod tests {
         let s: ArrayRef = Arc::new(StringArray::from(vec!["b", "a"]));
         let c = OrderingComparator::try_new("v", s.data_type()).expect("orderable");
         assert!(!c.later_wins(&s, 0, &s, 1));
+        let seq: ArrayRef = Arc::new(StringArray::from(vec![
+            "000003.484",
+            "000003.1000",
+            "000004.7",
+            "000003.484",
+        ]));
+        let mysql = Some("org.apache.hudi.common.model.debezium.MySqlDebeziumAvroPayload");
+        let c = OrderingComparator::for_payload("_event_seq", seq.data_type(), mysql).expect("seq");
+        assert!(c.later_wins(&seq, 0, &seq, 1)); // position 1000 > 484, though "1000" < "484" as text
+        assert!(c.later_wins(&seq, 1, &seq, 2)); // a later binlog file
+        assert!(!c.later_wins(&seq, 2, &seq, 0));
+        assert!(c.later_wins(&seq, 0, &seq, 3)); // within a batch the later record wins a tie
+        assert!(!c.replaces_stored(&seq, 0, &seq, 3)); // against storage the stored one does
+        assert!(c.replaces_stored(&seq, 0, &seq, 1));
+        let lsn: ArrayRef = Arc::new(Int64Array::from(vec![Some(10), Some(10), None]));
+        let postgres = Some("org.apache.hudi.common.model.debezium.PostgresDebeziumAvroPayload");
+        let c =
+            OrderingComparator::for_payload("_event_lsn", lsn.data_type(), postgres).expect("lsn");
+        assert!(c.replaces_stored(&lsn, 0, &lsn, 1)); // Postgres: the incoming record wins a tie
+        assert!(!c.replaces_stored(&lsn, 0, &lsn, 2)); // an event without an LSN never replaces one
         let f: ArrayRef = Arc::new(Float64Array::from(vec![1.5, f64::NAN]));
         let c = OrderingComparator::try_new("f", f.data_type()).expect("orderable");
         assert!(c.later_wins(&f, 0, &f, 1));

@@ -19,13 +19,39 @@ use bytes::Bytes;
 
 use super::super::merge::{Source, Winner, TOMBSTONE_ROW};
 use super::{TableWriter, WriteCounts};
-use crate::log_file::{DeleteRecord, LogFileName, LogFileWriter};
+use crate::log_file::{DeleteRecord, LogFileName, LogFileWriter, OrderingValue};
 use crate::storage::{join_path, PutOutcome};
 use crate::table::commit::WriteStat;
 use crate::table::file_name::{MarkerType, WriteToken};
 use crate::table::fs_view::FileSlice;
 use crate::table::instant::InstantTime;
 use crate::write::WriteError;
+
+/// The delete-block ordering value of `column[row]`: a long (`_event_lsn`) or a string (`_event_seq`);
+/// null (an event without an LSN) has none, so the delete applies by commit time.
+fn ordering_value(column: &arrow_array::ArrayRef, row: usize) -> Option<OrderingValue> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    if column.is_null(row) {
+        return None;
+    }
+    match column.data_type() {
+        arrow_schema::DataType::Int64 => Some(OrderingValue::Long(
+            column
+                .as_primitive::<arrow_array::types::Int64Type>()
+                .value(row),
+        )),
+        arrow_schema::DataType::Int32 => Some(OrderingValue::Int(
+            column
+                .as_primitive::<arrow_array::types::Int32Type>()
+                .value(row),
+        )),
+        arrow_schema::DataType::Utf8 => Some(OrderingValue::String(
+            column.as_string::<i32>().value(row).to_string(),
+        )),
+        _ => None,
+    }
+}
 
 /// How many taken versions an append skips before it gives up (another writer of the same slice took each).
 const MAX_VERSION_ATTEMPTS: u32 = 64;
@@ -48,7 +74,26 @@ impl TableWriter {
         let mut keys = Vec::new();
         let mut deletes = Vec::new();
         let mut tombstoned = Vec::new();
+        // Under a Debezium payload a delete event is a delete record carrying its ordering value (what
+        // HoodieStreamer's append handle writes for a payload without an insert value): readers keep a
+        // stored version with a larger one.
+        let shape = self.shape();
+        let debezium_ordering = match (shape.op_deleted, shape.ordering) {
+            (Some(_), Some((idx, _))) => Some(batch.column(idx).clone()),
+            _ => None,
+        };
         for (key, w) in winners {
+            if let (Some(ordering), true) = (&debezium_ordering, w.delete && w.row != TOMBSTONE_ROW)
+            {
+                if !w.force {
+                    deletes.push(DeleteRecord {
+                        ordering_value: ordering_value(ordering, w.row),
+                        ..DeleteRecord::new(*key, partition)
+                    });
+                    counts.deleted += 1;
+                    continue;
+                }
+            }
             if w.delete && w.force {
                 // The delete operation and tombstones win whatever the ordering value: Spark's
                 // IntWrapper(0) delete, which readers apply by commit time.

@@ -31,12 +31,21 @@ fn new_table_properties(
     p.precombine_field = config.precombine_field.clone();
     p.key_generator_class = Some(keygen.kind.class_name().to_string());
     p.hive_style_partitioning = Some(config.hive_style_partitioning);
+    if let Some(payload) = &config.payload_class {
+        // A Debezium payload, in every table type (HoodieStreamer writes it so): Spark's upserts, reads
+        // and compaction merge with it.
+        p.set_other("hoodie.compaction.payload.class", payload)?;
+    }
     if config.table_type == TableType::MergeOnRead {
         // Every reader merges base and logs by the rule these name (docs/architecture.md, "Merge-on-read"):
         // with an ordering field the larger value wins (Spark and hudi-rs agree only for this payload),
         // without one the later commit.
         p.table_type = TableType::MergeOnRead;
         let (payload, strategy) = match &config.precombine_field {
+            Some(_) if config.payload_class.is_some() => (
+                config.payload_class.as_deref().unwrap_or_default(),
+                "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+            ),
             Some(_) => (
                 "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
                 "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
@@ -164,6 +173,15 @@ pub(super) fn check_compatible(
                 keygen.kind.class_name().to_string(),
             ));
         }
+    }
+    let stored_payload = props.other().get("hoodie.compaction.payload.class");
+    let debezium = |p: Option<&str>| p.and_then(crate::record::debezium::connector_of_payload);
+    if debezium(stored_payload) != debezium(config.payload_class.as_deref()) {
+        return Err(mismatch(
+            "the payload class",
+            stored_payload.unwrap_or_default().to_string(),
+            config.payload_class.clone().unwrap_or_default(),
+        ));
     }
     let stored_buckets = props.other().get("hoodie.bucket.index.num.buckets");
     let configured = match &config.index {

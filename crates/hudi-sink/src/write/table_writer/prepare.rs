@@ -78,6 +78,9 @@ impl TableWriter {
         let is_deleted = shape
             .is_deleted
             .map(|i| batch.column(i).as_boolean().clone());
+        let op_deleted = shape
+            .op_deleted
+            .map(|i| batch.column(i).as_string::<i32>().clone());
         let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         // One partition-path buffer for all rows: a path is copied only the first time it is seen.
         let mut part = String::new();
@@ -103,9 +106,13 @@ impl TableWriter {
                 Some(_) => forced[row] = true,
                 None => {}
             }
+            // Hudi's Debezium payloads delete a row whose `_change_operation_type` is `d` (any case).
             let flagged = is_deleted
                 .as_ref()
-                .is_some_and(|a| a.is_valid(row) && a.value(row));
+                .is_some_and(|a| a.is_valid(row) && a.value(row))
+                || op_deleted
+                    .as_ref()
+                    .is_some_and(|a| a.is_valid(row) && a.value(row).eq_ignore_ascii_case("d"));
             if operation == WriteOperation::Delete {
                 // The delete operation removes keys whatever their ordering value.
                 deletes[row] = true;

@@ -69,6 +69,8 @@ pub(super) struct Shape {
     pub(super) keygen: KeyGenerator,
     pub(super) ordering: Option<(usize, OrderingComparator)>,
     pub(super) is_deleted: Option<usize>,
+    /// Under a Debezium payload: the `_change_operation_type` column, whose `d` makes a row a delete.
+    pub(super) op_deleted: Option<usize>,
 }
 
 impl Shape {
@@ -86,7 +88,14 @@ impl Shape {
                                 "precombine field {field} is not a column of the schema"
                             ),
                         })?;
-                Some((idx, OrderingComparator::try_new(field, f.data_type())?))
+                Some((
+                    idx,
+                    OrderingComparator::for_payload(
+                        field,
+                        f.data_type(),
+                        config.payload_class.as_deref(),
+                    )?,
+                ))
             }
             None => None,
         };
@@ -102,11 +111,26 @@ impl Shape {
             }
             None => None,
         };
+        let op_deleted = match config.payload_class.as_deref() {
+            Some(p) if crate::record::debezium::connector_of_payload(p).is_some() => {
+                let op = crate::record::debezium::OP_COLUMN;
+                match schema.data.column_with_name(op) {
+                    Some((idx, f)) if f.data_type() == &DataType::Utf8 => Some(idx),
+                    _ => {
+                        return Err(WriteError::Config {
+                            reason: format!("payload {p} needs a string column {op}"),
+                        })
+                    }
+                }
+            }
+            _ => None,
+        };
         Ok(Self {
             schema: Arc::new(schema),
             keygen,
             ordering,
             is_deleted,
+            op_deleted,
         })
     }
 }

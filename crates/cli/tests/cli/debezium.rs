@@ -1,0 +1,456 @@
+//! `hudi.sink.value.format=debezium` end to end: a Postgres-style and a MySQL-style change stream (snapshot
+//! reads, creates, updates, deletes with their tombstones, events re-sent out of order after newer ones, an
+//! incremental-snapshot read without an LSN, events in the Connect-schema form and flattened by
+//! ExtractNewRecordState, bad events) ingested into copy-on-write and merge-on-read tables, read back with
+//! hudi-rs and compared row for row with a model of the payloads' ordering rules.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+
+use crate::common::*;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Db {
+    Postgres,
+    MySql,
+}
+
+/// An event's position: the LSN (Postgres, `None` for an incremental snapshot) or (binlog file, pos).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Position {
+    Lsn(Option<i64>),
+    Binlog(u32, i64),
+}
+
+/// One Kafka record of the stream.
+#[derive(Clone, Debug)]
+struct Event {
+    key: String,
+    /// The value (None: a tombstone).
+    value: Option<Value>,
+    /// What the event does to the model: the row the table holds after it (None: a delete), and its position.
+    effect: Option<(Option<Map<String, Value>>, Position)>,
+}
+
+/// A small deterministic generator (no dependency on a random crate's stream).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+fn city(key: usize) -> &'static str {
+    ["lisbon", "oslo", "quito"][key % 3]
+}
+
+/// The value of one change event in one of the three forms, and the row (meta columns included) it writes.
+fn render(
+    db: Db,
+    form: u64,
+    op: &str,
+    image: &Map<String, Value>,
+    pos: Position,
+    ts: i64,
+) -> (Value, Map<String, Value>) {
+    let mut row = Map::new();
+    let mut meta = |k: &str, v: Value| {
+        row.insert(k.to_string(), v);
+    };
+    let value = if form == 2 {
+        // ExtractNewRecordState, delete.tombstone.handling.mode=rewrite-with-tombstone, add.fields listed.
+        let mut flat = image.clone();
+        flat.insert("__op".into(), op.into());
+        flat.insert("__source_ts_ms".into(), (ts - 7).into());
+        flat.insert("__deleted".into(), (op == "d").to_string().into());
+        meta("_change_operation_type", op.into());
+        meta("_upstream_event_processed_ts_ms", Value::Null);
+        meta("db_shard_source_partition", Value::Null);
+        match (db, pos) {
+            (Db::Postgres, Position::Lsn(lsn)) => {
+                flat.insert("__lsn".into(), lsn.into());
+                meta("db_schema_source_partition", Value::Null);
+                meta("_event_origin_ts_ms", (ts - 7).into());
+                meta("_event_tx_id", Value::Null);
+                meta("_event_lsn", lsn.into());
+                meta("_event_xmin", Value::Null);
+            }
+            (_, Position::Binlog(file, p)) => {
+                flat.insert("__file".into(), format!("mysql-bin.{file:06}").into());
+                flat.insert("__pos".into(), p.into());
+                flat.insert("__row".into(), 0.into());
+                meta("_event_origin_ts_ms", (ts - 7).into());
+                meta("_event_bin_file", format!("mysql-bin.{file:06}").into());
+                meta("_event_pos", p.into());
+                meta("_event_row", 0.into());
+                meta("_event_seq", format!("{file:06}.{p}").into());
+            }
+            _ => unreachable!("position of another connector"),
+        }
+        Value::Object(flat)
+    } else {
+        meta("_change_operation_type", op.into());
+        meta("_upstream_event_processed_ts_ms", ts.into());
+        let (source, name) = match (db, pos) {
+            (Db::Postgres, Position::Lsn(lsn)) => {
+                meta("db_shard_source_partition", "pg".into());
+                meta("db_schema_source_partition", "public".into());
+                meta("_event_origin_ts_ms", (ts - 7).into());
+                let tx = lsn.map(|l| l / 10);
+                meta("_event_tx_id", tx.into());
+                meta("_event_lsn", lsn.into());
+                meta("_event_xmin", Value::Null);
+                let mut source = json!({"version":"2.7.3.Final","connector":"postgresql","name":"pg",
+                    "ts_ms":ts - 7,"snapshot":"false","db":"shop","schema":"public","table":"customers",
+                    "xmin":null});
+                if let Some(lsn) = lsn {
+                    source["txId"] = tx.into();
+                    source["lsn"] = lsn.into();
+                } else {
+                    source["snapshot"] = "incremental".into();
+                }
+                (source, "pg.public.customers")
+            }
+            (_, Position::Binlog(file, p)) => {
+                meta("db_shard_source_partition", "mysql1".into());
+                meta("_event_origin_ts_ms", (ts - 7).into());
+                meta("_event_bin_file", format!("mysql-bin.{file:06}").into());
+                meta("_event_pos", p.into());
+                meta("_event_row", 0.into());
+                meta("_event_seq", format!("{file:06}.{p}").into());
+                let source = json!({"version":"2.7.3.Final","connector":"mysql","name":"mysql1",
+                    "ts_ms":ts - 7,"snapshot":"false","db":"inventory","table":"customers",
+                    "server_id":223344,"gtid":null,"file":format!("mysql-bin.{file:06}"),"pos":p,
+                    "row":0,"thread":7,"query":null});
+                (source, "mysql1.inventory.customers")
+            }
+            _ => unreachable!("position of another connector"),
+        };
+        let (before, after) = match op {
+            "d" => (Value::Object(image.clone()), Value::Null),
+            _ => (Value::Null, Value::Object(image.clone())),
+        };
+        let envelope = json!({"before":before,"after":after,"source":source,"transaction":null,
+            "op":op,"ts_ms":ts,"ts_us":ts * 1000});
+        if form == 1 {
+            json!({"schema":{"type":"struct","name":format!("{name}.Envelope"),"optional":false,
+                   "fields":[{"field":"op","type":"string","optional":false}]},"payload":envelope})
+        } else {
+            envelope
+        }
+    };
+    for (k, v) in image {
+        row.insert(k.clone(), v.clone());
+    }
+    (value, row)
+}
+
+/// The change stream of `db`: events in Kafka order, with their effect on the model. `wide`: binlog positions
+/// cross digit boundaries (`"000010.999"` < `"000010.1000"` only as numbers); otherwise they keep four digits,
+/// where the text and the numeric order of `_event_seq` agree.
+fn stream(db: Db, wide: bool) -> Vec<Event> {
+    let mut rng = Lcg(match db {
+        Db::Postgres => 7,
+        Db::MySql => 11,
+    });
+    let mut live: BTreeMap<usize, Map<String, Value>> = BTreeMap::new();
+    let mut sent: Vec<Event> = Vec::new();
+    let first_pos = if wide { 4 } else { 1_000 };
+    let (mut lsn, mut file, mut pos) = (1_000i64, 9u32, first_pos);
+    let mut ts = 1_718_000_000_000i64;
+    for i in 0..160 {
+        ts += 1000;
+        let position = |lsn: i64, file: u32, pos: i64| match db {
+            Db::Postgres => Position::Lsn(Some(lsn)),
+            Db::MySql => Position::Binlog(file, pos),
+        };
+        // Positions grow, the binlog position across a digit boundary and into the next file.
+        lsn += 10 + rng.next(90) as i64;
+        pos += 1 + rng.next(400) as i64;
+        if pos > 9_000 {
+            file += 1;
+            pos = first_pos;
+        }
+        let form = rng.next(3);
+        if i % 9 == 8 && !sent.is_empty() {
+            // Re-sent after newer events (a connector restart): an older upsert of a live key, ignored.
+            let stale: Vec<&Event> = sent
+                .iter()
+                .filter(|e| {
+                    e.value.is_some()
+                        && matches!(&e.effect, Some((Some(_), _)))
+                        && live.contains_key(&key_index(&e.key))
+                })
+                .collect();
+            if let Some(e) = stale.get(rng.next(stale.len().max(1) as u64) as usize) {
+                let again = Event {
+                    effect: e.effect.as_ref().map(|(row, p)| (row.clone(), *p)),
+                    ..(*e).clone()
+                };
+                sent.push(again);
+                continue;
+            }
+        }
+        let key = rng.next(24) as usize;
+        let uuid = format!("c{key:03}");
+        let exists = live.contains_key(&key);
+        let op = match (exists, rng.next(10)) {
+            (false, _) if i < 20 => "r",
+            (false, _) => "c",
+            (true, 0..=6) => "u",
+            (true, _) => "d",
+        };
+        let image: Map<String, Value> = match op {
+            "d" => live.get(&key).cloned().unwrap_or_default(),
+            _ => {
+                let name = match rng.next(5) {
+                    0 => Value::Null,
+                    n => format!("name-{key}-{n}-{i}").into(),
+                };
+                json!({"uuid":uuid,"city":city(key),"name":name,"amount":(i as i64) * 3 - 100,
+                       "updated_at":ts * 1000})
+                .as_object()
+                .cloned()
+                .unwrap_or_default()
+            }
+        };
+        let p = position(lsn, file, pos);
+        let (value, row) = render(db, form, op, &image, p, ts);
+        if op == "d" {
+            live.remove(&key);
+            sent.push(Event {
+                key: uuid.clone(),
+                value: Some(value),
+                effect: Some((None, p)),
+            });
+            sent.push(Event {
+                key: uuid,
+                value: None,
+                effect: None,
+            });
+        } else {
+            live.insert(key, image);
+            sent.push(Event {
+                key: uuid,
+                value: Some(value),
+                effect: Some((Some(row), p)),
+            });
+        }
+    }
+    if db == Db::Postgres {
+        // Incremental-snapshot reads without an LSN: one of a key never seen (inserted), one of a live key
+        // (older than every event with an LSN: ignored).
+        for key in [90usize, *live.keys().next().expect("a live key")] {
+            ts += 1000;
+            let image = json!({"uuid":format!("c{key:03}"),"city":city(key),"name":"incremental",
+                               "amount":1,"updated_at":ts * 1000});
+            let image = image.as_object().cloned().unwrap_or_default();
+            let (value, row) = render(db, 0, "r", &image, Position::Lsn(None), ts);
+            sent.push(Event {
+                key: format!("c{key:03}"),
+                value: Some(value),
+                effect: Some((Some(row), Position::Lsn(None))),
+            });
+        }
+    }
+    if db == Db::MySql && wide {
+        // A key created at position 999 and updated at 1000 of the same binlog file: the update is newer
+        // as numbers, older as text.
+        for (op, p, name) in [("c", 999, "at-999"), ("u", 1000, "at-1000")] {
+            ts += 1000;
+            let image = json!({"uuid":"c050","city":city(50),"name":name,"amount":2,"updated_at":ts * 1000});
+            let image = image.as_object().cloned().unwrap_or_default();
+            let (value, row) = render(db, 0, op, &image, Position::Binlog(20, p), ts);
+            sent.push(Event {
+                key: "c050".into(),
+                value: Some(value),
+                effect: Some((Some(row), Position::Binlog(20, p))),
+            });
+        }
+    }
+    // Bad events: a truncate, and JSON that is no change event.
+    let truncate = match db {
+        Db::Postgres => {
+            json!({"before":null,"after":null,"source":{"name":"pg","lsn":1},"op":"t","ts_ms":ts})
+        }
+        Db::MySql => {
+            json!({"before":null,"after":null,"source":{"name":"mysql1","file":"mysql-bin.000001","pos":1},"op":"t","ts_ms":ts})
+        }
+    };
+    for value in [truncate, json!({"uuid":"c999","city":"oslo"})] {
+        sent.push(Event {
+            key: "c999".into(),
+            value: Some(value),
+            effect: None,
+        });
+    }
+    sent
+}
+
+fn key_index(uuid: &str) -> usize {
+    uuid.trim_start_matches('c').parse().expect("key number")
+}
+
+/// The model: per key, the version the payload's rules keep (Postgres: the larger LSN, the incoming one on a
+/// tie, no LSN older than any; MySQL: the larger binlog file and position). `batches` are the event indices
+/// of each instant; MySQL keeps the stored version on a tie across instants (no test event ties).
+fn model(events: &[Event]) -> BTreeMap<String, Map<String, Value>> {
+    let mut state: BTreeMap<String, (Option<Map<String, Value>>, Position)> = BTreeMap::new();
+    for e in events {
+        let Some((row, pos)) = &e.effect else {
+            continue;
+        };
+        let wins = match state.get(&e.key) {
+            None => true,
+            Some((_, current)) => pos >= current,
+        };
+        if wins {
+            state.insert(e.key.clone(), (row.clone(), *pos));
+        }
+    }
+    state
+        .into_iter()
+        .filter_map(|(k, (row, _))| row.map(|r| (k, r)))
+        .collect()
+}
+
+/// Writes `events` as ESM event files of `per_file` records each, offsets counting from 0.
+fn write_events(dir: &Path, events: &[Event], per_file: usize) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for (n, chunk) in events.chunks(per_file).enumerate() {
+        let records: Vec<Value> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let offset = n * per_file + i;
+                let mut r = json!({"topic":"cdc","partition":0,"offset":offset,
+                    "timestamp":1_718_000_000_000i64 + offset as i64,"timestampType":"CREATE_TIME",
+                    "key":b64.encode(e.key.as_bytes()),"headers":[]});
+                if let Some(v) = &e.value {
+                    r["value"] = b64.encode(v.to_string()).into();
+                }
+                r
+            })
+            .collect();
+        let event = json!({"eventSource":"aws:kafka",
+            "eventSourceArn":"arn:aws:kafka:eu-west-1:111122223333:cluster/cdc/3f1c2a9e-7b4d-4c1e-9a55-0d6e2f8b1c77-3",
+            "records":{"cdc-0":records}});
+        std::fs::write(dir.join(format!("events-{n:03}.json")), event.to_string()).expect("write");
+    }
+}
+
+#[test]
+fn debezium_streams_land_as_hoodiestreamer_rows_with_the_payloads_ordering() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let schema = dir.path().join("customers.avsc");
+    std::fs::write(
+        &schema,
+        r#"{"type":"record","name":"Value","namespace":"pg.public.customers","fields":[
+            {"name":"uuid","type":"string"},{"name":"city","type":"string"},
+            {"name":"name","type":["null","string"],"default":null},
+            {"name":"amount","type":["null","long"],"default":null},
+            {"name":"updated_at","type":["null","long"],"default":null}]}"#,
+    )
+    .expect("schema");
+    for (db, table_type) in [
+        (Db::Postgres, "COPY_ON_WRITE"),
+        (Db::Postgres, "MERGE_ON_READ"),
+        (Db::MySql, "COPY_ON_WRITE"),
+        (Db::MySql, "MERGE_ON_READ"),
+    ] {
+        // Merge-on-read readers (hudi-rs; Spark's log scanner for delete records) compare `_event_seq` as
+        // text: the MySQL merge-on-read stream keeps its positions at four digits (docs/cdc.md).
+        let wide = db == Db::Postgres || table_type == "COPY_ON_WRITE";
+        let events = stream(db, wide);
+        let expected = model(&events);
+        assert!(expected.len() > 8, "{db:?}: a model with rows");
+        let deletes = events
+            .iter()
+            .filter(|e| matches!(e.effect, Some((None, _))))
+            .count();
+        assert!(deletes > 5, "{db:?}: deletes in the stream");
+        let event_dir = dir.path().join(format!("{db:?}-{table_type}-events"));
+        write_events(&event_dir, &events, 40);
+        let (connector, field, payload) = match db {
+            Db::Postgres => (
+                "postgres",
+                "_event_lsn",
+                "org.apache.hudi.common.model.debezium.PostgresDebeziumAvroPayload",
+            ),
+            Db::MySql => (
+                "mysql",
+                "_event_seq",
+                "org.apache.hudi.common.model.debezium.MySqlDebeziumAvroPayload",
+            ),
+        };
+        {
+            let table = dir.path().join(format!("{db:?}-{table_type}"));
+            let out = ingest_one_instant_per_file(
+                &table,
+                &event_dir,
+                table_type,
+                &[
+                    "hudi.sink.value.format=debezium",
+                    &format!("hudi.sink.debezium.connector={connector}"),
+                    &format!(
+                        "hoodie.streamer.schemaprovider.source.schema.file={}",
+                        schema.display()
+                    ),
+                    &format!("hoodie.datasource.write.precombine.field={field}"),
+                ],
+            );
+            // The truncate and the plain JSON object; tombstones are neither letters nor deletes.
+            assert_eq!(
+                number_after(&out, "dead-lettered "),
+                2,
+                "{db:?} {table_type}: {out}"
+            );
+            // hudi-rs has no Debezium payload: its first file group reader merges base and log files by
+            // the ordering field and applies delete records by their ordering value.
+            let actual = read_table_with(&table, &["hoodie.read.file.group.reader.version=1"]);
+            assert_eq!(actual, expected, "{db:?} {table_type}");
+            let props = std::fs::read_to_string(table.join(".hoodie/hoodie.properties"))
+                .expect("hoodie.properties");
+            assert!(
+                props.contains(&format!("hoodie.compaction.payload.class={payload}"))
+                    && props.contains(&format!("hoodie.table.precombine.field={field}")),
+                "{db:?} {table_type}: {props}"
+            );
+            let letters = dead_letter_stages(&table);
+            assert_eq!(letters, ["envelope", "envelope"], "{db:?} {table_type}");
+        }
+    }
+}
+
+/// The stage of every dead letter written beside `table`.
+fn dead_letter_stages(table: &Path) -> Vec<String> {
+    let dir = std::path::PathBuf::from(format!("{}-dead-letters", table.display()));
+    let mut stages = Vec::new();
+    let mut pending = vec![dir];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).expect("dead letters").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap_or_default().lines() {
+                if let Ok(v) = serde_json::from_str::<Value>(line) {
+                    if let Some(stage) = v["stage"].as_str() {
+                        stages.push(stage.to_string());
+                    }
+                }
+            }
+        }
+    }
+    stages.sort();
+    stages
+}
