@@ -375,8 +375,9 @@ async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome {
             reason: e.to_string(),
         })?;
         // A quarter of the batches say that more records wait behind them: their windows may share a slot.
+        // Not in the seeds that merge compactions under the lock, which run as they did before backlogs.
         let options = ProcessOptions {
-            backlog: jitter_seed % 4 == 0,
+            backlog: jitter_seed % 4 == 0 && !ctx.services.compaction_merge_locked,
             ..ProcessOptions::default()
         };
         if options.backlog {
