@@ -1,0 +1,97 @@
+"""Spark (Hudi 0.15.0) reads a Debezium (PostgreSQL) change stream the sink wrote as HoodieStreamer's Debezium
+source would: the snapshot, merged by Spark with the table's `PostgresDebeziumAvroPayload`, equals the stream's
+model (the event with the highest LSN per key; a delete removes the key), on copy-on-write and on merge-on-read
+with compactions running. The stream has creates, updates, deletes with their tombstones, and stale events
+re-sent after newer ones (lower LSNs, which the payload ignores).
+"""
+
+import base64
+import json
+import random
+
+import pytest
+
+from conftest import data_only, diff, ingest, rows_of_spark, spark_read, table_config
+
+SCHEMA = {"type": "record", "name": "Value", "namespace": "pg.public.customers", "fields": [
+    {"name": "uuid", "type": "string"}, {"name": "city", "type": "string"},
+    {"name": "name", "type": ["null", "string"], "default": None},
+    {"name": "amount", "type": ["null", "long"], "default": None}]}
+PAYLOAD = "org.apache.hudi.common.model.debezium.PostgresDebeziumAvroPayload"
+CITIES = ["lisbon", "oslo", "quito"]
+
+
+def stream(seed=5, events=240, keys=40):
+    """Kafka records [(key, value or None)] and the model {uuid: row with the columns Spark shows}."""
+    rng = random.Random(seed)
+    live, model, sent, lsn = {}, {}, [], 1000
+    for i in range(events):
+        lsn += rng.randint(10, 99)
+        key = f"c-{rng.randrange(keys):03d}"
+        image = {"uuid": key, "city": CITIES[int(key[2:]) % 3], "name": f"n{i}", "amount": i}
+        if key in live and rng.random() < 0.2:
+            op, before, after = "d", live.pop(key), None
+            model.pop(key, None)
+        else:
+            op, before, after = ("u" if key in live else "c"), None, image
+            live[key] = image
+        source = {"version": "2.7.3.Final", "connector": "postgresql", "name": "pg", "ts_ms": 1_718_000_000_000 + i,
+                  "snapshot": "false", "db": "shop", "schema": "public", "table": "customers",
+                  "txId": lsn // 10, "lsn": lsn, "xmin": None}
+        envelope = {"before": before, "after": after, "source": source, "op": op, "ts_ms": 1_718_000_000_100 + i}
+        sent.append((key, envelope))
+        if op == "d":
+            sent.append((key, None))  # the tombstone that follows a delete
+        else:
+            model[key] = {**after, "_change_operation_type": op, "_event_lsn": lsn}
+        # Now and then an older event of a live key again, after newer ones: its lower LSN loses.
+        if i > 20 and rng.random() < 0.1:
+            old_key, old = rng.choice(sent[:-5])
+            if old is not None and old_key in live and old["op"] != "d":
+                sent.append((old_key, old))
+    return sent, model
+
+
+def write_events(directory, records, per_file=25):
+    directory.mkdir(parents=True)
+    files = []
+    for n in range(0, len(records), per_file):
+        out = []
+        for i, (key, value) in enumerate(records[n:n + per_file]):
+            r = {"topic": "cdc", "partition": 0, "offset": n + i, "timestamp": 1_718_000_000_000 + n + i,
+                 "timestampType": "CREATE_TIME", "key": base64.b64encode(key.encode()).decode(), "headers": []}
+            if value is not None:
+                r["value"] = base64.b64encode(json.dumps(value).encode()).decode()
+            out.append(r)
+        path = directory / f"events-{n // per_file:03d}.json"
+        path.write_text(json.dumps({
+            "eventSource": "aws:kafka",
+            "eventSourceArn": "arn:aws:kafka:eu-west-1:111122223333:cluster/cdc/3f1c2a9e-7b4d-4c1e-9a55-0d6e2f8b1c77-3",
+            "records": {"cdc-0": out}}))
+        files.append(path)
+    return files
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_spark_merges_a_debezium_table_with_its_payload_as_the_model_says(spark, tmp_path, table_type):
+    records, model = stream()
+    assert sum(1 for _, v in records if v is None) > 10, "deletes with tombstones in the stream"
+    schema = tmp_path / "customers.avsc"
+    schema.write_text(json.dumps(SCHEMA))
+    config = table_config(tmp_path, table_type=table_type, props={
+        "hudi.sink.value.format": "debezium",
+        "hudi.sink.debezium.connector": "postgres",
+        "hoodie.streamer.schemaprovider.source.schema.file": schema,
+        "hoodie.datasource.write.precombine.field": "_event_lsn",
+        "hoodie.compact.inline.max.delta.commits": "3",
+    })
+    ingest(config, write_events(tmp_path / "events", records))
+    table = tmp_path / "table"
+    props = (table / ".hoodie" / "hoodie.properties").read_text()
+    assert f"hoodie.compaction.payload.class={PAYLOAD}" in props
+    if table_type == "MERGE_ON_READ":
+        assert any(f.name.endswith(".commit") for f in (table / ".hoodie").iterdir()), "a compaction ran"
+    columns = ["uuid", "city", "name", "amount", "_change_operation_type", "_event_lsn"]
+    df = spark_read(spark, type("T", (), {"uri": str(table)})()).select(*columns)
+    got = rows_of_spark(df, drop=())
+    assert not diff("spark", data_only(got), "model", data_only(list(model.values())))
