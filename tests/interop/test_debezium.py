@@ -1,8 +1,10 @@
-"""Spark (Hudi 0.15.0) reads a Debezium (PostgreSQL) change stream the sink wrote as HoodieStreamer's Debezium
-source would: the snapshot, merged by Spark with the table's `PostgresDebeziumAvroPayload`, equals the stream's
-model (the event with the highest LSN per key; a delete removes the key), on copy-on-write and on merge-on-read
-with compactions running. The stream has creates, updates, deletes with their tombstones, and stale events
-re-sent after newer ones (lower LSNs, which the payload ignores).
+"""Spark (Hudi 0.15.0) reads a Debezium change stream (PostgreSQL, MySQL) the sink wrote as HoodieStreamer's
+Debezium sources would: the snapshot, merged by Spark with the table's payload (`PostgresDebeziumAvroPayload`,
+`MySqlDebeziumAvroPayload`), equals the stream's model (the event with the highest LSN, or binlog position, per
+key; a delete removes the key), on copy-on-write and on merge-on-read with compactions running. The stream has
+creates, updates, deletes with their tombstones, and stale events re-sent after newer ones (lower positions,
+which the payload ignores). MySQL positions keep four digits: merge-on-read readers compare `_event_seq` as text
+(docs/cdc.md).
 """
 
 import base64
@@ -17,16 +19,18 @@ SCHEMA = {"type": "record", "name": "Value", "namespace": "pg.public.customers",
     {"name": "uuid", "type": "string"}, {"name": "city", "type": "string"},
     {"name": "name", "type": ["null", "string"], "default": None},
     {"name": "amount", "type": ["null", "long"], "default": None}]}
-PAYLOAD = "org.apache.hudi.common.model.debezium.PostgresDebeziumAvroPayload"
+PAYLOADS = {"postgres": "org.apache.hudi.common.model.debezium.PostgresDebeziumAvroPayload",
+            "mysql": "org.apache.hudi.common.model.debezium.MySqlDebeziumAvroPayload"}
+ORDERING = {"postgres": "_event_lsn", "mysql": "_event_seq"}
 CITIES = ["lisbon", "oslo", "quito"]
 
 
-def stream(seed=5, events=240, keys=40):
+def stream(connector, seed=5, events=240, keys=40):
     """Kafka records [(key, value or None)] and the model {uuid: row with the columns Spark shows}."""
     rng = random.Random(seed)
     live, model, sent, lsn = {}, {}, [], 1000
     for i in range(events):
-        lsn += rng.randint(10, 99)
+        lsn += rng.randint(10, 35)  # four digits throughout: 1,010 to at most 9,400
         key = f"c-{rng.randrange(keys):03d}"
         image = {"uuid": key, "city": CITIES[int(key[2:]) % 3], "name": f"n{i}", "amount": i}
         if key in live and rng.random() < 0.2:
@@ -35,15 +39,24 @@ def stream(seed=5, events=240, keys=40):
         else:
             op, before, after = ("u" if key in live else "c"), None, image
             live[key] = image
-        source = {"version": "2.7.3.Final", "connector": "postgresql", "name": "pg", "ts_ms": 1_718_000_000_000 + i,
-                  "snapshot": "false", "db": "shop", "schema": "public", "table": "customers",
-                  "txId": lsn // 10, "lsn": lsn, "xmin": None}
+        if connector == "postgres":
+            source = {"version": "2.7.3.Final", "connector": "postgresql", "name": "pg",
+                      "ts_ms": 1_718_000_000_000 + i, "snapshot": "false", "db": "shop", "schema": "public",
+                      "table": "customers", "txId": lsn // 10, "lsn": lsn, "xmin": None}
+            position = lsn
+        else:
+            # Binlog positions 1000..9999 in file 7: text and numeric order of `_event_seq` agree.
+            source = {"version": "2.7.3.Final", "connector": "mysql", "name": "mysql1",
+                      "ts_ms": 1_718_000_000_000 + i, "snapshot": "false", "db": "inventory", "table": "customers",
+                      "server_id": 223344, "gtid": None, "file": "mysql-bin.000007", "pos": lsn, "row": 0,
+                      "thread": 7, "query": None}
+            position = f"000007.{lsn}"
         envelope = {"before": before, "after": after, "source": source, "op": op, "ts_ms": 1_718_000_000_100 + i}
         sent.append((key, envelope))
         if op == "d":
             sent.append((key, None))  # the tombstone that follows a delete
         else:
-            model[key] = {**after, "_change_operation_type": op, "_event_lsn": lsn}
+            model[key] = {**after, "_change_operation_type": op, ORDERING[connector]: position}
         # Now and then an older event of a live key again, after newer ones: its lower LSN loses.
         if i > 20 and rng.random() < 0.1:
             old_key, old = rng.choice(sent[:-5])
@@ -72,26 +85,29 @@ def write_events(directory, records, per_file=25):
     return files
 
 
+@pytest.mark.parametrize("connector", ["postgres", "mysql"])
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_spark_merges_a_debezium_table_with_its_payload_as_the_model_says(spark, tmp_path, table_type):
-    records, model = stream()
+def test_spark_merges_a_debezium_table_with_its_payload_as_the_model_says(spark, tmp_path, table_type, connector):
+    records, model = stream(connector)
+    assert max(len(str(r[ORDERING[connector]])) for r in model.values()) == min(
+        len(str(r[ORDERING[connector]])) for r in model.values())
     assert sum(1 for _, v in records if v is None) > 10, "deletes with tombstones in the stream"
     schema = tmp_path / "customers.avsc"
     schema.write_text(json.dumps(SCHEMA))
     config = table_config(tmp_path, table_type=table_type, props={
         "hudi.sink.value.format": "debezium",
-        "hudi.sink.debezium.connector": "postgres",
+        "hudi.sink.debezium.connector": connector,
         "hoodie.streamer.schemaprovider.source.schema.file": schema,
-        "hoodie.datasource.write.precombine.field": "_event_lsn",
+        "hoodie.datasource.write.precombine.field": ORDERING[connector],
         "hoodie.compact.inline.max.delta.commits": "3",
     })
     ingest(config, write_events(tmp_path / "events", records))
     table = tmp_path / "table"
     props = (table / ".hoodie" / "hoodie.properties").read_text()
-    assert f"hoodie.compaction.payload.class={PAYLOAD}" in props
+    assert f"hoodie.compaction.payload.class={PAYLOADS[connector]}" in props
     if table_type == "MERGE_ON_READ":
         assert any(f.name.endswith(".commit") for f in (table / ".hoodie").iterdir()), "a compaction ran"
-    columns = ["uuid", "city", "name", "amount", "_change_operation_type", "_event_lsn"]
+    columns = ["uuid", "city", "name", "amount", "_change_operation_type", ORDERING[connector]]
     df = spark_read(spark, type("T", (), {"uri": str(table)})()).select(*columns)
     got = rows_of_spark(df, drop=())
     assert not diff("spark", data_only(got), "model", data_only(list(model.values())))
