@@ -52,6 +52,7 @@ pub fn metric_values(report: &SinkReport) -> Vec<(&'static str, &'static str, u6
         ("RecordsIgnoredOlder", "Count", c.ignored_older),
         ("DeleteMisses", "Count", c.delete_misses),
         ("RecordsDeadLettered", "Count", report.dead_lettered),
+        ("TombstonesSkipped", "Count", report.tombstones_skipped),
         ("IgnoredFields", "Count", report.ignored_fields),
         ("FilesWritten", "Count", report.files),
         ("BytesWritten", "Bytes", report.bytes),
@@ -59,6 +60,7 @@ pub fn metric_values(report: &SinkReport) -> Vec<(&'static str, &'static str, u6
         ("LockWait", "Milliseconds", report.lock_wait_ms),
         ("CommitConflicts", "Count", u64::from(report.conflicts)),
         ("CommitRetries", "Count", u64::from(report.retries)),
+        ("SlotWaits", "Count", u64::from(report.slot_waits)),
     ];
     if let Some(lag) = report.max_lag_ms {
         metrics.push(("MaxLag", "Milliseconds", lag));
@@ -246,10 +248,10 @@ mod tests {
 
     fn report() -> SinkReport {
         SinkReport {
-            records_in: 20,
+            records_in: 22,
             skipped: 2,
             dead_lettered: 3,
-            tombstones_skipped: 0,
+            tombstones_skipped: 2,
             ignored_fields: 7,
             counts: WriteCounts {
                 records_in: 15,
@@ -271,7 +273,7 @@ mod tests {
             window_wait_ms: Some(1_200),
             contributions_per_instant: Some(6),
             excluded_members: Some(1),
-            slot_waits: 0,
+            slot_waits: 1,
         }
     }
 
@@ -335,9 +337,11 @@ mod tests {
             ("RecordsDeduped", 3),
             ("RecordsDeleted", 1),
             ("RecordsIgnoredOlder", 2),
-            ("RecordsIn", 20),
+            ("RecordsIn", 22),
             ("RecordsSkipped", 2),
             ("RecordsWritten", 8),
+            ("SlotWaits", 1),
+            ("TombstonesSkipped", 2),
             ("WindowWait", 1_200),
         ];
         let actual: Vec<(&str, u64)> = v.iter().map(|(k, n)| (k.as_str(), *n)).collect();
@@ -351,6 +355,7 @@ mod tests {
             "RecordsIgnoredOlder",
             "DeleteMisses",
             "RecordsDeadLettered",
+            "TombstonesSkipped",
         ]
         .iter()
         .map(|k| v[*k])
@@ -370,7 +375,7 @@ mod tests {
         assert!(!v.contains_key("MaxLag"));
         assert!(doc.get("MaxLag").is_none());
         assert_eq!(doc["Instant"], Value::Null);
-        assert_eq!(v.len(), 15);
+        assert_eq!(v.len(), 17);
         assert!(v.values().all(|n| *n == 0));
     }
 

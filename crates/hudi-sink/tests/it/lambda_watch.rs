@@ -880,6 +880,7 @@ fn functions_under_cargo_lambda_watch_process_every_sample_exactly_once() {
             "RecordsIgnoredOlder",
             "DeleteMisses",
             "RecordsDeadLettered",
+            "TombstonesSkipped",
         ]
         .iter()
         .map(|k| v[*k])
