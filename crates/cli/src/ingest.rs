@@ -126,7 +126,7 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
     progress.clear();
     let elapsed = progress.started.elapsed();
     let c = &total.counts;
-    let summary = [
+    let mut summary = [
         format!(
             "ingested {} event files, {} records ({}) in {:.1} s ({}/s): {} commits, {} conflicts, {} retries, \
              {} slot waits, {} base files written ({})",
@@ -157,7 +157,6 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
             total.skipped
         ),
     ];
-    let mut summary = summary;
     if total.tombstones_skipped > 0 {
         if let Some(line) = summary.last_mut() {
             line.push_str(&format!(

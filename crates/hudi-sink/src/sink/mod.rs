@@ -163,15 +163,7 @@ impl KafkaSink {
         mut options: ProcessOptions,
     ) -> Result<SinkReport, WriteError> {
         if self.config.backlog_bytes > 0 && !options.backlog {
-            let bytes: u64 = batch
-                .records
-                .iter()
-                .map(|r| {
-                    let len = |b: &Option<bytes::Bytes>| b.as_ref().map_or(0, |b| b.len() as u64);
-                    len(&r.key) + len(&r.value)
-                })
-                .sum();
-            options.backlog = bytes >= self.config.backlog_bytes;
+            options.backlog = batch.payload_bytes() >= self.config.backlog_bytes;
         }
         let oldest = batch
             .records

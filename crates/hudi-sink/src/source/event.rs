@@ -331,6 +331,16 @@ impl KafkaBatch {
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
+
+    /// Bytes of the records' keys and values (decoded, without the payload's JSON and base64): how full the
+    /// batch is, whatever its record count.
+    pub fn payload_bytes(&self) -> u64 {
+        let len = |b: &Option<Bytes>| b.as_ref().map_or(0, |b| b.len() as u64);
+        self.records
+            .iter()
+            .map(|r| len(&r.key) + len(&r.value))
+            .sum()
+    }
 }
 
 /// `KafkaBatch` can be the event type of a Lambda handler directly; the checks of
