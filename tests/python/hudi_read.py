@@ -16,6 +16,8 @@ Usage:
   hudi_read.py TABLE incremental START END
   hudi_read.py TABLE file_slices [INSTANT]
   hudi_read.py --engine daft TABLE snapshot
+  hudi_read.py --engine delta TABLE snapshot     (the Delta Lake mirror, read with the `deltalake` package)
+  hudi_read.py --engine delta TABLE as_of VERSION
   hudi_read.py --option KEY=VALUE ... TABLE snapshot   (hudi-rs read options, e.g. the file group reader version)
 """
 
@@ -138,6 +140,22 @@ def read_daft(path, mode, args):
     return daft.read_hudi(path).to_arrow()
 
 
+def read_delta(path, mode, args):
+    """The Delta Lake mirror of the table (`_delta_log/`), read with delta-rs's Python package."""
+    from deltalake import DeltaTable
+
+    if mode == "snapshot":
+        dt = DeltaTable(path)
+    elif mode == "as_of":
+        dt = DeltaTable(path, version=int(args[0]))
+    else:
+        raise SystemExit("delta: only snapshot and as_of VERSION reads")
+    table = dt.to_pyarrow_table()
+    # Partition columns come from the log, and delta-rs puts them last: back into the table's column order.
+    order = [f.name for f in dt.schema().fields]
+    return table.select(order)
+
+
 def file_slices(path, args):
     from hudi import HudiTableBuilder
 
@@ -157,7 +175,7 @@ def file_slices(path, args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--engine", default="hudi", choices=["hudi", "daft"])
+    p.add_argument("--engine", default="hudi", choices=["hudi", "daft", "delta"])
     p.add_argument("--pretty", action="store_true", help="print a readable table instead of JSON")
     p.add_argument("--option", action="append", default=[], help="a hudi-rs read option KEY=VALUE")
     p.add_argument("table")
@@ -169,6 +187,8 @@ def main():
         return
     if a.engine == "hudi":
         table = read_hudi_rs(a.table, a.mode, a.args, a.option)
+    elif a.engine == "delta":
+        table = read_delta(a.table, a.mode, a.args)
     else:
         table = read_daft(a.table, a.mode, a.args)
     if a.pretty:

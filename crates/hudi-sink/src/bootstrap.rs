@@ -119,13 +119,41 @@ pub async fn build_coordinator(
         heartbeat_tolerance: sink.heartbeat_tolerance(),
         services: crate::services::ServicesConfig::from_properties(props, write.max_file_size)?,
     };
-    let coordinator = Coordinator::new(storage, lock, clock, config)
+    let mut coordinator = Coordinator::new(storage, lock, clock, config)
         .with_clustering(write.clone())
         .with_compaction(&write);
+    if let Some(mirror) = build_mirror(props, &write.base_path)? {
+        coordinator = coordinator.with_mirror(mirror);
+    }
     Ok(match build_catalog(props, &write.base_path).await? {
         Some(catalog) => coordinator.with_catalog(Arc::new(catalog)),
         None => coordinator,
     })
+}
+
+/// The Delta Lake mirror the properties ask for (`hudi.sink.delta.mirror=true`), if any; it needs the `delta`
+/// feature, which the coordinator Lambda and the `hudi-sink` command have.
+pub fn build_mirror(
+    props: &BTreeMap<String, String>,
+    base_path: &str,
+) -> Result<Option<Arc<dyn crate::commit::CommitMirror>>, WriteError> {
+    let Some(config) = crate::delta::DeltaConfig::from_properties(props, base_path)? else {
+        return Ok(None);
+    };
+    #[cfg(feature = "delta")]
+    {
+        Ok(Some(Arc::new(crate::delta::DeltaMirror::new(config))))
+    }
+    #[cfg(not(feature = "delta"))]
+    {
+        let _ = config;
+        Err(ConfigError::Invalid {
+            key: crate::delta::config::MIRROR_KEY.into(),
+            value: "true".into(),
+            reason: "the Delta Lake mirror needs the `delta` feature".into(),
+        }
+        .into())
+    }
 }
 
 /// The Glue Data Catalog sync the properties ask for (`hoodie.datasource.meta.sync.enable` with
@@ -437,6 +465,7 @@ pub const KEY_LISTS: &[&[&str]] = &[
     crate::sink::config::KEYS,
     crate::services::config::KEYS,
     crate::catalog::config::KEYS,
+    crate::delta::config::KEYS,
     crate::lock::KEYS,
     crate::aws_clients::KEYS,
     crate::dead_letter::KEYS,

@@ -13,6 +13,7 @@ pub mod clock;
 pub mod commit;
 pub mod config;
 pub mod dead_letter;
+pub mod delta;
 pub mod error;
 pub mod generate;
 pub mod index;

@@ -149,6 +149,42 @@ pub fn emit_catalog(report: &crate::catalog::CatalogSyncReport, table: &str, req
     );
 }
 
+/// The metrics of one Delta mirror step: name, CloudWatch unit, value.
+pub fn mirror_metric_values(
+    report: &crate::commit::MirrorReport,
+) -> Vec<(&'static str, &'static str, u64)> {
+    vec![
+        (
+            "DeltaMirrorFailures",
+            "Count",
+            u64::from(report.error.is_some()),
+        ),
+        ("DeltaMirrorVersions", "Count", report.versions_committed),
+        ("DeltaMirrorTime", "Milliseconds", report.duration_ms),
+    ]
+}
+
+/// The EMF document of one Delta mirror step; the error, version and instant are properties.
+pub fn mirror_emf(report: &crate::commit::MirrorReport, context: &EmfContext<'_>) -> Value {
+    document(
+        &mirror_metric_values(report),
+        context,
+        [
+            ("DeltaMirrorError", json!(report.error)),
+            ("DeltaMirrorVersion", json!(report.version)),
+            ("DeltaMirrorInstant", json!(report.instant)),
+        ],
+    )
+}
+
+/// Prints the EMF line of a Delta mirror step to stdout (see [`emit`]).
+pub fn emit_mirror(report: &crate::commit::MirrorReport, table: &str, request_id: &str) {
+    println!(
+        "{}",
+        mirror_emf(report, &EmfContext::now(table, request_id))
+    );
+}
+
 /// An EMF document: the metadata directive naming every metric, the dimension, the request id, `properties`
 /// and one member per metric.
 fn document<const N: usize>(
@@ -377,6 +413,25 @@ mod tests {
         assert_eq!(doc["Instant"], Value::Null);
         assert_eq!(v.len(), 17);
         assert!(v.values().all(|n| *n == 0));
+    }
+
+    #[test]
+    fn mirror_document_counts_a_failure_and_carries_the_error() {
+        let failed = crate::commit::MirrorReport {
+            error: Some("Delta log: boom".into()),
+            ..Default::default()
+        };
+        let doc = mirror_emf(&failed, &CONTEXT);
+        assert_eq!(check_emf(&doc)["DeltaMirrorFailures"], 1);
+        assert_eq!(doc["DeltaMirrorError"], "Delta log: boom");
+        let ok = crate::commit::MirrorReport {
+            versions_committed: 2,
+            version: Some(7),
+            ..Default::default()
+        };
+        let doc = mirror_emf(&ok, &CONTEXT);
+        assert_eq!(check_emf(&doc)["DeltaMirrorFailures"], 0);
+        assert_eq!(check_emf(&doc)["DeltaMirrorVersions"], 2);
     }
 
     #[test]

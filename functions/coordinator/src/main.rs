@@ -119,6 +119,10 @@ async fn handle(
             if let Some(report) = &services {
                 hudi_sink::metrics::emit_services(report, table, &request_id);
             }
+            // The Delta mirror step after a commit (best effort: its failure is a metric).
+            if let Some(report) = coordinator.take_mirror_report() {
+                hudi_sink::metrics::emit_mirror(&report, table, &request_id);
+            }
             // The catalog sync after a commit or services run (best effort: its failure is a metric).
             if let Some(report) = coordinator.take_catalog_report() {
                 if !report.skipped {

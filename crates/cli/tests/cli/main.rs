@@ -4,6 +4,7 @@
 
 mod common;
 mod debezium;
+mod delta;
 mod ingest;
 mod kafka_columns;
 mod table_commands;

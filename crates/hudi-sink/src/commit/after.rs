@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::catalog::{CatalogSync, CatalogSyncReport};
 use crate::lock::LockGuard;
-use crate::storage::ObjectMeta;
+use crate::storage::{ObjectMeta, Storage};
 use crate::table::instant::InstantTime;
 use crate::table::timeline::Timeline;
 
@@ -32,8 +32,29 @@ impl Coordinator {
         committed: &Timeline,
         listed: &[ObjectMeta],
     ) {
+        // The mirror first, so that a clean never deletes a file the mirror has not yet removed.
+        self.mirror(committed).await;
         self.inline_services(guard, committed, listed).await;
         self.note_committed(committed);
+    }
+
+    /// Mirrors the table's commits into another table format after every commit, under the commit's lock
+    /// (best effort; see [`CommitMirror`]).
+    pub fn with_mirror(mut self, mirror: Arc<dyn CommitMirror>) -> Self {
+        self.mirror = Some(mirror);
+        self
+    }
+
+    /// The report of the mirror step the last request ran, once (for its metrics).
+    pub fn take_mirror_report(&self) -> Option<MirrorReport> {
+        self.mirror.as_ref().and_then(|m| m.take_report())
+    }
+
+    /// The mirror step, when configured: never fails (a failure is in its report).
+    pub(super) async fn mirror(&self, committed: &Timeline) {
+        if let Some(mirror) = &self.mirror {
+            mirror.mirror(self.storage.as_ref(), committed).await;
+        }
     }
 
     /// After the commit's lock is released, for a request answered `committed` (a retried commit whose
@@ -66,4 +87,34 @@ impl Coordinator {
             catalog.after_commit(self.storage.as_ref(), &known).await;
         }
     }
+}
+
+/// What a mirror step did: the Delta Lake mirror (`crate::delta`) reports here, the metrics read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MirrorReport {
+    /// Versions the step committed to the mirror (0 when it was already up to date).
+    pub versions_committed: u64,
+    /// The mirror's latest version after the step, when it exists.
+    pub version: Option<u64>,
+    /// The latest Hudi instant the mirror holds after the step.
+    pub instant: Option<String>,
+    /// Files added and removed.
+    pub files_added: u64,
+    /// Files removed.
+    pub files_removed: u64,
+    /// Wall time, milliseconds.
+    pub duration_ms: u64,
+    /// Why the step failed (`None` when it succeeded); the next commit catches up.
+    pub error: Option<String>,
+}
+
+/// Mirrors completed instants into another table format, after each commit and under the table lock, best
+/// effort: it never fails the commit. Implemented above this layer (`crate::delta`) and handed in by the
+/// bootstrap, so the coordinator knows only this trait.
+#[async_trait::async_trait]
+pub trait CommitMirror: Send + Sync + std::fmt::Debug {
+    /// Brings the mirror up to `timeline` (the timeline with the commit just made). Logs and records failures.
+    async fn mirror(&self, storage: &dyn Storage, timeline: &Timeline);
+    /// The report of the last step, once.
+    fn take_report(&self) -> Option<MirrorReport>;
 }

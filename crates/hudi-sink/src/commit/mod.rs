@@ -54,6 +54,7 @@ use crate::table::instant::InstantTime;
 use crate::write::WriteError;
 
 pub use crate::write::heartbeat::write_heartbeat;
+pub use after::{CommitMirror, MirrorReport};
 pub use checkpoint::parse_checkpoint;
 pub use conflict::Conflict;
 
@@ -100,6 +101,8 @@ pub struct Coordinator {
     compaction: Option<Arc<services::Compaction>>,
     /// The Glue Data Catalog sync after commits and services runs, when configured.
     catalog: Option<Arc<crate::catalog::CatalogSync>>,
+    /// The mirror of every commit into another table format (the Delta Lake log), when configured.
+    mirror: Option<Arc<dyn CommitMirror>>,
     /// The action of the table's writes (`commit`, or `deltacommit` on merge-on-read), read once from
     /// `hoodie.properties`: a table's type never changes.
     write_action: Arc<std::sync::OnceLock<crate::table::instant::Action>>,
@@ -124,6 +127,7 @@ impl Coordinator {
             clustering: None,
             compaction: None,
             catalog: None,
+            mirror: None,
             write_action: Arc::new(std::sync::OnceLock::new()),
         }
     }

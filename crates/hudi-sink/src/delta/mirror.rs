@@ -1,0 +1,528 @@
+//! The mirror step: which Hudi instants the Delta log lacks, and one Delta commit per instant.
+//!
+//! State lives in the Delta log only: the application transaction `txn(hudi-sink-mirror)` counts the mirror's
+//! commits (the sequence number a retried step checks, and the conflict check against a second coordinator), and
+//! each commit's `commitInfo` carries the Hudi instant it mirrors (`hudiInstant`, the watermark) and the
+//! commit-like instants that were still pending below it (`hudiPending`): Hudi table services complete out of
+//! instant order, and an instant pending at the watermark that completes later is mirrored then.
+//!
+//! Each step is a diff of states, not a replay of write stats: the base files visible as of the instant (the
+//! sink's file-system view, which reads replacecommits and pending compactions as Hudi readers do) against the
+//! files of the Delta snapshot. So a step redone after a crash, a clustering, a rollback and the first step on
+//! an existing table (a full snapshot) all come out right, and merge-on-read tables get their read-optimized
+//! view (base files only).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::Instant as WallClock;
+
+use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties, TableReference};
+use deltalake_core::kernel::{Action, Add, MetadataExt as _, Transaction};
+use deltalake_core::logstore::LogStoreRef;
+use deltalake_core::operations::create::CreateBuilder;
+use deltalake_core::protocol::{DeltaOperation, SaveMode};
+use deltalake_core::{DeltaTable, DeltaTableError, TableProperty};
+use futures_util::StreamExt as _;
+use serde_json::{json, Value};
+
+use super::config::DeltaConfig;
+use super::partition::partition_values;
+use super::{schema, store};
+use crate::commit::{CommitMirror, MirrorReport};
+use crate::record::partition::PartitionPathOptions;
+use crate::storage::Storage;
+use crate::table::commit::{CommitMetadata, OperationType};
+use crate::table::fs_view::{latest_file_slices, FileSlice};
+use crate::table::instant::{Instant, InstantTime};
+use crate::table::properties::TableProperties;
+use crate::table::timeline::Timeline;
+
+/// The application id of the mirror's `txn` action.
+pub const APP_ID: &str = "hudi-sink-mirror";
+/// `commitInfo` key: the Hudi instant a Delta version mirrors.
+const INSTANT_KEY: &str = "hudiInstant";
+/// `commitInfo` key: commit-like instants pending below [`INSTANT_KEY`] when it was mirrored.
+const PENDING_KEY: &str = "hudiPending";
+/// `commitInfo` key: the Hudi action mirrored.
+const ACTION_KEY: &str = "hudiAction";
+/// `commitInfo` key: the Hudi instant that completed (differs from [`INSTANT_KEY`] for an instant that was
+/// pending below the watermark).
+const COMPLETED_KEY: &str = "hudiCompleted";
+
+/// Why a mirror step failed (it is retried by the next commit).
+#[derive(Debug, thiserror::Error)]
+pub enum MirrorError {
+    /// Reading the Hudi table failed.
+    #[error("reading the Hudi table: {0}")]
+    Hudi(String),
+    /// The Delta log could not be read or written.
+    #[error("Delta log: {0}")]
+    Delta(#[from] DeltaTableError),
+    /// A Delta action could not be built.
+    #[error("Delta action: {0}")]
+    Kernel(#[from] deltalake_core::kernel::Error),
+    /// The table's object store could not be opened.
+    #[error("opening the Delta log store: {0}")]
+    Store(String),
+    /// The table schema has no Delta form.
+    #[error("table schema: {0}")]
+    Schema(String),
+    /// The table has a layout the mirror does not handle.
+    #[error("not mirrored: {0}")]
+    Unsupported(String),
+}
+
+fn hudi(e: impl std::fmt::Display) -> MirrorError {
+    MirrorError::Hudi(e.to_string())
+}
+
+/// The Delta Lake mirror of one table (the coordinator's [`CommitMirror`]).
+#[derive(Debug)]
+pub struct DeltaMirror {
+    config: DeltaConfig,
+    last_report: Mutex<Option<MirrorReport>>,
+}
+
+impl DeltaMirror {
+    /// The mirror of the table at `config.base_path`.
+    pub fn new(config: DeltaConfig) -> Self {
+        Self {
+            config,
+            last_report: Mutex::new(None),
+        }
+    }
+
+    /// Brings the Delta log up to `timeline`; the error is the step's, after every version it did commit.
+    pub async fn run(
+        &self,
+        storage: &dyn Storage,
+        timeline: &Timeline,
+        report: &mut MirrorReport,
+    ) -> Result<(), MirrorError> {
+        let table_props = TableProperties::load(storage).await.map_err(hudi)?;
+        let layout = Layout::of(&table_props)?;
+        let log_store = store::log_store(&self.config.base_path)?;
+        let completed = timeline.completed_commits();
+        let Some(latest) = completed.last() else {
+            return Ok(());
+        };
+        let mut table = DeltaTable::new(log_store.clone());
+        match table.load().await {
+            Ok(()) => {}
+            Err(DeltaTableError::NotATable(_)) => {
+                // First step (a new table, or the key turned on for an existing one): the full snapshot.
+                let step = Step::of(timeline, latest, &latest.time);
+                self.create(storage, timeline, &layout, &log_store, &step, report)
+                    .await?;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let mut mirrored = Mirrored::read(&table, &log_store).await?;
+        for step in steps(timeline, &completed, &mirrored) {
+            let version = self
+                .commit(
+                    storage, timeline, &layout, &table, &log_store, &mirrored, &step, report,
+                )
+                .await?;
+            mirrored.seq += 1;
+            mirrored.watermark = Some(step.as_of.clone());
+            table.update_state().await?;
+            report.version = Some(version);
+            report.instant = Some(step.label.time.to_string());
+        }
+        report.version = table.version().map(|v| v as u64);
+        report.instant = mirrored.watermark.map(|w| w.to_string());
+        Ok(())
+    }
+
+    /// Creates the Delta table: protocol, metaData and the files visible as of `step`, as version 0.
+    async fn create(
+        &self,
+        storage: &dyn Storage,
+        timeline: &Timeline,
+        layout: &Layout,
+        log_store: &LogStoreRef,
+        step: &Step,
+        report: &mut MirrorReport,
+    ) -> Result<(), MirrorError> {
+        let schema_text = timeline
+            .latest_schema(storage)
+            .await
+            .map_err(hudi)?
+            .ok_or_else(|| MirrorError::Schema("no completed commit carries a schema".into()))?;
+        let delta_schema = schema::delta_schema(&schema_text)?;
+        schema::check_partition_columns(&delta_schema, &layout.fields)?;
+        let target = target_files(storage, timeline, &step.as_of).await?;
+        let mut stats = StatsSource::default();
+        let mut adds = Vec::new();
+        for slice in target.values() {
+            adds.push(Action::Add(
+                add_of(storage, timeline, layout, slice, &mut stats, true).await?,
+            ));
+        }
+        report.files_added += adds.len() as u64;
+        let table = CreateBuilder::new()
+            .with_log_store(log_store.clone())
+            .with_table_name(layout.table_name.clone())
+            .with_columns(delta_schema.fields().cloned())
+            .with_partition_columns(layout.fields.clone())
+            .with_configuration_property(TableProperty::CheckpointInterval, Some("10"))
+            .with_actions(adds)
+            .with_commit_properties(commit_properties(0, step, timeline))
+            .await?;
+        report.versions_committed += 1;
+        report.version = table.version().map(|v| v as u64);
+        report.instant = Some(step.as_of.to_string());
+        Ok(())
+    }
+
+    /// Commits one step onto the loaded `table`; returns the new version.
+    #[allow(clippy::too_many_arguments)]
+    async fn commit(
+        &self,
+        storage: &dyn Storage,
+        timeline: &Timeline,
+        layout: &Layout,
+        table: &DeltaTable,
+        log_store: &LogStoreRef,
+        mirrored: &Mirrored,
+        step: &Step,
+        report: &mut MirrorReport,
+    ) -> Result<u64, MirrorError> {
+        let snapshot = table.snapshot()?;
+        let target = target_files(storage, timeline, &step.as_of).await?;
+        let live: HashMap<String, _> = snapshot
+            .log_data()
+            .iter()
+            .map(|f| (f.path().to_string(), f))
+            .collect();
+        let mut actions = Vec::new();
+        let meta = timeline
+            .commit_metadata(storage, &step.label)
+            .await
+            .map_err(hudi)?;
+        // A clustering rewrites the same rows: streaming readers may skip it.
+        let data_change = meta.operation_type != OperationType::Cluster;
+        // Schema evolution: a write that changed the schema brings a new metaData (same id, partitions and
+        // configuration).
+        let schema_text = meta
+            .operation_type
+            .can_update_schema()
+            .then(|| meta.schema().map(str::to_string))
+            .flatten();
+        if let Some(text) = schema_text {
+            let new = schema::delta_schema(&text)?;
+            if *snapshot.schema() != new {
+                let metadata = snapshot.metadata().clone().with_schema(&new)?;
+                actions.push(Action::Metadata(metadata));
+            }
+        }
+        let now = chrono::Utc::now().timestamp_millis();
+        for (path, file) in &live {
+            if !target.contains_key(path) {
+                let mut remove = file.remove_action(data_change);
+                remove.deletion_timestamp = Some(now);
+                actions.push(Action::Remove(remove));
+                report.files_removed += 1;
+            }
+        }
+        let mut stats = StatsSource::default();
+        for (path, slice) in &target {
+            if !live.contains_key(path) {
+                actions.push(Action::Add(
+                    add_of(storage, timeline, layout, slice, &mut stats, data_change).await?,
+                ));
+                report.files_added += 1;
+            }
+        }
+        let operation = DeltaOperation::Write {
+            mode: SaveMode::Append,
+            partition_by: (!layout.fields.is_empty()).then(|| layout.fields.clone()),
+            predicate: None,
+        };
+        let finalized = CommitBuilder::from(commit_properties(mirrored.seq + 1, step, timeline))
+            .with_actions(actions)
+            .build(
+                Some(snapshot as &dyn TableReference),
+                log_store.clone(),
+                operation,
+            )
+            .await?;
+        report.versions_committed += 1;
+        Ok(finalized.version() as u64)
+    }
+}
+
+#[async_trait::async_trait]
+impl CommitMirror for DeltaMirror {
+    async fn mirror(&self, storage: &dyn Storage, timeline: &Timeline) {
+        let started = WallClock::now();
+        let mut report = MirrorReport::default();
+        if let Err(e) = self.run(storage, timeline, &mut report).await {
+            tracing::warn!(table = %self.config.base_path, error = %e, "Delta mirror failed; the next commit catches up");
+            report.error = Some(e.to_string());
+        } else if report.versions_committed > 0 {
+            tracing::info!(
+                version = report.version,
+                instant = report.instant.as_deref().unwrap_or(""),
+                added = report.files_added,
+                removed = report.files_removed,
+                "Delta mirror committed"
+            );
+        }
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        *self.last_report.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
+    }
+
+    fn take_report(&self) -> Option<MirrorReport> {
+        self.last_report
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+}
+
+/// How the table lays out its partitions (from `hoodie.properties`).
+struct Layout {
+    table_name: String,
+    fields: Vec<String>,
+    options: PartitionPathOptions,
+}
+
+impl Layout {
+    fn of(props: &TableProperties) -> Result<Self, MirrorError> {
+        let timestamp_keygen = props
+            .key_generator_class
+            .as_deref()
+            .is_some_and(|c| c.contains("TimestampBased"))
+            || props
+                .key_generator_type
+                .as_ref()
+                .is_some_and(|t| format!("{t:?}").starts_with("Timestamp"));
+        if timestamp_keygen && !props.partition_fields.is_empty() {
+            return Err(MirrorError::Unsupported(
+                "a timestamp-based key generator's partition path is not the partition column's value".into(),
+            ));
+        }
+        Ok(Self {
+            table_name: props.name.clone(),
+            fields: props.partition_fields.clone(),
+            options: PartitionPathOptions {
+                hive_style: props.hive_style_partitioning.unwrap_or(false),
+                url_encode: props.url_encode_partitioning.unwrap_or(false),
+            },
+        })
+    }
+}
+
+/// What the Delta log says it holds.
+struct Mirrored {
+    /// The mirror's sequence number (`txn.version`): its commits so far, minus one.
+    seq: i64,
+    /// The latest Hudi instant mirrored.
+    watermark: Option<InstantTime>,
+    /// Commit-like instants that were pending below the watermark when it was mirrored.
+    pending: Vec<InstantTime>,
+}
+
+impl Mirrored {
+    async fn read(table: &DeltaTable, log_store: &LogStoreRef) -> Result<Self, MirrorError> {
+        let snapshot = table.snapshot()?;
+        let seq = snapshot
+            .transaction_version(log_store.as_ref(), APP_ID)
+            .await?
+            .ok_or_else(|| {
+                MirrorError::Unsupported(format!(
+                    "_delta_log/ exists but has no `{APP_ID}` transaction: not written by the mirror"
+                ))
+            })?;
+        let latest = table
+            .history(Some(1))
+            .next()
+            .await
+            .transpose()?
+            .ok_or_else(|| MirrorError::Unsupported("the Delta log has no commitInfo".into()))?;
+        let text = |key: &str| {
+            latest
+                .info
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let watermark = text(INSTANT_KEY)
+            .map(|t| InstantTime::parse(&t))
+            .transpose()
+            .map_err(hudi)?;
+        let pending = latest
+            .info
+            .get(PENDING_KEY)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .filter_map(|t| InstantTime::parse(t).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Self {
+            seq,
+            watermark,
+            pending,
+        })
+    }
+}
+
+/// One Delta commit to make: the files visible as of `as_of`, labelled with the instant that completed.
+struct Step {
+    /// The completed instant this step mirrors.
+    label: Instant,
+    /// The instant the file-system view is taken at (the label, or the watermark for an instant that was
+    /// pending below it).
+    as_of: InstantTime,
+    /// Commit-like instants pending below `as_of`.
+    pending: Vec<InstantTime>,
+}
+
+impl Step {
+    fn of(timeline: &Timeline, label: &Instant, as_of: &InstantTime) -> Self {
+        let pending = timeline
+            .pending()
+            .into_iter()
+            .filter(|i| i.action.is_commit_like() && i.time < *as_of)
+            .map(|i| i.time.clone())
+            .collect();
+        Self {
+            label: label.clone(),
+            as_of: as_of.clone(),
+            pending,
+        }
+    }
+}
+
+/// The steps that bring the log from `mirrored` to the timeline, in order: instants pending at the watermark
+/// that have completed since (seen as of the watermark), then every completed instant after the watermark.
+fn steps(timeline: &Timeline, completed: &[&Instant], mirrored: &Mirrored) -> Vec<Step> {
+    let Some(watermark) = &mirrored.watermark else {
+        return Vec::new();
+    };
+    let mut steps = Vec::new();
+    for late in completed
+        .iter()
+        .filter(|i| mirrored.pending.contains(&i.time))
+    {
+        steps.push(Step::of(timeline, late, watermark));
+    }
+    for instant in completed.iter().filter(|i| i.time > *watermark) {
+        steps.push(Step::of(timeline, instant, &instant.time));
+    }
+    steps
+}
+
+/// The base files visible as of `as_of`, by path relative to the table.
+async fn target_files(
+    storage: &dyn Storage,
+    timeline: &Timeline,
+    as_of: &InstantTime,
+) -> Result<BTreeMap<String, FileSlice>, MirrorError> {
+    Ok(latest_file_slices(storage, timeline, Some(as_of))
+        .await
+        .map_err(hudi)?
+        .into_iter()
+        .map(|s| (s.path(), s))
+        .collect())
+}
+
+/// Commit metadata by instant, read once per step (for the record counts of the files added).
+#[derive(Default)]
+struct StatsSource {
+    commits: HashMap<InstantTime, Option<CommitMetadata>>,
+    cluster: HashSet<InstantTime>,
+}
+
+impl StatsSource {
+    /// The record count the writer recorded for the file at `path`, written by `instant`.
+    async fn num_records(
+        &mut self,
+        storage: &dyn Storage,
+        timeline: &Timeline,
+        instant: &InstantTime,
+        path: &str,
+    ) -> Option<i64> {
+        if !self.commits.contains_key(instant) {
+            let meta = match timeline
+                .completed_commits()
+                .into_iter()
+                .find(|i| i.time == *instant)
+            {
+                Some(i) => timeline.commit_metadata(storage, i).await.ok(),
+                None => None,
+            };
+            if meta
+                .as_ref()
+                .is_some_and(|m| m.operation_type == OperationType::Cluster)
+            {
+                self.cluster.insert(instant.clone());
+            }
+            self.commits.insert(instant.clone(), meta);
+        }
+        self.commits
+            .get(instant)?
+            .as_ref()?
+            .write_stats()
+            .find(|s| s.path == path)
+            .map(|s| s.num_writes)
+    }
+}
+
+/// The `add` of one base file: its path relative to the table (delta-rs URI-encodes it), its partition values,
+/// exact size, the base instant's time, and the writer's record count.
+async fn add_of(
+    storage: &dyn Storage,
+    timeline: &Timeline,
+    layout: &Layout,
+    slice: &FileSlice,
+    stats: &mut StatsSource,
+    data_change: bool,
+) -> Result<Add, MirrorError> {
+    let path = slice.path();
+    let partition_values = partition_values(&slice.partition_path, &layout.fields, layout.options)
+        .map_err(MirrorError::Unsupported)?
+        .into_iter()
+        .collect();
+    let records = stats
+        .num_records(storage, timeline, &slice.base_instant, &path)
+        .await;
+    let data_change = data_change && !stats.cluster.contains(&slice.base_instant);
+    Ok(Add {
+        path,
+        partition_values,
+        size: slice.size as i64,
+        modification_time: slice.base_instant.to_millis().unwrap_or(0),
+        data_change,
+        stats: records.map(|n| json!({ "numRecords": n }).to_string()),
+        ..Default::default()
+    })
+}
+
+/// The commit properties of a step: the `txn` with sequence number `seq`, the Hudi instant, its action and the
+/// instants pending below it; a checkpoint every `delta.checkpointInterval` (10) versions.
+fn commit_properties(seq: i64, step: &Step, _timeline: &Timeline) -> CommitProperties {
+    let now = chrono::Utc::now().timestamp_millis();
+    CommitProperties::default()
+        .with_application_transaction(Transaction::new_with_last_update(APP_ID, seq, Some(now)))
+        .with_metadata([
+            (INSTANT_KEY.to_string(), json!(step.as_of.as_str())),
+            (COMPLETED_KEY.to_string(), json!(step.label.time.as_str())),
+            (ACTION_KEY.to_string(), json!(step.label.action.as_str())),
+            (
+                PENDING_KEY.to_string(),
+                json!(step
+                    .pending
+                    .iter()
+                    .map(InstantTime::as_str)
+                    .collect::<Vec<_>>()),
+            ),
+        ])
+        .with_max_retries(0)
+}
