@@ -12,6 +12,7 @@ pub mod instant;
 pub mod log_file_name;
 pub mod partition_metadata;
 pub mod properties;
+pub mod records;
 pub mod timeline;
 
 use thiserror::Error;

@@ -37,7 +37,7 @@ use bytes::Bytes;
 
 pub use plan::{earliest_commit_to_retain, slices_to_delete, ListedSlice};
 
-use super::avro::{
+use crate::table::records::{
     ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan,
 };
 use super::commits::CommitCache;

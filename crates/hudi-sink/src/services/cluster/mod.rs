@@ -51,10 +51,7 @@ use crate::write::{TableWriter, WriteError};
 
 use super::{ServiceContext, ServiceReport, ServicesConfig};
 
-/// Key in the plan's `extraMetadata` naming the engine that scheduled it.
-pub const WRITER_KEY: &str = "hudi.sink.writer";
-/// This sink's name under [`WRITER_KEY`]: the mark of plans it may roll back.
-pub const WRITER_NAME: &str = "msk-hudi-sink";
+pub use crate::table::records::{WRITER_KEY, WRITER_NAME};
 /// `operationType` of clustering plans and commits (Spark classifies replacecommits by it).
 pub const OPERATION_CLUSTER: &str = "CLUSTER";
 /// The execution strategy named in the plan (Spark's default), so that Spark can run or inspect it.

@@ -18,7 +18,7 @@ use super::{
     ClusteringPlanned, PlannedGroup, EXECUTION_STRATEGY_CLASS, OPERATION_CLUSTER, PLAN_VERSION,
     WRITER_KEY, WRITER_NAME,
 };
-use crate::services::avro::{
+use crate::table::records::{
     ClusteringGroup, ClusteringPlan, ClusteringStrategy, RequestedReplaceMetadata, SliceInfo,
 };
 use crate::services::ServicesConfig;

@@ -14,7 +14,7 @@ use crate::clock::ManualClock;
 use crate::lock::memory::MemoryLock;
 use crate::lock::LeaseOptions;
 use crate::schema::avro::AvroSchema;
-use crate::services::avro::RequestedReplaceMetadata;
+use crate::table::records::RequestedReplaceMetadata;
 use crate::storage::memory::MemoryStorage;
 use crate::table::commit::{CommitMetadata, OperationType, ReplaceCommitMetadata, WriteStat};
 use crate::table::file_name::heartbeat_path;

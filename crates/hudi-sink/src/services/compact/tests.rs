@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::plan::{plan_operations, to_plan};
 use super::*;
 use crate::log_file::LogFileName;
-use crate::services::avro::compaction::COMPACTION_PLAN_VERSION;
+use crate::table::records::compaction::COMPACTION_PLAN_VERSION;
 use crate::storage::memory::MemoryStorage;
 use crate::storage::Storage;
 use crate::table::commit::{CommitMetadata, OperationType, WriteStat};

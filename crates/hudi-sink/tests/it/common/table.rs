@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use hudi_sink::services::avro::{CleanMetadata, CleanerPlan};
+use hudi_sink::table::records::{CleanMetadata, CleanerPlan};
 use hudi_sink::services::clean::relative_path;
 use hudi_sink::storage::Storage;
 use hudi_sink::table::file_name::BaseFileName;

@@ -8,7 +8,7 @@ impl Seen {
     /// written by an instant that had completed when the plan was stored.
     pub(super) fn check_compaction_plan(&mut self, time: &str, data: &Bytes) {
         *self.services.entry("compactions planned").or_default() += 1;
-        let plan = match hudi_sink::services::avro::CompactionPlan::from_avro_bytes(data) {
+        let plan = match hudi_sink::table::records::CompactionPlan::from_avro_bytes(data) {
             Ok(plan) => plan,
             Err(e) => {
                 self.violations
