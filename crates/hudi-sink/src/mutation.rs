@@ -60,11 +60,14 @@ pub enum Mutation {
     /// Under the interval commit a window opens only in a slot without a write instant, unless its opener has
     /// a backlog.
     SlotRule,
+    /// A write to a file group that another engine's pending compaction plans appends to that compaction's
+    /// slice, and the coordinator refuses an append below it (Hudi's executors carry nothing).
+    ForeignCompactionSlice,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 20] = [
+    pub const ALL: [Mutation; 21] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -85,6 +88,7 @@ impl Mutation {
         Mutation::PendingCompactionHoldsBase,
         Mutation::CompactionCarriesLateLogs,
         Mutation::SlotRule,
+        Mutation::ForeignCompactionSlice,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -110,6 +114,7 @@ impl Mutation {
             Mutation::PendingCompactionHoldsBase => "pending-compaction-holds-base",
             Mutation::CompactionCarriesLateLogs => "compaction-carries-late-logs",
             Mutation::SlotRule => "slot-rule",
+            Mutation::ForeignCompactionSlice => "foreign-compaction-slice",
         }
     }
 

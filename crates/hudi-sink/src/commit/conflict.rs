@@ -11,6 +11,7 @@
 //! | replaced groups count as touched | a replacecommit after the base replaced one of its file groups | [`Conflict::FileGroupReplaced`] |
 //! | one writer per bucket | a commit after the base touched the same (partition, bucket) | [`Conflict::BucketTouched`] |
 //! | log versions follow commit order | a deltacommit after the base appended a higher log version to a group the candidate appends to | [`Conflict::LogVersionBehind`] |
+//! | another engine's plan takes the group | another engine's pending compaction plans a group the candidate appended to below the compaction's slice, or the candidate is older than it | [`Conflict::PlannedByCompaction`] |
 //!
 //! Merge-on-read appends commute: two deltacommits that each append a log file to the same file group do not
 //! conflict (readers merge both logs), as long as the later commit's log comes later in reader order (the last
@@ -34,6 +35,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::index::bucket::bucket_id_from_file_id;
 use crate::table::commit::WriteStat;
 use crate::table::instant::{Instant, InstantTime};
+use crate::table::planned_groups::PlannedGroups;
 
 /// Why a candidate commit cannot complete: a commit that completed first changed what it was based on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -111,6 +113,25 @@ pub enum Conflict {
         winner_version: i64,
         /// The deltacommit that completed first.
         winner: InstantTime,
+    },
+    /// Another engine's compaction is pending on a file group the candidate appended to, and the append did
+    /// not go to the slice that compaction will make, or the candidate is older than the compaction. Hudi's
+    /// executors merge only the logs their plan names and carry nothing, so a log below the compaction's slice
+    /// would vanish behind its base file (`table::planned_groups`); a block older than the slice it sits in
+    /// would be missed by time travel between the two.
+    ///
+    /// Help: the writer retries with a fresh instant, appending to the compaction's slice.
+    #[error(
+        "file group {file_id} in partition {partition:?} is planned by compaction {compaction} of another \
+         engine: appends go to its slice, from a newer instant"
+    )]
+    PlannedByCompaction {
+        /// Partition path.
+        partition: String,
+        /// The planned file group.
+        file_id: String,
+        /// The pending compaction.
+        compaction: InstantTime,
     },
 }
 
@@ -242,6 +263,28 @@ impl<'a> Candidate<'a> {
             }),
             None => Ok(()),
         }
+    }
+
+    /// Another engine's pending compactions: every append to a group one of them plans went to its slice, from
+    /// a newer instant ([`Conflict::PlannedByCompaction`]).
+    pub fn check_planned(&self, planned: &PlannedGroups) -> Result<(), Conflict> {
+        if !planned.has_foreign()
+            || crate::mutation::is_disabled(crate::mutation::Mutation::ForeignCompactionSlice)
+        {
+            return Ok(());
+        }
+        for (&(partition, file_id), place) in &self.appends {
+            if let Some(compaction) = planned.foreign(partition, file_id) {
+                if place.base.as_ref() != Some(compaction) || self.instant <= compaction {
+                    return Err(Conflict::PlannedByCompaction {
+                        partition: partition.to_string(),
+                        file_id: file_id.to_string(),
+                        compaction: compaction.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The file group, bucket and log version rules against one commit completed after the base.

@@ -103,6 +103,8 @@ pub struct Coordinator {
     /// The action of the table's writes (`commit`, or `deltacommit` on merge-on-read), read once from
     /// `hoodie.properties`: a table's type never changes.
     write_action: Arc<std::sync::OnceLock<crate::table::instant::Action>>,
+    /// The plans of the compactions pending at the last deltacommit (each plan is read once).
+    planned: Arc<tokio::sync::Mutex<crate::table::planned_groups::PlannedGroups>>,
 }
 
 impl Coordinator {
@@ -125,6 +127,7 @@ impl Coordinator {
             compaction: None,
             catalog: None,
             write_action: Arc::new(std::sync::OnceLock::new()),
+            planned: Arc::default(),
         }
     }
 

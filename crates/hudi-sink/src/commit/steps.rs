@@ -29,6 +29,7 @@ use crate::storage::{ObjectMeta, PutOutcome};
 use crate::table::commit::{Checkpoint, CommitMetadata, OperationType, WriteStat};
 use crate::table::file_name::heartbeat_path;
 use crate::table::instant::{Action, Instant, InstantTime, State};
+use crate::table::planned_groups::PlannedGroups;
 use crate::table::properties::TableProperties;
 use crate::table::timeline::Timeline;
 use crate::write::WriteError;
@@ -229,7 +230,24 @@ impl Coordinator {
                 candidate.check_against(&done)?;
             }
         }
+        let planned = self.planned_groups(timeline, proposed.action).await?;
+        candidate.check_planned(&planned)?;
         Ok(())
+    }
+
+    /// The groups the compactions pending on `timeline` plan, for a commit of `action` (nothing but for
+    /// deltacommits); each plan is read once while this coordinator is warm.
+    pub(super) async fn planned_groups(
+        &self,
+        timeline: &Timeline,
+        action: Action,
+    ) -> Result<PlannedGroups, WriteError> {
+        if action != Action::DeltaCommit {
+            return Ok(PlannedGroups::default());
+        }
+        let mut known = self.planned.lock().await;
+        *known = PlannedGroups::load(self.storage.as_ref(), timeline, Some(&known)).await?;
+        Ok(known.clone())
     }
 
     /// What the completed commit `done` changed: its write stats, and for a replacecommit the file groups

@@ -94,6 +94,15 @@ pub enum TimelineError {
         /// Why.
         reason: String,
     },
+    /// A pending compaction's plan cannot be read: which file groups it plans, and so which slice a write to
+    /// them appends to, is unknown (`table::planned_groups`).
+    #[error("compaction plan .hoodie/{instant}.compaction.requested cannot be read: {reason}")]
+    CompactionPlan {
+        /// The compaction.
+        instant: String,
+        /// Why.
+        reason: String,
+    },
     /// Storage failed.
     #[error(transparent)]
     Storage(#[from] StorageError),

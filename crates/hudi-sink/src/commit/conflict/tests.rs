@@ -431,3 +431,50 @@ fn the_base_stays_below_a_pending_write_that_may_complete_after_a_compaction() {
     ]);
     assert_eq!(writer_base(&timeline, true), None);
 }
+
+#[test]
+fn an_append_to_a_group_another_engine_plans_goes_to_its_slice_from_a_newer_instant() {
+    let compaction = time(WINNER);
+    let planned = PlannedGroups::default().with_foreign(&compaction, &[("p", "g1")]);
+    let log = |base: &str| {
+        let mut stat = WriteStat::new("g1", "p", &format!("p/.g1_{base}.log.1_0-1-0"));
+        stat.log_version = Some(1);
+        vec![stat]
+    };
+    let (candidate, older, base) = (time(CANDIDATE), time(BASE), time(BASE));
+    // To the compaction's slice, from a newer instant: fine.
+    let to_slice = log(WINNER);
+    assert_eq!(
+        Candidate::new(&candidate, Some(&base), &to_slice).check_planned(&planned),
+        Ok(())
+    );
+    // Below it (the slice the plan reads): the executor would supersede the log.
+    let below = log(BASE);
+    let refused = Candidate::new(&candidate, Some(&base), &below).check_planned(&planned);
+    assert_eq!(
+        refused,
+        Err(Conflict::PlannedByCompaction {
+            partition: "p".into(),
+            file_id: "g1".into(),
+            compaction: compaction.clone(),
+        })
+    );
+    // To its slice, but from an instant older than the compaction.
+    assert!(Candidate::new(&older, None, &to_slice)
+        .check_planned(&planned)
+        .is_err());
+    // Another group, or no foreign plan: nothing to check.
+    let other = vec![WriteStat::new(
+        "g2",
+        "p",
+        &format!("p/.g2_{BASE}.log.1_0-1-0"),
+    )];
+    assert_eq!(
+        Candidate::new(&candidate, Some(&base), &other).check_planned(&planned),
+        Ok(())
+    );
+    assert_eq!(
+        Candidate::new(&candidate, Some(&base), &below).check_planned(&PlannedGroups::default()),
+        Ok(())
+    );
+}

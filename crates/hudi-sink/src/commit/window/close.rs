@@ -488,11 +488,13 @@ impl Decided {
             after_base.push(completed_write(coordinator, timeline, done).await?);
         }
         let (checkpoint, committed_schema) = coordinator.latest(timeline).await?;
+        let planned = coordinator.planned_groups(timeline, action).await?;
         let resolution = resolve(
             WindowOf {
                 instant,
                 base: base.as_ref(),
                 action,
+                planned: &planned,
             },
             contributions,
             checkpoint,

@@ -18,6 +18,7 @@ use crate::mutation::{is_disabled, Mutation};
 use crate::protocol::{checkpoint_covers, Contribution};
 use crate::table::commit::Checkpoint;
 use crate::table::instant::{Action, Instant, InstantTime, State};
+use crate::table::planned_groups::PlannedGroups;
 
 /// Why a contribution is left out of its window's commit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,6 +62,8 @@ pub struct WindowOf<'a> {
     pub base: Option<&'a InstantTime>,
     /// Its action (`commit`, or `deltacommit` on merge-on-read).
     pub action: Action,
+    /// The groups pending compactions plan (another engine's take appends to their own slice only).
+    pub planned: &'a PlannedGroups,
 }
 
 fn first_offset(c: &Contribution) -> i64 {
@@ -150,6 +153,7 @@ fn check_contribution(
     let candidate =
         Candidate::new(window.instant, window.base, &contribution.write_stats).deltacommit(delta);
     crate::commit::conflict::check(&candidate, completed.iter().copied(), after_base)?;
+    candidate.check_planned(window.planned)?;
     if accepted.is_empty() {
         return Ok(());
     }
@@ -202,6 +206,7 @@ mod tests {
             instant,
             base: None,
             action,
+            planned: &crate::table::planned_groups::NOTHING_PLANNED,
         }
     }
 

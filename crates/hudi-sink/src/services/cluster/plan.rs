@@ -18,12 +18,12 @@ use super::{
     ClusteringPlanned, PlannedGroup, EXECUTION_STRATEGY_CLASS, OPERATION_CLUSTER, PLAN_VERSION,
     WRITER_KEY, WRITER_NAME,
 };
-use crate::table::records::{
-    ClusteringGroup, ClusteringPlan, ClusteringStrategy, RequestedReplaceMetadata, SliceInfo,
-};
 use crate::services::ServicesConfig;
 use crate::table::file_name::BaseFileName;
 use crate::table::instant::InstantTime;
+use crate::table::records::{
+    ClusteringGroup, ClusteringPlan, ClusteringStrategy, RequestedReplaceMetadata, SliceInfo,
+};
 use crate::table::timeline::FileSlice;
 use crate::write::WriteError;
 

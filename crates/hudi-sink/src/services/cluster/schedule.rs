@@ -6,11 +6,11 @@ use bytes::Bytes;
 
 use super::plan::{is_this_sinks, plan_file_groups, plan_groups, to_requested};
 use super::ClusteringPlanned;
-use crate::table::records::RequestedReplaceMetadata;
 use crate::services::ServiceContext;
 use crate::storage::{PutOutcome, Storage};
 use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::properties::TableProperties;
+use crate::table::records::RequestedReplaceMetadata;
 use crate::table::timeline::{FileSlice, Timeline};
 use crate::write::WriteError;
 

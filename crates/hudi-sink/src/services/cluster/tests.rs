@@ -14,12 +14,12 @@ use crate::clock::ManualClock;
 use crate::lock::memory::MemoryLock;
 use crate::lock::LeaseOptions;
 use crate::schema::avro::AvroSchema;
-use crate::table::records::RequestedReplaceMetadata;
 use crate::storage::memory::MemoryStorage;
 use crate::table::commit::{CommitMetadata, OperationType, ReplaceCommitMetadata, WriteStat};
 use crate::table::file_name::heartbeat_path;
 use crate::table::file_name::BaseFileName;
 use crate::table::instant::{Action, Instant, State};
+use crate::table::records::RequestedReplaceMetadata;
 use crate::table::timeline::RETIRED_DIR;
 use crate::write::WriteConfig;
 

@@ -58,13 +58,15 @@ const MAX_VERSION_ATTEMPTS: u32 = 64;
 
 impl TableWriter {
     /// Appends `winners` to `slice` as one new log file and returns its stat and the tombstoned keys it
-    /// deletes (`None` when nothing was written).
+    /// deletes (`None` when nothing was written). With `append_to`, the log goes to the slice of that pending
+    /// compaction of another engine instead (base instant `append_to`, no base file yet).
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn append_bucket(
         &self,
         instant: &InstantTime,
         partition: &str,
         slice: &FileSlice,
+        append_to: Option<&InstantTime>,
         batch: &RecordBatch,
         winners: &[(&str, Winner)],
         file_index: &mut usize,
@@ -143,9 +145,9 @@ impl TableWriter {
         }
         let body = Bytes::from(writer.finish()?);
         let token = WriteToken::new(*file_index as u64, crate::write::lease::stage(), 0);
-        let existing: Vec<&LogFileName> = slice.log_files.iter().map(|l| &l.name).collect();
-        let mut name =
-            LogFileName::next_in_slice(existing, &slice.file_id, &slice.base_instant, token)?;
+        let base = append_to.unwrap_or(&slice.base_instant);
+        let existing: Vec<&LogFileName> = slice.logs_based_at(base).map(|l| &l.name).collect();
+        let mut name = LogFileName::next_in_slice(existing, &slice.file_id, base, token)?;
         let mut attempts = 0;
         let path = loop {
             let file_name = name.file_name();
@@ -179,7 +181,7 @@ impl TableWriter {
         *file_index += 1;
         let size = body.len() as i64;
         let mut stat = WriteStat::new(&slice.file_id, partition, &path);
-        stat.prev_commit = slice.base_instant.to_string();
+        stat.prev_commit = base.to_string();
         stat.num_writes = sources.len() as i64;
         stat.num_update_writes = sources.len() as i64;
         stat.num_deletes = deletes.len() as i64;
@@ -189,9 +191,15 @@ impl TableWriter {
         stat.total_log_blocks = i64::from(!sources.is_empty()) + i64::from(!deletes.is_empty());
         stat.log_version = Some(i64::from(name.version));
         stat.log_offset = Some(0);
-        stat.base_file = Some(slice.file_name.clone());
-        let mut log_files: Vec<String> =
-            slice.log_files.iter().map(|l| l.name.file_name()).collect();
+        // The pending compaction's slice has no base file yet (Hudi's append handle writes "").
+        stat.base_file = Some(match append_to {
+            Some(_) => String::new(),
+            None => slice.file_name.clone(),
+        });
+        let mut log_files: Vec<String> = slice
+            .logs_based_at(base)
+            .map(|l| l.name.file_name())
+            .collect();
         log_files.push(name.file_name());
         stat.log_files = Some(log_files);
         stat.records_stats = Some(serde_json::json!({ "val": null }));
