@@ -216,7 +216,8 @@ impl KafkaSink {
         // The table's checkpoint as this writer sees it; the coordinator re-checks at commit. The same
         // listing shows the open window of the interval commit.
         let listed = storage.list(crate::table::timeline::META_DIR).await?;
-        let timeline = Timeline::from_listing(&listed).map_err(crate::table::TableError::from)?;
+        let mut timeline =
+            Timeline::from_listing(&listed).map_err(crate::table::TableError::from)?;
         let windowed = !self.config.commit_interval.is_zero();
         let mut seen = if windowed {
             crate::commit::window::open_window(&listed, &timeline)
@@ -292,9 +293,18 @@ impl KafkaSink {
                     tracing::info!(attempt, dropped, "offsets already committed; re-filtered");
                 }
                 Attempt::RolledBack(instant) => {
-                    tracing::warn!(attempt, %instant, "instant was rolled back (heartbeat expired); retrying");
+                    tracing::warn!(
+                        attempt,
+                        %instant,
+                        "instant was rolled back (its heartbeat expired, or its window committed nothing); retrying"
+                    );
                 }
             }
+            // The next attempt looks at the table again: what refused this one (a compaction another engine
+            // planned meanwhile, say) need not move the base a stale timeline would be checked against.
+            timeline = Timeline::load(storage.as_ref())
+                .await
+                .map_err(crate::table::TableError::from)?;
             if attempt >= self.config.max_attempts {
                 return Err(WriteError::Table {
                     base_path: storage.base_uri().to_string(),

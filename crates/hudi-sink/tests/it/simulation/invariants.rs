@@ -43,6 +43,8 @@ struct Seen {
     /// Compaction plans stored, by time: per (partition, file id), the planned slice's base instant and the
     /// log paths the plan merges.
     compaction_plans: BTreeMap<String, PlannedGroups>,
+    /// The compactions whose stored plan is another engine's (no mark of this sink).
+    foreign_compactions: BTreeSet<String>,
 }
 
 /// A compaction plan's groups: per (partition, file id), the planned slice's base instant and the log paths
@@ -281,6 +283,9 @@ impl Seen {
                     self.on_commit(name, time, data);
                     if name.ends_with(".commit") {
                         self.check_compaction_commit(time, data);
+                    }
+                    if name.ends_with(".deltacommit") {
+                        self.check_appends_to_foreign_plans(time, data);
                     }
                 }
                 if std::env::var_os("SIM_TRACE").is_some() {

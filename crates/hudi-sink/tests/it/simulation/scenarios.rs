@@ -473,6 +473,10 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         "a-compaction-paused-between-its-plan-files-is-rolled-back-twice",
         super::compaction_scenarios::a_compaction_paused_between_its_plan_files_is_rolled_back_twice_boxed,
     ),
+    (
+        "another-engines-compaction-is-pending-while-windows-commit",
+        super::compaction_scenarios::another_engines_compaction_is_pending_while_windows_commit_boxed,
+    ),
 ];
 
 fn uncleaned_replacecommit_stays_on_the_timeline_boxed(
