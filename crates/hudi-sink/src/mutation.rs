@@ -60,11 +60,13 @@ pub enum Mutation {
     /// Under the interval commit a window opens only in a slot without a write instant, unless its opener has
     /// a backlog.
     SlotRule,
+    /// A routed batch is acknowledged only when every table it touches has committed its part.
+    RouterAwaitsEveryTable,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 20] = [
+    pub const ALL: [Mutation; 21] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -85,6 +87,7 @@ impl Mutation {
         Mutation::PendingCompactionHoldsBase,
         Mutation::CompactionCarriesLateLogs,
         Mutation::SlotRule,
+        Mutation::RouterAwaitsEveryTable,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -110,6 +113,7 @@ impl Mutation {
             Mutation::PendingCompactionHoldsBase => "pending-compaction-holds-base",
             Mutation::CompactionCarriesLateLogs => "compaction-carries-late-logs",
             Mutation::SlotRule => "slot-rule",
+            Mutation::RouterAwaitsEveryTable => "router-awaits-every-table",
         }
     }
 
