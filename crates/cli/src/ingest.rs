@@ -91,7 +91,7 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
         check_routes(&router, &files)?;
         Writer::Many(router)
     } else {
-        Writer::One(build_sink(&props, "hudi-sink-cli").await?)
+        Writer::One(Box::new(build_sink(&props, "hudi-sink-cli").await?))
     };
     let mut per_table: BTreeMap<String, SinkReport> = BTreeMap::new();
     let mut progress = Progress::new(files.len(), total_bytes);
@@ -215,7 +215,7 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
 
 /// One table's sink, or a router over many tables.
 enum Writer {
-    One(KafkaSink),
+    One(Box<KafkaSink>),
     Many(Router),
 }
 

@@ -54,11 +54,16 @@ pub fn is_routed(props: &BTreeMap<String, String>) -> bool {
     })
 }
 
-/// A table name the router can make: 1 to 128 ASCII letters, digits and underscores (what Hudi, Glue and
-/// Athena all accept, and safe in a path and a property key).
+/// A table name the router can make: `[A-Za-z_][A-Za-z0-9_]*`, at most 128 characters (what
+/// `hoodie.table.name`, Glue and Athena all accept, and safe in a path and a property key).
 pub fn is_table_name(name: &str) -> bool {
-    (1..=128).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    (1..=128).contains(&name.len())
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
+
+/// What [`is_table_name`] accepts, for error messages.
+const TABLE_NAME_RULE: &str = "a table name is [A-Za-z_][A-Za-z0-9_]*, at most 128 characters";
 
 /// One `hudi.sink.route.<name>.topic.regex` route.
 #[derive(Debug, Clone)]
@@ -128,11 +133,7 @@ impl RouteConfig {
                     return Err(ConfigError::UnknownKey { key: key.clone() });
                 };
                 if !is_table_name(table) {
-                    return Err(invalid(
-                        key,
-                        value,
-                        "a table name is 1 to 128 ASCII letters, digits and `_`",
-                    ));
+                    return Err(invalid(key, value, TABLE_NAME_RULE));
                 }
                 if table_key == PROPERTIES_FILE {
                     files.insert(table.to_string(), value.trim().to_string());
@@ -176,11 +177,7 @@ impl RouteConfig {
                 (Some(topic), None) => {
                     let table = f.get("table").cloned().unwrap_or_else(|| name.clone());
                     if !is_table_name(&table) {
-                        return Err(invalid(
-                            &key("table"),
-                            &table,
-                            "a table name is 1 to 128 ASCII letters, digits and `_`",
-                        ));
+                        return Err(invalid(&key("table"), &table, TABLE_NAME_RULE));
                     }
                     if let Some(other) = exact.insert(topic.clone(), table.clone()) {
                         return Err(ConfigError::Conflict {
@@ -252,8 +249,7 @@ impl RouteConfig {
                     Ok(table)
                 } else {
                     Err(format!(
-                        "route {} maps topic {topic} to {table:?}, which is not a table name (1 to 128 ASCII \
-                         letters, digits and `_`)",
+                        "route {} maps topic {topic} to {table:?}, which is not a table name ({TABLE_NAME_RULE})",
                         route.name
                     ))
                 };
@@ -453,6 +449,11 @@ mod tests {
         );
         refused(&[("hudi.sink.route.parallelism", "0")], &[], "at least 1");
         refused(&[("hudi.sink.table.bad-name.k", "v")], &[], "table name");
+        refused(
+            &[("hudi.sink.route.legacy.table", "9lives")],
+            &[],
+            "hudi.sink.route.legacy.table",
+        );
         refused(
             &[("hudi.sink.route.legacy.table", "no.dots")],
             &[],

@@ -192,16 +192,13 @@ impl Router {
         let opened = self.open_all(parts.keys().cloned().collect()).await;
         let mut work = Vec::new();
         for (table, records) in parts {
-            match opened.get(&table) {
-                Some(Ok(sink)) => work.push((
-                    table,
-                    sink.clone(),
-                    KafkaBatch {
-                        source: source.clone(),
-                        records,
-                    },
-                )),
-                Some(Err(_)) | None => {}
+            // A table that did not open has its failure below; its records wait for the redelivery.
+            if let Some(Ok(sink)) = opened.get(&table) {
+                let part = KafkaBatch {
+                    source: source.clone(),
+                    records,
+                };
+                work.push((table, sink.clone(), part));
             }
         }
         for (table, result) in opened {
