@@ -330,3 +330,66 @@ async fn a_topic_without_a_route_becomes_dead_letters_and_the_rest_commits() {
         assert_rows(&s.table(table), &model, table);
     }
 }
+
+/// The router `bootstrap` builds (the command's and the writer function's): a table's properties file and its
+/// own keys take effect over the shared keys, each table is created at its own base path on its first record,
+/// and reads back row for row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bootstrapped_router_applies_each_tables_file_and_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut props = routed_props(dir.path());
+    // orders: non-partitioned from its file, 2 buckets from its own key (over the file's 3).
+    let file = dir.path().join("orders.properties");
+    std::fs::write(
+        &file,
+        "hoodie.datasource.write.partitionpath.field=\nhoodie.bucket.index.num.buckets=3\n",
+    )
+    .expect("file");
+    props.insert(
+        "hudi.sink.table.orders.properties.file".into(),
+        file.display().to_string(),
+    );
+    props.insert(
+        "hudi.sink.table.orders.hoodie.bucket.index.num.buckets".into(),
+        "2".into(),
+    );
+    let router = hudi_sink::bootstrap::build_router(&props, "routing-test")
+        .await
+        .expect("router");
+    let batch = &batches(40)[0];
+    let report = deliver(&router, batch).await.expect("batch");
+    assert!(report.total().balanced(), "{report:?}");
+    let tables = dir.path().join("tables");
+    let table_props = |table: &str| {
+        std::fs::read_to_string(tables.join(table).join(".hoodie/hoodie.properties"))
+            .expect("hoodie.properties")
+    };
+    let orders = table_props("orders");
+    assert!(orders.contains("hoodie.table.name=orders"), "{orders}");
+    assert!(
+        orders.contains("hoodie.bucket.index.num.buckets=2"),
+        "{orders}"
+    );
+    assert!(
+        !orders.contains("hoodie.table.partition.fields=city"),
+        "{orders}"
+    );
+    let customers = table_props("customers");
+    assert!(
+        customers.contains("hoodie.table.name=customers"),
+        "{customers}"
+    );
+    assert!(
+        customers.contains("hoodie.bucket.index.num.buckets=4"),
+        "{customers}"
+    );
+    assert!(
+        customers.contains("hoodie.table.partition.fields=city"),
+        "{customers}"
+    );
+    for (_, table) in TOPICS {
+        let mut model = Model::default();
+        model.apply(&of_table(batch, table));
+        assert_rows(&tables.join(table), &model, table);
+    }
+}
