@@ -275,3 +275,73 @@ impl Router {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(table: &str, error: WriteError) -> TableFailure {
+        TableFailure {
+            table: table.into(),
+            error,
+        }
+    }
+
+    fn deadline() -> WriteError {
+        WriteError::Deadline {
+            step: "begin",
+            remaining_ms: 5,
+            needed_ms: 10,
+        }
+    }
+
+    #[test]
+    fn errors_say_which_tables_failed_and_what_kind_of_failure_it_was() {
+        let e = RouteError::Tables {
+            failed: vec![failure("orders", deadline())],
+            tables: 3,
+        };
+        assert!(e.is_deadline() && !e.is_config());
+        let text = e.to_string();
+        assert!(text.starts_with("1 of 3 tables"), "{text}");
+        assert!(text.contains("orders: "), "{text}");
+        let e = RouteError::Tables {
+            failed: vec![
+                failure("audit", deadline()),
+                failure(
+                    "orders",
+                    WriteError::Config {
+                        reason: "bad".into(),
+                    },
+                ),
+            ],
+            tables: 2,
+        };
+        assert!(!e.is_deadline() && e.is_config());
+    }
+
+    #[test]
+    fn the_total_counts_unrouted_records_as_dead_letters() {
+        let mut report = RoutedReport {
+            unrouted: 2,
+            ..RoutedReport::default()
+        };
+        let mut part = SinkReport {
+            records_in: 3,
+            skipped: 1,
+            dead_lettered: 2,
+            instant: Some("20260101000000000".into()),
+            ..SinkReport::default()
+        };
+        report.tables.insert("a".into(), part.clone());
+        part.instant = None;
+        report.tables.insert("b".into(), part);
+        let total = report.total();
+        assert_eq!(
+            (total.records_in, total.skipped, total.dead_lettered),
+            (8, 2, 6)
+        );
+        assert!(total.balanced(), "{total:?}");
+        assert_eq!(total.instant.as_deref(), Some("20260101000000000"));
+    }
+}
