@@ -329,6 +329,51 @@ pub async fn build_sink(
     })
 }
 
+/// Opens routed tables from the routing configuration: each table's properties (the base, its file, its
+/// own keys) through [`build_sink`], so a routed table is built exactly as a single table would be.
+#[derive(Debug)]
+pub struct PropertiesOpener {
+    config: crate::router::RouteConfig,
+    writer_id: String,
+}
+
+#[async_trait::async_trait]
+impl crate::router::TableOpener for PropertiesOpener {
+    async fn open(&self, table: &str) -> Result<KafkaSink, WriteError> {
+        let file = match self.config.properties_file(table) {
+            Some(uri) => Some(load_properties(uri).await?),
+            None => None,
+        };
+        let props = self.config.table_properties(table, file)?;
+        build_sink(&props, &self.writer_id).await
+    }
+}
+
+/// A ready router for a routed configuration ([`crate::router::is_routed`]): tables are opened (and
+/// created) on their first record; records of topics without a route go to the dead letters of the
+/// pseudo-table [`crate::router::UNROUTED`].
+pub async fn build_router(
+    props: &BTreeMap<String, String>,
+    writer_id: &str,
+) -> Result<crate::router::Router, WriteError> {
+    let config = crate::router::RouteConfig::from_properties(props)?;
+    let base = config.base_for(crate::router::UNROUTED);
+    // The shared keys are checked once here, so a typo fails at start-up, not at a table's first record.
+    check_keys(&base)?;
+    let base_path = base.get("hoodie.base.path").cloned().unwrap_or_default();
+    let location = dead_letter_location(&base, &base_path);
+    tracing::info!(location = %location.uri, routes = ?props.keys().filter(|k| k.starts_with(crate::router::config::ROUTE_PREFIX)).collect::<Vec<_>>(), "routed writer; unrouted records go to dead letters");
+    let timeouts = ClientTimeouts::from_properties(&base)?;
+    let unrouted = Arc::new(StorageDeadLetterSink::new(
+        open_storage_with(&location.uri, &timeouts).await?,
+    ));
+    let opener = Arc::new(PropertiesOpener {
+        config: config.clone(),
+        writer_id: writer_id.to_string(),
+    });
+    Ok(crate::router::Router::new(config, opener, unrouted))
+}
+
 /// `hudi.sink.value.format=debezium`: the ordering field and payload class follow the connector, as
 /// HoodieStreamer's Debezium sources need them (`_event_lsn` with `PostgresDebeziumAvroPayload`, `_event_seq`
 /// with `MySqlDebeziumAvroPayload`); a configuration that names others is refused, and a Debezium payload
@@ -440,6 +485,7 @@ pub const KEY_LISTS: &[&[&str]] = &[
     crate::lock::KEYS,
     crate::aws_clients::KEYS,
     crate::dead_letter::KEYS,
+    crate::router::config::KEYS,
     REGISTRY_KEYS,
 ];
 

@@ -63,11 +63,13 @@ pub enum Mutation {
     /// A write to a file group that another engine's pending compaction plans appends to that compaction's
     /// slice, and the coordinator refuses an append below it (Hudi's executors carry nothing).
     ForeignCompactionSlice,
+    /// A routed batch is acknowledged only when every table it touches has committed its part.
+    RouterAwaitsEveryTable,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 21] = [
+    pub const ALL: [Mutation; 22] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -89,6 +91,7 @@ impl Mutation {
         Mutation::CompactionCarriesLateLogs,
         Mutation::SlotRule,
         Mutation::ForeignCompactionSlice,
+        Mutation::RouterAwaitsEveryTable,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -115,6 +118,7 @@ impl Mutation {
             Mutation::CompactionCarriesLateLogs => "compaction-carries-late-logs",
             Mutation::SlotRule => "slot-rule",
             Mutation::ForeignCompactionSlice => "foreign-compaction-slice",
+            Mutation::RouterAwaitsEveryTable => "router-awaits-every-table",
         }
     }
 

@@ -6,4 +6,5 @@ mod common;
 mod debezium;
 mod ingest;
 mod kafka_columns;
+mod routing;
 mod table_commands;

@@ -29,6 +29,7 @@ mod mor_merge_golden;
 mod mor_slices;
 mod request_counts;
 mod request_counts_window;
+mod routing;
 mod schema_evolution;
 mod schema_golden;
 mod services_crash;

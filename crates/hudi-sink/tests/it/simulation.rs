@@ -76,6 +76,7 @@ mod compaction_scenarios;
 mod evolution_scenarios;
 mod fakes;
 mod invariants;
+mod routing;
 mod runs;
 mod scenarios;
 mod window_scenarios;

@@ -359,7 +359,7 @@ impl Recorder {
     }
 
     /// Every completed commit ever created, oldest first: (time, file name, metadata).
-    fn commits(&self) -> Result<Vec<(String, String, ReplaceCommitMetadata)>, Failure> {
+    pub(super) fn commits(&self) -> Result<Vec<(String, String, ReplaceCommitMetadata)>, Failure> {
         let seen = lock(&self.seen);
         seen.commits
             .iter()
