@@ -4,10 +4,11 @@ compaction compared with it (docs/semantics.md, "Merge-on-read tables"; docs/com
 
 Each case is one small table written from hand-made event files, one instant per file: the key's first version
 V1 (`ts` 100), a delete (a Kafka tombstone, or a `_hoodie_is_deleted = true` row with `ts` 150), then the key
-re-created (V3) with a `ts` below, between or above them. The layouts place V1 in the file group's base file or
-in a log, put the delete and the re-creation in one batch or in two instants, or compact between them. Before the
-last compaction the table is copied: the sink compacts one copy, Java the other; each compaction must leave
-Spark's snapshot as it was, and both must write the same rows. The same steps on a copy-on-write table give the
+re-created (V3) with a `ts` below, equal to, between or above them. The layouts (`CASES`) place V1 in the file
+group's base file or in a log, add a newer V2 (`ts` 300) in a log before the delete, put the delete and the
+re-creation in one batch or in two instants, or compact between them. Before the first compaction the table is
+copied: the sink compacts one copy, Java the other; each compaction must leave Spark's snapshot as it was and
+write it into the base file (the read-optimized view), so both write the same rows. The same steps on a copy-on-write table give the
 rows the sink's stated merge rule (docs/semantics.md, "Merge semantics") produces.
 """
 
