@@ -139,7 +139,8 @@ def test_java_services_between_the_sinks_writes(spark, tmp_path):
 
 @pytest.mark.xfail(strict=True, reason=(
     "a key deleted by a tombstone and re-created with a smaller ordering value than its base-file version: "
-    "Hudi's merge (DefaultHoodieRecordPayload) keeps the deleted base version until a compaction removes it, "
+    "Hudi's merge (DefaultHoodieRecordPayload) shows the deleted base version, and compactions keep it "
+    "(test_recreate_semantics.py), "
     "while the sink's stated rule (and its copy-on-write tables) re-create the key"))
 def test_a_key_recreated_below_its_base_version_after_a_tombstone(spark, tmp_path):
     files, model = generate(tmp_path, records=600, keys=120, per_file=30, seed=11)
