@@ -135,6 +135,15 @@ pub enum Conflict {
     },
 }
 
+/// Whether a conflict's text (as the coordinator answers it) is [`Conflict::PlannedByCompaction`]: the writer's
+/// timeline missed another engine's compaction and must be listed again before the next attempt.
+pub fn is_planned_by_compaction(reason: &str) -> bool {
+    reason.contains(PLANNED_BY_ANOTHER_ENGINE)
+}
+
+/// The words of [`Conflict::PlannedByCompaction`]'s text that [`is_planned_by_compaction`] looks for.
+const PLANNED_BY_ANOTHER_ENGINE: &str = "of another engine: appends go to its slice";
+
 /// What a completed commit changed, from its metadata.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompletedWrite {

@@ -270,6 +270,12 @@ impl KafkaSink {
             };
             prepared = Some(ready);
             last_attempt = started.elapsed();
+            let look_again = match &outcome {
+                Attempt::Conflict(reason) => {
+                    crate::commit::conflict::is_planned_by_compaction(reason)
+                }
+                _ => false,
+            };
             match outcome {
                 Attempt::Done(mut report) => {
                     report.records_in = records_in;
@@ -300,11 +306,13 @@ impl KafkaSink {
                     );
                 }
             }
-            // The next attempt looks at the table again: what refused this one (a compaction another engine
-            // planned meanwhile, say) need not move the base a stale timeline would be checked against.
-            timeline = Timeline::load(storage.as_ref())
-                .await
-                .map_err(crate::table::TableError::from)?;
+            // The next attempt looks at the table again when what refused this one need not move the base a
+            // stale timeline is checked against: another engine's compaction planned meanwhile.
+            if look_again {
+                timeline = Timeline::load(storage.as_ref())
+                    .await
+                    .map_err(crate::table::TableError::from)?;
+            }
             if attempt >= self.config.max_attempts {
                 return Err(WriteError::Table {
                     base_path: storage.base_uri().to_string(),

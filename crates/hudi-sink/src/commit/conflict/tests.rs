@@ -459,6 +459,20 @@ fn an_append_to_a_group_another_engine_plans_goes_to_its_slice_from_a_newer_inst
             compaction: compaction.clone(),
         })
     );
+    // The writer knows the answer by its text (the protocol carries conflicts as text).
+    let text = refused
+        .as_ref()
+        .map_err(ToString::to_string)
+        .expect_err("refused");
+    assert!(is_planned_by_compaction(&text), "{text}");
+    assert!(!is_planned_by_compaction(
+        &Conflict::FileGroupWritten {
+            partition: "p".into(),
+            file_id: "g1".into(),
+            winner: compaction.clone(),
+        }
+        .to_string()
+    ));
     // To its slice, but from an instant older than the compaction.
     assert!(Candidate::new(&older, None, &to_slice)
         .check_planned(&planned)
