@@ -204,7 +204,11 @@ async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
     let model = table
         .check_model(&[&first, &second, &third, &fourth])
         .await?;
-    // hudi-rs reads the same table (only without a mutation: the invariants above decide those runs).
+    hudi_rs_reads(&table, &model).await
+}
+
+/// hudi-rs reads `table` as `model` (only without a mutation: the invariants decide those runs).
+async fn hudi_rs_reads(table: &Table, model: &Model) -> Result<(), Failure> {
     let unmutated = Mutation::ALL
         .iter()
         .all(|m| !hudi_sink::mutation::is_disabled(*m));
@@ -391,18 +395,7 @@ async fn another_engines_compaction_is_pending_while_windows_commit() -> Result<
     let model = table
         .check_model(&[&first, &second, &b_batch, &a_batch, &c_batch])
         .await?;
-    let unmutated = Mutation::ALL
-        .iter()
-        .all(|m| !hudi_sink::mutation::is_disabled(*m));
-    if unmutated {
-        let dir = tempfile::tempdir().map_err(|e| fail("setup", e.to_string()))?;
-        export(table.recorder.as_ref(), dir.path()).await?;
-        let rows = hudi_rs_trips(&dir.path().display().to_string());
-        model
-            .check_rows(rows)
-            .map_err(|e| fail("hudi-rs reads the model", e))?;
-    }
-    Ok(())
+    hudi_rs_reads(&table, &model).await
 }
 
 pub(super) fn another_engines_compaction_is_pending_while_windows_commit_boxed(
