@@ -440,7 +440,8 @@ def spark_section(records, partitions):
     lambda_view["sink_core_s_per_gb"] = {n: c["cpu_s"] / gb for n, c in sink.items()}
     return {"records": records, "json_mb": json_bytes / 1e6, "event_files": len(files),
             "payload_mb": sum(os.path.getsize(f) for f in files) / 1e6, "rows_checked": checked["rows"],
-            "readings_checked": checked["readings"], "sink": sink, "spark_startup": startup,
+            "readings_checked": checked["readings"], "hudi_rs_reader": checked["hudi_rs"],
+            "machine": machine(), "single_cpu": cpu(), "sink": sink, "spark_startup": startup,
             "spark": spark, "lambda": lambda_view}
 
 
@@ -477,7 +478,7 @@ def merge_results(update):
     results = json.load(open(path)) if os.path.exists(path) else {}
     results.update(update)
     with open(path, "w") as f:
-        json.dump(results, f, indent=2)
+        json.dump(results, f, indent=1)
         f.write("\n")
     return results
 

@@ -169,8 +169,11 @@ def empty():
     spark = session()
     session_seconds = time.perf_counter() - t
     jvm_cpu_ready = jvm_cpu_seconds(spark.sparkContext._gateway.proc.pid)
+    versions = {"spark": spark.version,
+                "java": spark.sparkContext._jvm.java.lang.System.getProperty("java.version"),
+                "hudi_jars": sorted(j for j in os.listdir(JARS) if j.startswith("hudi-"))}
     stop(spark)
-    return {"session_seconds": session_seconds, "jvm_cpu_session_ready": jvm_cpu_ready}
+    return {"session_seconds": session_seconds, "jvm_cpu_session_ready": jvm_cpu_ready, "versions": versions}
 
 
 def canonical(table, key):
@@ -244,7 +247,9 @@ def check(named_tables, spark_names):
         diff = difference(want, got, key)
         if diff:
             mismatches[name] = diff
-    return {"reference": reference, "rows": want.num_rows, "columns": want.column_names,
+    import hudi
+
+    return {"reference": reference, "hudi_rs": hudi.__version__, "rows": want.num_rows, "columns": want.column_names,
             "readings": [name for name, _ in readings], "mismatches": mismatches}
 
 
