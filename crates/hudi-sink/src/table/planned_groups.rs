@@ -9,9 +9,10 @@
 //! old slice (which hudi-rs 0.5.0 shows while the compaction is pending).
 //!
 //! Invariants:
-//! - A plan is this sink's when its `extraMetadata` carries [`WRITER_KEY`] = [`WRITER_NAME`], or when its
-//!   `.requested` is gone and its time is retired (an orphan of this sink's rollback); every other plan is
-//!   another engine's.
+//! - A plan is this sink's when its `extraMetadata` carries [`WRITER_KEY`] = [`WRITER_NAME`]; every other plan
+//!   is another engine's. A pending compaction without its `.requested` plans no group, whoever left it (an
+//!   orphan of this sink's rollback, which the compaction service rolls back again, or a plan no executor can
+//!   run), so whose it is does not matter here.
 //! - A plan that cannot be read is an error, never "no groups": a writer that cannot tell whether a group is
 //!   planned cannot tell which slice to append to.
 //! - Plans never change once requested, so [`PlannedGroups::load`] reads each pending plan once and keeps it
@@ -22,7 +23,7 @@ use std::sync::Arc;
 
 use super::instant::{Action, Instant, InstantTime, State};
 use super::records::{CompactionPlan, WRITER_KEY, WRITER_NAME};
-use super::timeline::{Timeline, TimelineError, RETIRED_DIR};
+use super::timeline::{Timeline, TimelineError};
 use crate::storage::Storage;
 
 /// One pending compaction: whose it is and the (partition, file id) groups its plan names.
@@ -112,15 +113,12 @@ async fn read_plan(storage: &dyn Storage, time: &InstantTime) -> Result<Plan, Ti
     let path = requested.path();
     let bytes = match storage.get(&path).await {
         Ok(bytes) => bytes,
+        // No plan: no group is planned (see the module doc).
         Err(e) if e.is_not_found() => {
-            // No plan: an orphan of this sink's rollback when its time is retired; another engine's compaction
-            // without a plan otherwise, which no executor can run (it names no group).
-            let retired = format!("{RETIRED_DIR}{time}");
-            let this_sink = storage.head(&retired).await?.is_some();
             return Ok(Plan {
-                this_sink,
+                this_sink: false,
                 groups: Vec::new(),
-            });
+            })
         }
         Err(e) => return Err(e.into()),
     };
