@@ -389,6 +389,7 @@ pub fn debezium_settings(write: &mut WriteConfig, sink: &SinkConfig) -> Result<(
             None => Ok(()),
         };
     };
+    check_replica_identity(write, connector)?;
     let (field, payload) = (connector.ordering_field(), connector.payload_class());
     match write.precombine_field.as_deref() {
         None => write.precombine_field = Some(field.to_string()),
@@ -396,7 +397,7 @@ pub fn debezium_settings(write: &mut WriteConfig, sink: &SinkConfig) -> Result<(
         Some(other) => {
             return Err(WriteError::Config {
                 reason: format!(
-                    "hoodie.datasource.write.precombine.field={other}, but {connector:?} Debezium tables are                      ordered by {field}: set it to {field} or leave it out"
+                    "hoodie.datasource.write.precombine.field={other}, but {connector:?} Debezium tables are ordered by {field}: set it to {field} or leave it out"
                 ),
             })
         }
@@ -409,12 +410,55 @@ pub fn debezium_settings(write: &mut WriteConfig, sink: &SinkConfig) -> Result<(
         Some(other) => {
             return Err(WriteError::Config {
                 reason: format!(
-                    "hoodie.datasource.write.payload.class={other}, but {connector:?} Debezium tables use                      {payload}: set it to that or leave it out"
+                    "hoodie.datasource.write.payload.class={other}, but {connector:?} Debezium tables use {payload}: set it to that or leave it out"
                 ),
             })
         }
     }
     Ok(())
+}
+
+/// A Postgres delete's `before` holds only the replica identity (the primary key under `REPLICA IDENTITY
+/// DEFAULT`): on a table partitioned by another column the delete would name the wrong partition and miss
+/// the row. Such a table starts only when the configuration says the source tables use `REPLICA IDENTITY
+/// FULL` (docs/cdc.md, "Deletes and tombstones").
+fn check_replica_identity(
+    write: &WriteConfig,
+    connector: crate::record::debezium::Connector,
+) -> Result<(), WriteError> {
+    use crate::record::debezium::{Connector, REPLICA_IDENTITY_KEY};
+    let declared = write
+        .properties
+        .get(REPLICA_IDENTITY_KEY)
+        .map(|v| v.trim().to_ascii_lowercase());
+    match declared.as_deref() {
+        None | Some("full") | Some("default") => {}
+        Some(other) => {
+            return Err(WriteError::Config {
+                reason: format!("{REPLICA_IDENTITY_KEY}={other}: expected full or default"),
+            })
+        }
+    }
+    if connector != Connector::Postgres || declared.as_deref() == Some("full") {
+        return Ok(());
+    }
+    let outside_key: Vec<&str> = write
+        .partition_fields
+        .iter()
+        .map(|f| f.split(':').next().unwrap_or(f).trim())
+        .filter(|f| !write.record_key_fields.iter().any(|k| k == f))
+        .collect();
+    if outside_key.is_empty() {
+        return Ok(());
+    }
+    Err(WriteError::Config {
+        reason: format!(
+            "the table is partitioned by {} outside the record key, but a Postgres delete carries only the \
+             replica identity: run ALTER TABLE ... REPLICA IDENTITY FULL on the source tables and set \
+             {REPLICA_IDENTITY_KEY}=full, or partition by record key columns",
+            outside_key.join(", ")
+        ),
+    })
 }
 
 /// The registry URL of Hudi's schema provider, if set.

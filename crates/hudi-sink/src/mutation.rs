@@ -65,11 +65,14 @@ pub enum Mutation {
     ForeignCompactionSlice,
     /// A routed batch is acknowledged only when every table it touches has committed its part.
     RouterAwaitsEveryTable,
+    /// A Postgres TOAST placeholder takes the value of the version it supersedes (in the batch, the stored
+    /// row, or the merged file slice), never replacing a stored value.
+    ToastBackfill,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 22] = [
+    pub const ALL: [Mutation; 23] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -92,6 +95,7 @@ impl Mutation {
         Mutation::SlotRule,
         Mutation::ForeignCompactionSlice,
         Mutation::RouterAwaitsEveryTable,
+        Mutation::ToastBackfill,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -119,6 +123,7 @@ impl Mutation {
             Mutation::SlotRule => "slot-rule",
             Mutation::ForeignCompactionSlice => "foreign-compaction-slice",
             Mutation::RouterAwaitsEveryTable => "router-awaits-every-table",
+            Mutation::ToastBackfill => "toast-backfill",
         }
     }
 

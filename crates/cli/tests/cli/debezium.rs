@@ -405,6 +405,8 @@ fn debezium_streams_land_as_hoodiestreamer_rows_with_the_payloads_ordering() {
                         schema.display()
                     ),
                     &format!("hoodie.datasource.write.precombine.field={field}"),
+                    // Deletes carry whole rows (partitioned by `city`, keyed by `uuid`).
+                    "hudi.sink.debezium.replica.identity=full",
                 ],
             );
             // The truncate and the plain JSON object; tombstones are neither letters nor deletes.

@@ -37,6 +37,7 @@ mod open;
 mod prepare;
 mod rollback;
 mod schema;
+mod toast_slice;
 
 use merge_bucket::footer_may_contain;
 use open::check_compatible;
@@ -459,13 +460,16 @@ impl TableWriter {
                 let append_to = planned.foreign(&partition, &slice.file_id).filter(|_| {
                     !crate::mutation::is_disabled(crate::mutation::Mutation::ForeignCompactionSlice)
                 });
+                let backfilled = self
+                    .backfill_from_slice(slice, timeline, &incoming, &winners)
+                    .await?;
                 let (stat, applied) = self
                     .append_bucket(
                         instant,
                         &partition,
                         slice,
                         append_to,
-                        &incoming,
+                        backfilled.as_ref().unwrap_or(&incoming),
                         &winners,
                         &mut file_index,
                         &mut counts,

@@ -79,6 +79,7 @@ mod invariants;
 mod routing;
 mod runs;
 mod scenarios;
+mod toast_scenarios;
 mod window_scenarios;
 
 use fakes::*;

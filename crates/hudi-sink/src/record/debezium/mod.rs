@@ -30,6 +30,11 @@ pub use schema::{check_table, table_schema};
 /// `hudi.sink.debezium.connector`: which connector's source block and payload the table follows.
 pub const CONNECTOR_KEY: &str = "hudi.sink.debezium.connector";
 
+/// `hudi.sink.debezium.replica.identity`: the source tables' Postgres `REPLICA IDENTITY` (`full` or
+/// `default`). A delete carries only the replica identity in `before`: a table partitioned by a column
+/// outside the record key needs `full` to place its deletes (`crate::bootstrap::debezium_settings`).
+pub const REPLICA_IDENTITY_KEY: &str = "hudi.sink.debezium.replica.identity";
+
 /// `_change_operation_type` (string): the event's `op`; `d` makes the row a delete.
 pub const OP_COLUMN: &str = "_change_operation_type";
 /// `_upstream_event_processed_ts_ms` (long): the envelope's `ts_ms`, when Debezium processed the event.

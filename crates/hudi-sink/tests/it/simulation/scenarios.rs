@@ -477,6 +477,10 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         "another-engines-compaction-is-pending-while-windows-commit",
         super::compaction_scenarios::another_engines_compaction_is_pending_while_windows_commit_boxed,
     ),
+    (
+        "toast-placeholders-keep-stored-values",
+        super::toast_scenarios::toast_placeholders_keep_stored_values_boxed,
+    ),
 ];
 
 fn uncleaned_replacecommit_stays_on_the_timeline_boxed(
