@@ -1095,6 +1095,81 @@ class ManyTablesIngest(unittest.TestCase):
             self.assertFalse(Path(props["hudi.sink.dead.letter.path"].replace("$table", "_unrouted")).exists())
 
 
+class ManyTablesDocumentation(unittest.TestCase):
+    """docs/deploy.md's many-tables example, as a user copies it, deploys three Debezium topics into three tables
+    with the alarms its Alarms section lists, in SAM and Terraform alike."""
+
+    TOPICS = ["pg.public.customers", "pg.public.orders", "pg.public.items"]
+    TABLES = ["shop_customers", "shop_orders", "shop_items"]
+
+    def section(self, title):
+        deploy = (ROOT / "docs" / "deploy.md").read_text()
+        self.assertIn(f"\n## {title}\n", deploy)
+        return deploy.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+    def test_sam_and_terraform_examples_deploy_the_three_tables(self):
+        text = self.section("Many tables")
+        sam = re.search(r"```sh\nsam build\nsam deploy (.*?)```", text, re.S).group(1)
+        self.assertIn("CAPABILITY_AUTO_EXPAND", sam)
+        overrides = sam.split("--parameter-overrides", 1)[1].replace("\\\n", " ").split()
+        params = dict(o.split("=", 1) for o in overrides)
+        params["MskClusterArn"] = CLUSTER  # the example elides the cluster's uuid
+        template = iac.load_template()
+        ev = iac.CfnEvaluator(template, params, ACCOUNT, REGION)
+        for rule in template["Rules"].values():
+            for a in rule["Assertions"]:
+                self.assertTrue(ev.eval(a["Assert"]), a["AssertDescription"])
+        esms = [ev.eval(r["Properties"]) for n, r in ev.t["Resources"].items()
+                if r["Type"] == "AWS::Lambda::EventSourceMapping" and ev.resource_exists(n)]
+        self.assertEqual(sorted(e["Topics"][0] for e in esms), sorted(self.TOPICS))
+        self.assertFalse(ev.resource_exists("CoordinatorFunction"))
+        name = params["AppName"]
+        alarms = iac.sam_alarms(template, params, ACCOUNT, REGION)
+        want = {f"{name}-writer-{s}" for s in ("offset-lag", "errors", "throttles")}
+        want |= {f"{name}-{t}-{s}" for t in self.TABLES for s in ("offset-lag", "dead-letters", "commit-failures")}
+        self.assertEqual(set(alarms), want)
+        alarms_text = self.section("Alarms")
+        for alarm in sorted(want):
+            self.assertIn(f"`{alarm}`", alarms_text)
+        # Terraform: the module block of the same section.
+        hcl = re.search(r"```hcl\n(module \"shop\" \{.*?\n\})\n```", text, re.S).group(1)
+        (inputs,) = iac.hcl2.loads(hcl)["module"]  # {"\"shop\"" or "shop": inputs}
+        variables = {k: iac.TfEvaluator({}, {}, ACCOUNT, REGION).value(v) for k, v in inputs[next(iter(inputs))].items()
+                     if k != "source" and not k.startswith("__")}
+        variables["msk_cluster_arn"] = CLUSTER
+        module = iac.load_module()
+        self.assertEqual(iac.tf_alarms(module, variables, ACCOUNT, REGION).keys(), alarms.keys())
+        tf = iac.TfEvaluator(module, variables, ACCOUNT, REGION)
+        body = iac.blocks(module, "resource")[("aws_lambda_event_source_mapping", "topic")]
+        topics = []
+        for key in tf.instances(body):
+            tf.each = key
+            topics += tf.value(body["topics"])
+        self.assertEqual(sorted(topics), sorted(self.TOPICS))
+        self.assertFalse(tf.resource_exists("aws_lambda_function", "coordinator"))
+
+    def test_alarms_section_names_every_alarm_metric_threshold_and_subscription(self):
+        text = self.section("Alarms")
+        for suffix, (namespace, metric, _, _, statistic) in ALARMS.items():
+            row = re.search(rf"^\| `<name>-{suffix}` \|.*$", text, re.M)
+            self.assertTrue(row, suffix)
+            self.assertIn(f"`{metric}` ({statistic})", row.group(0))
+            self.assertIn(f"`{ALARM_PARAMETERS[suffix][0]}`", row.group(0))
+        for suffix, metric in (("offset-lag", "OffsetLag"), ("dead-letters", "RecordsDeadLettered"),
+                               ("commit-failures", "BatchFailures")):
+            row = re.search(rf"^\| `<name>-<table>-{suffix}` \|.*$", text, re.M)
+            self.assertTrue(row, suffix)
+            self.assertIn(f"`{metric}`", row.group(0))
+        self.assertIn("aws sns subscribe", text)
+        for param in ("AlarmEmail", "AlarmTopicArn"):
+            self.assertIn(f"`{param}` / `{snake(param)}`", text)
+        operations = (ROOT / "docs" / "operations.md").read_text()
+        for suffix in ("offset-lag", "dead-letters", "commit-failures"):
+            self.assertIn(f"`<name>-<table>-{suffix}`", operations)
+        params = self.section("Many tables")
+        for param in ("Topics", "TopicPrefix", "TableNamePrefix"):
+            self.assertIn(f"`{param}` / `{snake(param)}`", params)
+
 class CoordinatorRequests(unittest.TestCase):
     def test_samples_match_the_protocol(self):
         protocol = (ROOT / "crates" / "hudi-sink" / "src" / "protocol.rs").read_text()
