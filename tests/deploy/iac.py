@@ -807,6 +807,10 @@ class _Parser:
         return out
 
     def call(self, fn, args):
+        if fn == "replace":
+            if args[1].startswith("/"):
+                raise Unsupported("replace() with a regular expression")
+            return args[0].replace(args[1], args[2])
         if fn == "concat":
             return [x for a in args for x in a]
         if fn == "toset":

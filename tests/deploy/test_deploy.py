@@ -125,7 +125,7 @@ SCENARIOS = {
         "SelfManagedSubnet1": "subnet-0a1b2c3d",
         "SelfManagedSecurityGroupId": "sg-0123abcd",
         "TablePropertiesUri": "s3://config-bucket/sinks/shop.properties",
-        "SchemaUri": "s3://config-bucket/sinks/shop.avsc",
+        "SchemaUri": "s3://config-bucket/schemas/$table.avsc",
         "MinimumPollers": "1",
         "MaximumPollers": "4",
         "OnFailureDestinationArn": QUEUE,
@@ -219,6 +219,7 @@ def placeholders(params: dict, template: dict) -> tuple[dict, dict]:
     names = [n for n in p["Topics"].split(",") if n]
     values.update(names=names, topics=[p["TopicPrefix"] + n for n in names],
                   tables=[p["TableNamePrefix"] + n for n in names])
+    values["schema_paths"] = [values["schema_path"].replace("$table", t) for t in values["tables"]]
     is_msk = bool(cluster)
     routed = bool(names)
     flags = {
@@ -227,6 +228,8 @@ def placeholders(params: dict, template: dict) -> tuple[dict, dict]:
         "is_msk_iam_single": is_msk and not p["KafkaSecretArn"] and not routed,
         "is_msk_iam_routed": is_msk and not p["KafkaSecretArn"] and routed,
         "has_glue_routed": bool(p["GlueDatabaseName"]) and routed,
+        "has_schema_single": bool(p["SchemaUri"]) and not routed,
+        "has_schema_routed": bool(p["SchemaUri"]) and routed,
         "is_msk": is_msk,
         "is_msk_iam": is_msk and not p["KafkaSecretArn"],
         "needs_network_interfaces": is_msk or bool(p["SelfManagedSubnet1"]),
@@ -328,6 +331,8 @@ class LeastPrivilege(unittest.TestCase):
              ':topic/${local.kafka_cluster_path}/${var.topic_prefix}*"]'),
             # many tables: a table's merge-on-read _rt table missing from the writer's catalog sync
             ("iam.tf", '\n        [for t in local.topic_tables : "${local.glue_arn_prefix}:table/${var.glue_database_name}/${t}_rt"],', ''),
+            # many tables: every schema file of the table prefix instead of the tables'
+            ("iam.tf", 'replace(local.schema_object_arn, "$table", t)', 'replace(local.schema_object_arn, "$table", "*")'),
             # many tables: the coordinator still invoked although it does not exist
             ("iam.tf", 'for_each = local.is_single ? [1] : []\n    content {\n      sid       = "InvokeCoordinator"',
              'for_each = [1]\n    content {\n      sid       = "InvokeCoordinator"'),
@@ -347,6 +352,8 @@ class LeastPrivilege(unittest.TestCase):
             ('dynamodb:LeadingKeys: [!Sub "${TableNamePrefix}${Name}"]', 'dynamodb:LeadingKeys: [!Sub "${TableNamePrefix}*"]'),
             # many tables: every topic of the prefix instead of the listed ones
             ("- ${Prefix}:topic/${NameUuid}/${TopicPrefix}${Name}", "- ${Prefix}:topic/${NameUuid}/${TopicPrefix}*"),
+            # many tables: every schema file instead of the tables'
+            ("arn:${AWS::Partition}:s3:::${Before}${TableNamePrefix}${Name}${After}", "arn:${AWS::Partition}:s3:::${Before}*${After}"),
             # many tables: a table's merge-on-read _rt table missing from the writer's catalog sync
             ("\n                    - !Sub arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}:table/${GlueDatabaseName}/${TableNamePrefix}${Name}_rt", ""),
             # many tables: the coordinator still invoked although it does not exist, and uploads aborted by a
@@ -523,6 +530,11 @@ class Parity(unittest.TestCase):
             conditions = [tf.value(pre["condition"]) for lc in writer["lifecycle"] for pre in lc["precondition"]
                           if "kafka" not in iac.unquote(pre["error_message"])]
             self.assertEqual(all(conditions), ok, case)
+        # Terraform also refuses a list whose schema file does not name the table ($table).
+        for schema, ok in (("s3://config-bucket/schemas/$table.avsc", True), ("s3://config-bucket/shop.avsc", False)):
+            tf = iac.TfEvaluator(self.module, tf_variables(dict(routed, SchemaUri=schema)), ACCOUNT, REGION)
+            conditions = [tf.value(pre["condition"]) for lc in writer["lifecycle"] for pre in lc["precondition"]]
+            self.assertEqual(all(conditions), ok, schema)
 
     def test_functions_packages_and_environment(self):
         res = self.template["Resources"]
@@ -1112,7 +1124,7 @@ class ManyTablesDocumentation(unittest.TestCase):
         sam = re.search(r"```sh\nsam build\nsam deploy (.*?)```", text, re.S).group(1)
         self.assertIn("CAPABILITY_AUTO_EXPAND", sam)
         overrides = sam.split("--parameter-overrides", 1)[1].replace("\\\n", " ").split()
-        params = dict(o.split("=", 1) for o in overrides)
+        params = dict(o.strip("'").split("=", 1) for o in overrides)
         params["MskClusterArn"] = CLUSTER  # the example elides the cluster's uuid
         template = iac.load_template()
         ev = iac.CfnEvaluator(template, params, ACCOUNT, REGION)

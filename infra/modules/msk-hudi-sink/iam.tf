@@ -71,12 +71,13 @@ data "aws_iam_policy_document" "writer" {
     resources = [local.properties_object_arn]
   }
 
+  # With topics each table's schema file: schema_uri with $table replaced by the table's name.
   dynamic "statement" {
     for_each = local.has_schema ? [1] : []
     content {
       sid       = "SchemaObject"
       actions   = ["s3:GetObject"]
-      resources = [local.schema_object_arn]
+      resources = local.is_routed ? [for t in local.topic_tables : replace(local.schema_object_arn, "$table", t)] : [local.schema_object_arn]
     }
   }
 

@@ -286,6 +286,10 @@ resource "aws_lambda_function" "writer" {
       error_message = "topics needs table_name_prefix, and the routes name its tables (<table_name_prefix><name>, also in Glue): leave hoodie_table_name and glue_table_name empty. The coordinator function serves one table, so this form commits in the writer."
     }
     precondition {
+      condition     = local.is_single || !local.has_schema || length(split("$table", var.schema_uri)) == 2
+      error_message = "With topics, schema_uri is every table's schema file: it names the table once as $table (s3://my-config/schemas/$table.avsc)."
+    }
+    precondition {
       condition     = local.is_routed || (var.topic_prefix == "" && var.table_name_prefix == "")
       error_message = "topic_prefix and table_name_prefix belong to topics."
     }

@@ -80,7 +80,7 @@ variable "topic_prefix" {
 }
 
 variable "table_name_prefix" {
-  description = "Required with topics - what every table's name starts with (shop_ makes shop_customers); also the scope of the Glue grant (tables <table_name_prefix>*)."
+  description = "Required with topics - what every table's name starts with (shop_ makes shop_customers from pg.public.customers)."
   type        = string
   default     = ""
   validation {
@@ -258,7 +258,7 @@ variable "glue_schema_registry" {
 }
 
 variable "schema_uri" {
-  description = "Optional s3:// URI of the Avro schema file named by hoodie.streamer.schemaprovider.source.schema.file (readable by the writer)."
+  description = "Optional s3:// URI of the Avro schema file named by hoodie.streamer.schemaprovider.source.schema.file (readable by the writer). With topics, each table's: $table stands for the table's name (s3://my-config/schemas/$table.avsc), as in the properties file."
   type        = string
   default     = ""
   validation {
