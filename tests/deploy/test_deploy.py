@@ -97,7 +97,42 @@ SCENARIOS = {
         "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
         "HoodieTableName": "trips_v2",
     },
+    # Many tables: one table per Debezium topic, through one routed writer (docs/deploy.md, Many tables).
+    "msk-iam-topics-glue": {
+        "AppName": "shop-sink",
+        "MskClusterArn": CLUSTER,
+        "Topics": "customers,orders,order_items",
+        "TopicPrefix": "pg.public.",
+        "TableNamePrefix": "shop_",
+        "ConsumerGroupId": "hudi-sink-shop",
+        "TablePrefix": "tables",
+        "DeadLetterPrefix": "dead-letters",
+        "TablePropertiesUri": "s3://config-bucket/sinks/shop.properties",
+        "GlueDatabaseName": "lake",
+        "AlarmEmail": "data-oncall@example.com",
+        "DeadLetterThreshold": "5",
+        "CommitFailuresThreshold": "2",
+        "OffsetLagThreshold": "50000",
+    },
+    "self-managed-scram-topics": {
+        "AppName": "shop-sink",
+        "KafkaBootstrapServers": "kafka-1.internal:9096",
+        "Topics": "customers,orders,items",
+        "TopicPrefix": "pg.public.",
+        "TableNamePrefix": "shop_",
+        "ConsumerGroupId": "hudi-sink-shop",
+        "KafkaSecretArn": SECRET,
+        "SelfManagedSubnet1": "subnet-0a1b2c3d",
+        "SelfManagedSecurityGroupId": "sg-0123abcd",
+        "TablePropertiesUri": "s3://config-bucket/sinks/shop.properties",
+        "SchemaUri": "s3://config-bucket/schemas/$table.avsc",
+        "MinimumPollers": "1",
+        "MaximumPollers": "4",
+        "OnFailureDestinationArn": QUEUE,
+        "AlarmTopicArn": ALARM_TOPIC,
+    },
 }
+ROUTED = [name for name, params in SCENARIOS.items() if params.get("Topics")]
 
 # SAM parameter -> Terraform variable where the name is not simply the snake_case of the parameter.
 PARAMETER_RENAMES = {
@@ -128,6 +163,7 @@ OUTPUTS = {
     "GlueTableName": "glue_table_name",
     "AlarmTopicArn": "alarm_topic_arn",
     "DashboardName": "dashboard_name",
+    "RouteProperties": "route_properties",
 }
 TF_ONLY_OUTPUTS = {"deployment_properties"}
 
@@ -142,6 +178,9 @@ def tf_variables(params: dict) -> dict:
     for key, value in params.items():
         if key.startswith("SelfManagedSubnet"):
             subnets.append(value)
+            continue
+        if key == "Topics":
+            out["topics"] = value.split(",") if value else []
             continue
         name = PARAMETER_RENAMES.get(key, snake(key))
         out[name] = int(value) if re.fullmatch(r"\d+", value) and name != "name" else value
@@ -177,8 +216,20 @@ def placeholders(params: dict, template: dict) -> tuple[dict, dict]:
         "glue_database": p["GlueDatabaseName"],
         "glue_table": p["GlueTableName"],
     }
+    names = [n for n in p["Topics"].split(",") if n]
+    values.update(names=names, topics=[p["TopicPrefix"] + n for n in names],
+                  tables=[p["TableNamePrefix"] + n for n in names])
+    values["schema_paths"] = [values["schema_path"].replace("$table", t) for t in values["tables"]]
     is_msk = bool(cluster)
+    routed = bool(names)
     flags = {
+        "is_routed": routed,
+        "is_single": not routed,
+        "is_msk_iam_single": is_msk and not p["KafkaSecretArn"] and not routed,
+        "is_msk_iam_routed": is_msk and not p["KafkaSecretArn"] and routed,
+        "has_glue_routed": bool(p["GlueDatabaseName"]) and routed,
+        "has_schema_single": bool(p["SchemaUri"]) and not routed,
+        "has_schema_routed": bool(p["SchemaUri"]) and routed,
         "is_msk": is_msk,
         "is_msk_iam": is_msk and not p["KafkaSecretArn"],
         "needs_network_interfaces": is_msk or bool(p["SelfManagedSubnet1"]),
@@ -273,6 +324,18 @@ class LeastPrivilege(unittest.TestCase):
             ("iam.tf", 'for_each = local.has_glue ? [1] : []', 'for_each = [1]'),
             # a Glue action too many
             ("iam.tf", '"glue:UpdateTable",', '"glue:UpdateTable",\n        "glue:DeleteTable",'),
+            # many tables: every lock item instead of the tables' own
+            ("iam.tf", 'values   = local.topic_tables', 'values   = ["${var.table_name_prefix}*"]'),
+            # many tables: every topic of the prefix instead of the listed ones
+            ("iam.tf", ':topic/${local.kafka_cluster_path}/${var.topic_prefix}${n}"]',
+             ':topic/${local.kafka_cluster_path}/${var.topic_prefix}*"]'),
+            # many tables: a table's merge-on-read _rt table missing from the writer's catalog sync
+            ("iam.tf", '\n        [for t in local.topic_tables : "${local.glue_arn_prefix}:table/${var.glue_database_name}/${t}_rt"],', ''),
+            # many tables: every schema file of the table prefix instead of the tables'
+            ("iam.tf", 'replace(local.schema_object_arn, "$table", t)', 'replace(local.schema_object_arn, "$table", "*")'),
+            # many tables: the coordinator still invoked although it does not exist
+            ("iam.tf", 'for_each = local.is_single ? [1] : []\n    content {\n      sid       = "InvokeCoordinator"',
+             'for_each = [1]\n    content {\n      sid       = "InvokeCoordinator"'),
         ]
         for file, old, new in broken_tf:
             self.assertIn(old, tf_files[file])
@@ -280,22 +343,38 @@ class LeastPrivilege(unittest.TestCase):
             self.assertNotEqual(drift(module_files=files), [], f"Terraform drift not caught: {new}")
         broken_sam = [
             ("Action: [dynamodb:GetItem, dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:DeleteItem]\n"
-             "                Resource: !GetAtt LockTable.Arn\n              - Sid: InvokeCoordinator",
+             "                  Resource: !GetAtt LockTable.Arn\n                - !Ref AWS::NoValue\n"
+             "              - !If\n                - IsSingle\n                - Sid: InvokeCoordinator",
              "Action: [dynamodb:GetItem, dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:DeleteItem, dynamodb:Query]\n"
-             "                Resource: !GetAtt LockTable.Arn\n              - Sid: InvokeCoordinator"),
+             "                  Resource: !GetAtt LockTable.Arn\n                - !Ref AWS::NoValue\n"
+             "              - !If\n                - IsSingle\n                - Sid: InvokeCoordinator"),
+            # many tables: every lock item instead of the table's own
+            ('dynamodb:LeadingKeys: [!Sub "${TableNamePrefix}${Name}"]', 'dynamodb:LeadingKeys: [!Sub "${TableNamePrefix}*"]'),
+            # many tables: every topic of the prefix instead of the listed ones
+            ("- ${Prefix}:topic/${NameUuid}/${TopicPrefix}${Name}", "- ${Prefix}:topic/${NameUuid}/${TopicPrefix}*"),
+            # many tables: every schema file instead of the tables'
+            ("arn:${AWS::Partition}:s3:::${Before}${TableNamePrefix}${Name}${After}", "arn:${AWS::Partition}:s3:::${Before}*${After}"),
+            # many tables: a table's merge-on-read _rt table missing from the writer's catalog sync
+            ("\n                    - !Sub arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}:table/${GlueDatabaseName}/${TableNamePrefix}${Name}_rt", ""),
+            # many tables: the coordinator still invoked although it does not exist, and uploads aborted by a
+            # single-table writer
+            ("- IsSingle\n                - Sid: InvokeCoordinator", "- IsMsk\n                - Sid: InvokeCoordinator"),
+            ("- IsRouted\n                - Sid: TableUploads", "- IsMsk\n                - Sid: TableUploads"),
             ("                  Resource: !Ref KafkaSecretArn", '                  Resource: "*"'),
             # the merge-on-read _rt table missing, and the _ro table widened to every table of the database
             ("\n                    - !Sub arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}:table/${GlueDatabaseName}/${GlueTableName}_rt", ""),
             ("table/${GlueDatabaseName}/${GlueTableName}_ro", "table/${GlueDatabaseName}/*"),
             # the catalog sync granted without a Glue database
-            ("              - !If\n                - HasGlue\n                - Sid: CatalogSync",
-             "              - !If\n                - IsMsk\n                - Sid: CatalogSync"),
+            ("<name>_ro and <name>_rt.\n              - !If\n                - HasGlue\n                - Sid: CatalogSync",
+             "<name>_ro and <name>_rt.\n              - !If\n                - IsMsk\n                - Sid: CatalogSync"),
             ("- Prefix: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
-             "                      NameUuid: !Select [1, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
-             "                - Sid: KafkaGroup",
+             "                        NameUuid: !Select [1, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
+             "                  - !Ref AWS::NoValue\n                - !If\n                  - IsSingle\n"
+             "                  - Sid: KafkaGroup",
              "- Prefix: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
-             "                      NameUuid: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
-             "                - Sid: KafkaGroup"),
+             "                        NameUuid: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
+             "                  - !Ref AWS::NoValue\n                - !If\n                  - IsSingle\n"
+             "                  - Sid: KafkaGroup"),
         ]
         for old, new in broken_sam:
             self.assertEqual(template.count(old), 1, old)
@@ -312,8 +391,7 @@ class Parity(unittest.TestCase):
         expected = {PARAMETER_RENAMES.get(p, snake(p)) for p in self.template["Parameters"]}
         self.assertEqual(set(self.variables) - TF_ONLY_VARIABLES, expected)
         ev = iac.TfEvaluator(self.module, {"writer_zip": "w.zip", "coordinator_zip": "c.zip",
-                                           "topic": "t", "consumer_group_id": "g",
-                                           "table_properties_uri": "s3://b/k", "hoodie_table_name": "t"},
+                                           "consumer_group_id": "g", "table_properties_uri": "s3://b/k"},
                                 ACCOUNT, REGION)
         for param, spec in self.template["Parameters"].items():
             var = PARAMETER_RENAMES.get(param, snake(param))
@@ -322,7 +400,10 @@ class Parity(unittest.TestCase):
             if "Default" not in spec:
                 self.assertNotIn("default", self.variables[var], var)
                 continue
-            self.assertEqual(str(ev.vars[var]), str(spec["Default"]), f"default of {param} / {var}")
+            default = ev.vars[var]
+            if spec["Type"] == "CommaDelimitedList":
+                default = ",".join(default)  # the list the parameter's text stands for
+            self.assertEqual(str(default), str(spec["Default"]), f"default of {param} / {var}")
 
     def test_every_variable_has_a_description_and_inputs_a_validation(self):
         for name, spec in self.variables.items():
@@ -337,16 +418,49 @@ class Parity(unittest.TestCase):
         for name, spec in tf_outputs.items():
             self.assertTrue(iac.unquote(spec.get("description", "")).strip(), f"output {name}: no description")
 
-    def test_outputs_and_deployment_properties_agree(self):
-        params = SCENARIOS["msk-scram-existing-bucket-everything"]
+    def outputs_agree(self, params):
+        """SAM's outputs that exist for `params` equal Terraform's; Terraform's others are null."""
         sam = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
         tf = iac.TfEvaluator(self.module, tf_variables(params), ACCOUNT, REGION)
         outputs = iac.blocks(self.module, "output")
         for sam_name, tf_name in OUTPUTS.items():
-            value = self.template["Outputs"][sam_name]["Value"]
+            output = self.template["Outputs"][sam_name]
             if sam_name in ("EventSourceMappingId", "WriterRoleArn", "CoordinatorRoleArn"):
                 continue  # generated by AWS
-            self.assertEqual(sam.eval(value), tf.value(outputs[tf_name]["value"]), sam_name)
+            if "Condition" in output and not sam.condition(output["Condition"]):
+                if sam_name not in ("GlueDatabaseName", "GlueTableName", "AlarmTopicArn"):  # empty in Terraform
+                    self.assertIsNone(tf.value(outputs[tf_name]["value"]), sam_name)
+                continue
+            self.assertEqual(sam.eval(output["Value"]), tf.value(outputs[tf_name]["value"]), sam_name)
+        return sam, tf, outputs
+
+    def test_outputs_and_deployment_properties_agree_with_many_tables(self):
+        params = SCENARIOS["msk-iam-topics-glue"]
+        sam, tf, outputs = self.outputs_agree(params)
+        lines = tf.value(outputs["deployment_properties"]["value"]).splitlines()
+        props = dict(line.split("=", 1) for line in lines if line.strip())
+        self.assertTrue(all(line.strip() for line in lines), lines)
+        self.assertEqual(props["hoodie.base.path"], "s3://shop-sink-111122223333-eu-west-1/tables/$table")
+        self.assertEqual(props["hudi.sink.dead.letter.path"], "s3://shop-sink-111122223333-eu-west-1/dead-letters/$table")
+        self.assertEqual(props["hoodie.write.lock.dynamodb.table"], "shop-sink-lock")
+        # The route as a .properties file writes it (backslashes doubled), which routing.md documents.
+        self.assertEqual(props["hudi.sink.route.topics.topic.regex"], "pg\\\\.public\\\\.(.+)")
+        self.assertEqual(props["hudi.sink.route.topics.table"], "shop_$1")
+        self.assertEqual(sam.eval(self.template["Outputs"]["RouteProperties"]["Value"]),
+                         "hudi.sink.route.topics.topic.regex=pg\\\\.public\\\\.(.+)\nhudi.sink.route.topics.table=shop_$1")
+        # A routed configuration refuses the coordinator function and a single table's name.
+        self.assertNotIn("hudi.sink.coordinator.function", props)
+        self.assertNotIn("hoodie.datasource.hive_sync.table", props)
+        self.assertEqual(props["hoodie.datasource.hive_sync.database"], "lake")
+        sources = "".join(p.read_text() for p in (ROOT / "crates" / "hudi-sink" / "src").rglob("*.rs"))
+        for key in props:
+            if not key.startswith("hudi.sink.route."):
+                self.assertIn(f'"{key}"', sources, f"{key} is not a configuration key of crates/hudi-sink")
+        self.assertIn('"hudi.sink.route."', sources)
+
+    def test_outputs_and_deployment_properties_agree(self):
+        params = SCENARIOS["msk-scram-existing-bucket-everything"]
+        sam, tf, outputs = self.outputs_agree(params)
         props = dict(
             line.split("=", 1)
             for line in tf.value(outputs["deployment_properties"]["value"]).splitlines()
@@ -362,7 +476,7 @@ class Parity(unittest.TestCase):
         self.assertEqual(props["hoodie.datasource.hive_sync.database"], sam.eval(self.template["Outputs"]["GlueDatabaseName"]["Value"]))
         self.assertEqual(props["hoodie.datasource.hive_sync.table"], sam.eval(self.template["Outputs"]["GlueTableName"]["Value"]))
         self.assertEqual(self.template["Outputs"]["GlueDatabaseName"].get("Condition"), "HasGlue")
-        self.assertEqual(self.template["Outputs"]["GlueTableName"].get("Condition"), "HasGlue")
+        self.assertEqual(self.template["Outputs"]["GlueTableName"].get("Condition"), "HasGlueSingle")
         # Without a Glue database: no sync key, and no blank line.
         plain = iac.TfEvaluator(self.module, tf_variables(SCENARIOS["msk-iam-new-bucket"]), ACCOUNT, REGION)
         plain_lines = plain.value(outputs["deployment_properties"]["value"]).splitlines()
@@ -387,6 +501,40 @@ class Parity(unittest.TestCase):
             coordinator = iac.blocks(self.module, "resource")[("aws_lambda_function", "coordinator")]
             conditions = [tf.value(pre["condition"]) for lc in coordinator["lifecycle"] for pre in lc["precondition"]]
             self.assertEqual(conditions, [ok], (db, table))
+
+    def test_one_topic_or_a_list_of_topics(self):
+        # SAM: the rules' assertions; Terraform: the writer's preconditions (but the Kafka source's). A list of
+        # topics is routed: it names no single table and has no coordinator, which it could not serve.
+        routed = {k: v for k, v in SCENARIOS["msk-iam-topics-glue"].items() if k != "AlarmEmail"}
+        single = SCENARIOS["msk-iam-new-bucket"]
+        cases = [
+            ("one topic", single, {}, True),
+            ("a list of topics", routed, {}, True),
+            ("both", routed, {"Topic": "trips"}, False),
+            ("neither", single, {"Topic": ""}, False),
+            ("a list without a table name prefix", routed, {"TableNamePrefix": ""}, False),
+            ("a list with a single table's name", routed, {"HoodieTableName": "trips"}, False),
+            ("a list with a single Glue table", routed, {"GlueTableName": "trips"}, False),
+            ("one topic without its table's name", single, {"HoodieTableName": ""}, False),
+            ("one topic with a table name prefix", single, {"TableNamePrefix": "shop_"}, False),
+            ("one topic with a topic prefix", single, {"TopicPrefix": "pg.public."}, False),
+        ]
+        rules = [a for r in ("TopicsGiven", "CatalogSyncGiven") for a in self.template["Rules"][r]["Assertions"]]
+        writer = iac.blocks(self.module, "resource")[("aws_lambda_function", "writer")]
+        for case, base, change, ok in cases:
+            params = {k: v for k, v in dict(base, **change).items() if v != "" or k in ("Topic", "Topics")}
+            ev = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
+            refused = [a["AssertDescription"] for a in rules if not ev.eval(a["Assert"])]
+            self.assertEqual(not refused, ok, (case, refused))
+            tf = iac.TfEvaluator(self.module, tf_variables(params), ACCOUNT, REGION)
+            conditions = [tf.value(pre["condition"]) for lc in writer["lifecycle"] for pre in lc["precondition"]
+                          if "kafka" not in iac.unquote(pre["error_message"])]
+            self.assertEqual(all(conditions), ok, case)
+        # Terraform also refuses a list whose schema file does not name the table ($table).
+        for schema, ok in (("s3://config-bucket/schemas/$table.avsc", True), ("s3://config-bucket/shop.avsc", False)):
+            tf = iac.TfEvaluator(self.module, tf_variables(dict(routed, SchemaUri=schema)), ACCOUNT, REGION)
+            conditions = [tf.value(pre["condition"]) for lc in writer["lifecycle"] for pre in lc["precondition"]]
+            self.assertEqual(all(conditions), ok, schema)
 
     def test_functions_packages_and_environment(self):
         res = self.template["Resources"]
@@ -451,42 +599,72 @@ class Parity(unittest.TestCase):
         self.assertEqual([(iac.unquote(a["name"]), iac.unquote(a["type"])) for a in lock["attribute"]], [("key", "S")])
 
     def test_event_source_mappings(self):
-        res = self.template["Resources"]
         for params in SCENARIOS.values():
             ev = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
+            res = ev.t["Resources"]
             esms = [n for n, r in res.items() if r["Type"] == "AWS::Lambda::EventSourceMapping" and ev.resource_exists(n)]
-            self.assertEqual(len(esms), 1, params)
-            props = ev.eval(res[esms[0]]["Properties"])
-            self.assertEqual(props["Topics"], [params["Topic"]])
-            group = props.get("AmazonManagedKafkaEventSourceConfig") or props.get("SelfManagedKafkaEventSourceConfig")
-            self.assertEqual(group, {"ConsumerGroupId": params["ConsumerGroupId"]})
-            access = props.get("SourceAccessConfigurations", [])
-            if params.get("MskClusterArn"):
-                self.assertEqual(props["EventSourceArn"], params["MskClusterArn"])
-                want = [{"Type": "SASL_SCRAM_512_AUTH", "URI": SECRET}] if params.get("KafkaSecretArn") else []
-                self.assertEqual(access, want)
-            else:
-                self.assertEqual(props["SelfManagedEventSource"]["Endpoints"]["KafkaBootstrapServers"],
-                                 params["KafkaBootstrapServers"].split(","))
-                types = sorted(a["Type"] for a in access)
-                want = ([params["KafkaAuthType"]] if params.get("KafkaSecretArn") else [])
-                want += ["VPC_SUBNET"] * sum(1 for k in params if k.startswith("SelfManagedSubnet"))
-                want += ["VPC_SECURITY_GROUP"] if params.get("SelfManagedSecurityGroupId") else []
-                self.assertEqual(types, sorted(want))
-            if params.get("MinimumPollers"):
-                self.assertEqual(props["ProvisionedPollerConfig"],
-                                 {"MinimumPollers": params["MinimumPollers"], "MaximumPollers": params["MaximumPollers"]})
-            else:
-                self.assertNotIn("ProvisionedPollerConfig", props)
-            if params.get("OnFailureDestinationArn"):
-                self.assertEqual(props["DestinationConfig"], {"OnFailure": {"Destination": QUEUE}})
-            else:
-                self.assertNotIn("DestinationConfig", props)
-        esm = iac.blocks(self.module, "resource")[("aws_lambda_event_source_mapping", "writer")]
-        dynamic = {iac.unquote(k) for d in esm["dynamic"] for k in d}
-        self.assertTrue({"amazon_managed_kafka_event_source_config", "self_managed_event_source",
-                         "source_access_configuration", "provisioned_poller_config",
-                         "destination_config"} <= dynamic)
+            # One mapping per topic: the single topic with its group, or each listed topic with a group of its own.
+            names = [n for n in params.get("Topics", "").split(",") if n]
+            want = ([(params.get("TopicPrefix", "") + n, f"{params['ConsumerGroupId']}-{n}") for n in names]
+                    or [(params["Topic"], params["ConsumerGroupId"])])
+            got = []
+            for esm in esms:
+                props = ev.eval(res[esm]["Properties"])
+                group = props.get("AmazonManagedKafkaEventSourceConfig") or props.get("SelfManagedKafkaEventSourceConfig")
+                got.append((props["Topics"][0], group["ConsumerGroupId"]))
+                self.assertEqual(len(props["Topics"]), 1)
+                self.assertEqual(props["FunctionName"], f"{params.get('AppName', 'msk-hudi-sink')}-writer")
+                self.check_mapping(params, props)
+            self.assertEqual(sorted(got), sorted(want), params)
+            # Terraform: the same topics and groups.
+            tf = iac.TfEvaluator(self.module, tf_variables(params), ACCOUNT, REGION)
+            tf_got = []
+            for rname in ("writer", "topic"):
+                body = iac.blocks(self.module, "resource")[("aws_lambda_event_source_mapping", rname)]
+                if not tf.resource_exists("aws_lambda_event_source_mapping", rname):
+                    continue
+                for key in tf.instances(body):
+                    tf.each = key
+                    groups = [tf.value(b["content"][0]["consumer_group_id"]) for d in body["dynamic"]
+                              for k, b in d.items()
+                              if iac.unquote(k) in ("amazon_managed_kafka_event_source_config",
+                                                    "self_managed_kafka_event_source_config")
+                              and tf.value(b["for_each"])]
+                    (topic,) = tf.value(body["topics"])
+                    tf_got.append((topic, groups[0]))
+                tf.each = None
+            self.assertEqual(sorted(tf_got), sorted(want), params)
+        for rname in ("writer", "topic"):
+            esm = iac.blocks(self.module, "resource")[("aws_lambda_event_source_mapping", rname)]
+            dynamic = {iac.unquote(k) for d in esm["dynamic"] for k in d}
+            self.assertTrue({"amazon_managed_kafka_event_source_config", "self_managed_event_source",
+                             "source_access_configuration", "provisioned_poller_config",
+                             "destination_config"} <= dynamic)
+
+    def check_mapping(self, params, props):
+        """Source, access, pollers and destination of one mapping, as the parameters ask."""
+        access = props.get("SourceAccessConfigurations", [])
+        if params.get("MskClusterArn"):
+            self.assertEqual(props["EventSourceArn"], params["MskClusterArn"])
+            want = [{"Type": "SASL_SCRAM_512_AUTH", "URI": SECRET}] if params.get("KafkaSecretArn") else []
+            self.assertEqual(access, want)
+        else:
+            self.assertEqual(props["SelfManagedEventSource"]["Endpoints"]["KafkaBootstrapServers"],
+                             params["KafkaBootstrapServers"].split(","))
+            types = sorted(a["Type"] for a in access)
+            want = ([params.get("KafkaAuthType", "SASL_SCRAM_512_AUTH")] if params.get("KafkaSecretArn") else [])
+            want += ["VPC_SUBNET"] * sum(1 for k in params if k.startswith("SelfManagedSubnet"))
+            want += ["VPC_SECURITY_GROUP"] if params.get("SelfManagedSecurityGroupId") else []
+            self.assertEqual(types, sorted(want))
+        if params.get("MinimumPollers"):
+            self.assertEqual(props["ProvisionedPollerConfig"],
+                             {"MinimumPollers": params["MinimumPollers"], "MaximumPollers": params["MaximumPollers"]})
+        else:
+            self.assertNotIn("ProvisionedPollerConfig", props)
+        if params.get("OnFailureDestinationArn"):
+            self.assertEqual(props["DestinationConfig"], {"OnFailure": {"Destination": QUEUE}})
+        else:
+            self.assertNotIn("DestinationConfig", props)
 
 # Alarm name suffix -> (namespace, metric, dimension, function or None, statistic). "EMF" stands for the namespace
 # of crates/hudi-sink/src/metrics.rs, read from the source by iac.emf_metrics().
@@ -545,7 +723,7 @@ def alarms_and_dashboard(template=None, module=None, template_text=None, module_
                 problems.append(f"{name}: dashboard: SAM {json.dumps(sd)} Terraform {json.dumps(td)}")
             cfn = iac.CfnEvaluator(template, params, ACCOUNT, REGION)
             tfe = iac.TfEvaluator(module, variables, ACCOUNT, REGION)
-            sam_kinds = sorted(r["Type"] for n, r in template["Resources"].items()
+            sam_kinds = sorted(r["Type"] for n, r in cfn.t["Resources"].items()
                                if r["Type"].startswith(("AWS::SNS::", "AWS::KMS::")) and cfn.resource_exists(n))
             tf_kinds = sorted(t for (t, n) in tfe.resources if t.startswith(("aws_sns_", "aws_kms_"))
                               and tfe.resource_exists(t, n))
@@ -583,9 +761,15 @@ class Alarms(unittest.TestCase):
              'metric_name         = "OffsetLag"\n  dimensions          = { FunctionName = aws_lambda_function.writer.function_name }\n  statistic           = "Average"'),
             # the wrong function
             ('metric_name         = "Throttles"\n  dimensions          = { FunctionName = aws_lambda_function.writer.function_name }',
-             'metric_name         = "Throttles"\n  dimensions          = { FunctionName = aws_lambda_function.coordinator.function_name }'),
+             'metric_name         = "Throttles"\n  dimensions          = { FunctionName = local.coordinator_function_name }'),
             # the catalog alarm without a Glue database
-            ("count               = local.has_glue ? 1 : 0", "count               = 1"),
+            ("count               = local.has_glue && local.is_single ? 1 : 0", "count               = 1"),
+            # many tables: the coordinator's alarms kept without a coordinator
+            ('resource "aws_cloudwatch_metric_alarm" "coordinator_errors" {\n  count               = local.is_single ? 1 : 0',
+             'resource "aws_cloudwatch_metric_alarm" "coordinator_errors" {\n  count               = 1'),
+            # many tables: a search of another metric on the dashboard
+            ('[{ id = "bytes", expression = "SEARCH(\'{MskHudiSink,Table} MetricName=\\"BytesWritten\\"',
+             '[{ id = "bytes", expression = "SEARCH(\'{MskHudiSink,Table} MetricName=\\"FilesWritten\\"'),
             # the alarms silent with a topic
             ('alarm_actions   = local.alarm_topic_arn == "" ? [] : [local.alarm_topic_arn]', "alarm_actions   = []"),
             # a dashboard metric of the wrong table
@@ -598,13 +782,38 @@ class Alarms(unittest.TestCase):
             self.assertEqual(tf_files["alarms.tf"].count(old), 1, old)
             files = dict(tf_files, **{"alarms.tf": tf_files["alarms.tf"].replace(old, new, 1)})
             self.assertNotEqual(alarms_and_dashboard(module_files=files), [], f"Terraform drift not caught: {new}")
+        # The alarms of each topic and table (many tables).
+        broken_topics = [
+            # the lag of the writer instead of the topic's mapping
+            ("dimensions          = { EventSourceMappingUUID = aws_lambda_event_source_mapping.topic[each.key].uuid }",
+             "dimensions          = { FunctionName = aws_lambda_function.writer.function_name }"),
+            # the dead letters of another table
+            ('metric_name         = "RecordsDeadLettered"\n  dimensions          = { Table = "${var.table_name_prefix}${each.key}" }',
+             'metric_name         = "RecordsDeadLettered"\n  dimensions          = { Table = each.key }'),
+            # another threshold
+            ("threshold           = var.commit_failures_threshold", "threshold           = var.writer_errors_threshold"),
+        ]
+        for old, new in broken_topics:
+            self.assertEqual(tf_files["topics.tf"].count(old), 1, old)
+            files = dict(tf_files, **{"topics.tf": tf_files["topics.tf"].replace(old, new, 1)})
+            self.assertNotEqual(alarms_and_dashboard(module_files=files), [], f"Terraform drift not caught: {new}")
         broken_sam = [
-            ("      MetricName: RecordsDeadLettered\n", "      MetricName: RecordsDeadLetteredTotal\n"),
+            ("      Namespace: MskHudiSink\n      MetricName: RecordsDeadLettered\n",
+             "      Namespace: MskHudiSink\n      MetricName: RecordsDeadLetteredTotal\n"),
+            # many tables: a table's alarm on the single table's name, the lag of the writer instead of the
+            # topic's mapping, another threshold, a search of another metric
+            ("          MetricName: RecordsDeadLettered\n          Dimensions:\n            - { Name: Table, Value: !Sub \"${TableNamePrefix}${Name}\" }",
+             "          MetricName: RecordsDeadLettered\n          Dimensions:\n            - { Name: Table, Value: !Ref HoodieTableName }"),
+            ('- { Name: EventSourceMappingUUID, Value: !Sub "${WriterTopicEventSource&{Name}}" }',
+             '- { Name: FunctionName, Value: !Ref WriterFunction }'),
+            ("          Threshold: !Ref CommitFailuresThreshold", "          Threshold: !Ref WriterErrorsThreshold"),
+            ('[{"id": "written", "expression": "SEARCH(\'{MskHudiSink,Table} MetricName=\\"RecordsWritten\\"',
+             '[{"id": "written", "expression": "SEARCH(\'{MskHudiSink,Table} MetricName=\\"RecordsIn\\"'),
             ("      EvaluationPeriods: !Ref LagAlarmEvaluationPeriods\n      Threshold: !Ref OffsetLagThreshold",
              "      EvaluationPeriods: !Ref ErrorAlarmEvaluationPeriods\n      Threshold: !Ref OffsetLagThreshold"),
             ("Expression: !Sub 100 * duration / (${CoordinatorTimeout} * 1000)", "Expression: !Sub 100 * duration / 900000"),
-            ('["AWS/Lambda", "OffsetLag", "FunctionName", "${WriterFunction}"]',
-             '["AWS/Lambda", "OffsetLag", "FunctionName", "${CoordinatorFunction}"]'),
+            ('["AWS/Lambda", "OffsetLag", "FunctionName", "${WriterFunction}"],\n                      ["MskHudiSink", "MaxLag"',
+             '["AWS/Lambda", "OffsetLag", "FunctionName", "${CoordinatorFunction}"],\n                      ["MskHudiSink", "MaxLag"'),
         ]
         for old, new in broken_sam:
             self.assertEqual(template.count(old), 1, old)
@@ -728,14 +937,50 @@ class Alarms(unittest.TestCase):
                             self.assertFalse(action.startswith(("cloudwatch:", "sns:", "logs:PutMetric")), (role, sid))
                             if action.startswith("kms:"):
                                 self.assertEqual(sid, "KafkaSecretKey", (role, sid))
-        kinds = {r["Type"] for r in self.template["Resources"].values()}
+        kinds = {r["Type"] for r in iac.CfnEvaluator(self.template, self.params(ROUTED[0]), ACCOUNT, REGION)
+                 .t["Resources"].values()} | {r["Type"] for r in self.template["Resources"].values() if "Type" in r}
         self.assertNotIn("AWS::IAM::Policy", kinds)
         self.assertNotIn("AWS::SNS::TopicPolicy", kinds)
         tf_kinds = {t for (t, _) in iac.blocks(self.module, "resource")}
         self.assertNotIn("aws_sns_topic_policy", tf_kinds)
 
+    def test_many_tables_have_alarms_per_topic_and_table(self):
+        for scenario in ROUTED:
+            params = self.params(scenario, AlarmEmail="data-oncall@example.com")
+            name = params["AppName"]
+            names = params["Topics"].split(",")
+            tables = [params["TableNamePrefix"] + n for n in names]
+            alarms = self.sam(params)
+            want = {f"{name}-writer-{s}" for s in ("offset-lag", "errors", "throttles")}
+            want |= {f"{name}-{t}-{s}" for t in tables for s in ("offset-lag", "dead-letters", "commit-failures")}
+            # No coordinator function, so none of its alarms; its metrics are not printed by a routed writer.
+            self.assertEqual(set(alarms), want, scenario)
+            topic = f"arn:aws:sns:{REGION}:{ACCOUNT}:{name}-alarms"
+            for n, table in zip(names, tables):
+                lag = alarms[f"{name}-{table}-offset-lag"]
+                self.assertEqual((lag["namespace"], lag["metric"], lag["statistic"]), ("AWS/Lambda", "OffsetLag", "Maximum"))
+                self.assertEqual(lag["dimensions"],
+                                 {"EventSourceMappingUUID": f"<event-source-mapping:{params['TopicPrefix']}{n}>"})
+                self.assertEqual(lag["threshold"], float(params.get("OffsetLagThreshold", 100000)))
+                for suffix, metric, threshold in (("dead-letters", "RecordsDeadLettered", "DeadLetterThreshold"),
+                                                  ("commit-failures", "BatchFailures", "CommitFailuresThreshold")):
+                    alarm = alarms[f"{name}-{table}-{suffix}"]
+                    self.assertEqual((alarm["namespace"], alarm["metric"], alarm["statistic"]),
+                                     (self.emf["namespace"], metric, "Sum"))
+                    self.assertIn(metric, self.emf["names"])
+                    self.assertEqual(alarm["dimensions"], {self.emf["dimension"]: table})
+                    default = self.template["Parameters"][threshold]["Default"]
+                    self.assertEqual(alarm["threshold"], float(params.get(threshold, default)))
+            for alarm in alarms.values():
+                self.assertEqual(alarm["alarm_actions"], [topic])
+                self.assertEqual(alarm["ok_actions"], [topic])
+                self.assertEqual(alarm["treat_missing_data"], "notBreaching")
+
     def test_dashboard_parses_and_names_every_alarmed_metric(self):
         for scenario in SCENARIOS:
+            if scenario in ROUTED:
+                self.check_routed_dashboard(self.params(scenario))
+                continue
             params = self.params(scenario, GlueDatabaseName="lake", GlueTableName="t")
             dashboard = iac.sam_dashboard(self.template, params, ACCOUNT, REGION)
             self.assertEqual(dashboard["name"], params.get("AppName", "msk-hudi-sink"))
@@ -766,6 +1011,44 @@ class Alarms(unittest.TestCase):
             timeout = params.get("CoordinatorTimeout", "900")
             self.assertEqual(expressions, [f"100 * duration / ({timeout} * 1000)"])
 
+    def check_routed_dashboard(self, params):
+        """Many tables: records, bytes and lag per table through search expressions over the tables' names,
+        the largest offset lag of the topics, and every alarmed metric."""
+        body = iac.sam_dashboard(self.template, params, ACCOUNT, REGION)["body"]
+        shown = iac.dashboard_metrics(body)
+        searched = {}
+        for widget in body["widgets"]:
+            props = widget["properties"]
+            self.assertEqual(props["region"], REGION)
+            self.assertEqual(props["period"], int(params.get("AlarmPeriod", 300)))
+            self.assertLessEqual(widget["x"] + widget["width"], 24)
+            for line in props["metrics"]:
+                if isinstance(line[0], dict):
+                    m = re.fullmatch(r"SEARCH\('\{(\w+),(\w+)\} MetricName=\"(\w+)\" (\w+) \(([\w ]+)\)', '(\w+)', (\d+)\)",
+                                     line[0]["expression"])
+                    self.assertTrue(m, line[0]["expression"])
+                    namespace, dimension, metric, prefix, names, stat, period = m.groups()
+                    self.assertEqual((namespace, dimension), (self.emf["namespace"], self.emf["dimension"]))
+                    self.assertIn(metric, self.emf["names"])
+                    self.assertEqual(prefix, params["TableNamePrefix"])
+                    self.assertEqual(names.split(" OR "), params["Topics"].split(","))
+                    self.assertEqual(int(period), props["period"])
+                    searched[metric] = stat
+        self.assertLessEqual({"RecordsIn", "RecordsWritten", "BytesWritten", "MaxLag", "RecordsDeadLettered",
+                              "BatchFailures", "CommitConflicts"}, set(searched))
+        writer = f"{params['AppName']}-writer"
+        for metric in ("OffsetLag", "Errors", "Throttles"):
+            self.assertIn(("AWS/Lambda", metric, (("FunctionName", writer),)), shown)
+        for alarm in self.sam(params).values():
+            for namespace, metric, dims in iac.alarm_metrics(alarm):
+                if namespace == self.emf["namespace"]:
+                    self.assertIn(metric, searched, f"{alarm} is not on the dashboard")
+                elif dict(dims).get("EventSourceMappingUUID"):
+                    # A topic's lag: the writer's OffsetLag line draws the largest of them.
+                    self.assertEqual(metric, "OffsetLag")
+                else:
+                    self.assertIn((namespace, metric, dims), shown)
+
     def test_documentation_names_every_alarm_and_parameter(self):
         operations = (ROOT / "docs" / "operations.md").read_text()
         self.assertTrue("\n## Alarms and dashboard\n" in operations, "docs/operations.md: no Alarms and dashboard")
@@ -778,6 +1061,126 @@ class Alarms(unittest.TestCase):
             for name in (param, snake(param)):
                 self.assertTrue(f"`{name}`" in deploy, f"docs/deploy.md does not name {name}")
 
+
+class ManyTablesIngest(unittest.TestCase):
+    """The properties the many-tables stacks hand out, read by the library itself: `hudi-sink ingest` (the writer
+    function's code path, with local paths for the bucket and a file lock for DynamoDB) sends every listed topic
+    to its table."""
+
+    def test_stack_properties_route_each_topic_to_its_table(self):
+        binary = Path(os.environ.get("HUDI_SINK_BIN", ROOT / "target" / "debug" / "hudi-sink"))
+        if not binary.exists():
+            self.skipTest(f"no {binary} (cargo test --workspace --no-run builds it; or set HUDI_SINK_BIN)")
+        params = SCENARIOS["self-managed-scram-topics"]
+        tf = iac.TfEvaluator(iac.load_module(), tf_variables(params), ACCOUNT, REGION)
+        deployment = tf.value(iac.blocks(iac.load_module(), "output")["deployment_properties"]["value"])
+        bucket = f"s3://{params['AppName']}-{ACCOUNT}-{REGION}/"
+        names = params["Topics"].split(",")
+        with tempfile.TemporaryDirectory() as d:
+            # The bucket becomes a directory; the DynamoDB lock lines give way to the local file lock.
+            lines = [line.replace(bucket, d + "/") for line in deployment.splitlines()
+                     if line.strip() and "dynamodb" not in line]
+            config = Path(d) / "shop.properties"
+            config.write_text("\n".join(lines + [
+                f"hoodie.streamer.schemaprovider.source.schema.file={ROOT}/events/schema/trips.avsc",
+                "hoodie.datasource.write.recordkey.field=uuid",
+                "hoodie.datasource.write.partitionpath.field=city",
+                "hoodie.datasource.write.precombine.field=ts",
+                "hoodie.index.type=BUCKET",
+                "hoodie.bucket.index.num.buckets=2",
+            ]) + "\n")
+            events = []
+            for name in names:
+                out = Path(d) / "events" / name
+                r = run([str(binary), "generate", "--out", str(out), "--topic", params["TopicPrefix"] + name,
+                         "--records", "40", "--partitions", "2", "--seed", "7"])
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                events.append(str(out))
+            r = run([str(binary), "ingest", "--config", str(config), *events])
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            props = dict(line.split("=", 1) for line in lines)
+            for name in names:
+                table = params["TableNamePrefix"] + name
+                self.assertRegex(r.stdout, rf"table {table}: records in 40,")
+                base = Path(props["hoodie.base.path"].replace("$table", table))
+                self.assertTrue((base / ".hoodie" / "hoodie.properties").exists(), base)
+            self.assertFalse(Path(props["hudi.sink.dead.letter.path"].replace("$table", "_unrouted")).exists())
+
+
+class ManyTablesDocumentation(unittest.TestCase):
+    """docs/deploy.md's many-tables example, as a user copies it, deploys three Debezium topics into three tables
+    with the alarms its Alarms section lists, in SAM and Terraform alike."""
+
+    TOPICS = ["pg.public.customers", "pg.public.orders", "pg.public.items"]
+    TABLES = ["shop_customers", "shop_orders", "shop_items"]
+
+    def section(self, title):
+        deploy = (ROOT / "docs" / "deploy.md").read_text()
+        self.assertIn(f"\n## {title}\n", deploy)
+        return deploy.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+    def test_sam_and_terraform_examples_deploy_the_three_tables(self):
+        text = self.section("Many tables")
+        sam = re.search(r"```sh\nsam build\nsam deploy (.*?)```", text, re.S).group(1)
+        self.assertIn("CAPABILITY_AUTO_EXPAND", sam)
+        overrides = sam.split("--parameter-overrides", 1)[1].replace("\\\n", " ").split()
+        params = dict(o.strip("'").split("=", 1) for o in overrides)
+        params["MskClusterArn"] = CLUSTER  # the example elides the cluster's uuid
+        template = iac.load_template()
+        ev = iac.CfnEvaluator(template, params, ACCOUNT, REGION)
+        for rule in template["Rules"].values():
+            for a in rule["Assertions"]:
+                self.assertTrue(ev.eval(a["Assert"]), a["AssertDescription"])
+        esms = [ev.eval(r["Properties"]) for n, r in ev.t["Resources"].items()
+                if r["Type"] == "AWS::Lambda::EventSourceMapping" and ev.resource_exists(n)]
+        self.assertEqual(sorted(e["Topics"][0] for e in esms), sorted(self.TOPICS))
+        self.assertFalse(ev.resource_exists("CoordinatorFunction"))
+        name = params["AppName"]
+        alarms = iac.sam_alarms(template, params, ACCOUNT, REGION)
+        want = {f"{name}-writer-{s}" for s in ("offset-lag", "errors", "throttles")}
+        want |= {f"{name}-{t}-{s}" for t in self.TABLES for s in ("offset-lag", "dead-letters", "commit-failures")}
+        self.assertEqual(set(alarms), want)
+        alarms_text = self.section("Alarms")
+        for alarm in sorted(want):
+            self.assertIn(f"`{alarm}`", alarms_text)
+        # Terraform: the module block of the same section.
+        hcl = re.search(r"```hcl\n(module \"shop\" \{.*?\n\})\n```", text, re.S).group(1)
+        (inputs,) = iac.hcl2.loads(hcl)["module"]  # {"\"shop\"" or "shop": inputs}
+        variables = {k: iac.TfEvaluator({}, {}, ACCOUNT, REGION).value(v) for k, v in inputs[next(iter(inputs))].items()
+                     if k != "source" and not k.startswith("__")}
+        variables["msk_cluster_arn"] = CLUSTER
+        module = iac.load_module()
+        self.assertEqual(iac.tf_alarms(module, variables, ACCOUNT, REGION).keys(), alarms.keys())
+        tf = iac.TfEvaluator(module, variables, ACCOUNT, REGION)
+        body = iac.blocks(module, "resource")[("aws_lambda_event_source_mapping", "topic")]
+        topics = []
+        for key in tf.instances(body):
+            tf.each = key
+            topics += tf.value(body["topics"])
+        self.assertEqual(sorted(topics), sorted(self.TOPICS))
+        self.assertFalse(tf.resource_exists("aws_lambda_function", "coordinator"))
+
+    def test_alarms_section_names_every_alarm_metric_threshold_and_subscription(self):
+        text = self.section("Alarms")
+        for suffix, (namespace, metric, _, _, statistic) in ALARMS.items():
+            row = re.search(rf"^\| `<name>-{suffix}` \|.*$", text, re.M)
+            self.assertTrue(row, suffix)
+            self.assertIn(f"`{metric}` ({statistic})", row.group(0))
+            self.assertIn(f"`{ALARM_PARAMETERS[suffix][0]}`", row.group(0))
+        for suffix, metric in (("offset-lag", "OffsetLag"), ("dead-letters", "RecordsDeadLettered"),
+                               ("commit-failures", "BatchFailures")):
+            row = re.search(rf"^\| `<name>-<table>-{suffix}` \|.*$", text, re.M)
+            self.assertTrue(row, suffix)
+            self.assertIn(f"`{metric}`", row.group(0))
+        self.assertIn("aws sns subscribe", text)
+        for param in ("AlarmEmail", "AlarmTopicArn"):
+            self.assertIn(f"`{param}` / `{snake(param)}`", text)
+        operations = (ROOT / "docs" / "operations.md").read_text()
+        for suffix in ("offset-lag", "dead-letters", "commit-failures"):
+            self.assertIn(f"`<name>-<table>-{suffix}`", operations)
+        params = self.section("Many tables")
+        for param in ("Topics", "TopicPrefix", "TableNamePrefix"):
+            self.assertIn(f"`{param}` / `{snake(param)}`", params)
 
 class CoordinatorRequests(unittest.TestCase):
     def test_samples_match_the_protocol(self):
@@ -861,18 +1264,32 @@ class Loader:
         return {}
 json.dump(transform(template, {}, Loader()), open(sys.argv[2], "w"), indent=1)
 """
-        with tempfile.TemporaryDirectory() as d:
-            out = Path(d) / "translated.json"
-            r = run([sys.executable, "-c", script, "template.yaml", str(out)])
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            translated = json.loads(out.read_text())
-            kinds = {res["Type"] for res in translated["Resources"].values()}
-            self.assertIn("AWS::Scheduler::Schedule", kinds)
-            self.assertNotIn("AWS::Serverless::Function", kinds)
-            for name in ("WriterFunction", "CoordinatorFunction"):
-                self.assertEqual(translated["Resources"][name]["Properties"].get("ManagedPolicyArns"), None)
-            r = run([tool("cfn-lint"), str(out)])
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # The AWS::LanguageExtensions transform runs first (CloudFormation's, or `sam build`'s own): the loops
+        # are expanded here for one topic and for a list, and SAM's transform gets the result.
+        template = iac.load_template()
+        for topics in ("", "customers,orders,order_items"):
+            params = dict(SCENARIOS["msk-iam-topics-glue" if topics else "msk-iam-new-bucket"])
+            expanded = iac.CfnEvaluator(template, params, ACCOUNT, REGION).t
+            expanded["Transform"] = "AWS::Serverless-2016-10-31"
+            expanded["Parameters"] = json.loads(json.dumps(expanded["Parameters"]))
+            expanded["Parameters"]["Topics"]["Default"] = topics
+            with tempfile.TemporaryDirectory() as d:
+                source, out = Path(d) / "expanded.json", Path(d) / "translated.json"
+                source.write_text(json.dumps(expanded))
+                r = run([sys.executable, "-c", script, str(source), str(out)])
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                translated = json.loads(out.read_text())
+                kinds = {res["Type"] for res in translated["Resources"].values()}
+                self.assertIn("AWS::Scheduler::Schedule", kinds)
+                self.assertNotIn("AWS::Serverless::Function", kinds)
+                for name in ("WriterFunction", "CoordinatorFunction"):
+                    self.assertEqual(translated["Resources"][name]["Properties"].get("ManagedPolicyArns"), None)
+                esms = [n for n, res in translated["Resources"].items() if res["Type"] == "AWS::Lambda::EventSourceMapping"]
+                # The two single-topic mappings and one per name (the empty list has one empty name), each under
+                # its condition.
+                self.assertEqual(len(esms), 2 + len(topics.split(",")), esms)
+                r = run([tool("cfn-lint"), str(out)])
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def checkov(self, *args) -> dict:
         with tempfile.TemporaryDirectory() as d:
