@@ -646,3 +646,68 @@ fn dead_letter_stages(table: &Path) -> Vec<String> {
     stages.sort();
     stages
 }
+
+#[test]
+fn a_connect_schema_change_hudi_refuses_fails_the_invocation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut events: Vec<Event> = stream(Db::Postgres, Decimals::Base64)
+        .into_iter()
+        .take(10)
+        .collect();
+    // The column's scale changes (numeric(10,2) → numeric(10,3)): Hudi refuses a decimal of another scale.
+    let mut changed = events[0].value.clone().expect("a value");
+    for image in ["before", "after"] {
+        let fields = changed["schema"]["fields"]
+            .as_array_mut()
+            .and_then(|f| f.iter_mut().find(|f| f["field"] == image))
+            .and_then(|f| f["fields"].as_array_mut())
+            .expect("row fields");
+        for f in fields.iter_mut().filter(|f| f["field"] == "price") {
+            f["parameters"]["scale"] = "3".into();
+        }
+    }
+    changed["payload"]["source"]["lsn"] = 99_999_999.into();
+    events.push(Event {
+        key: events[0].key,
+        value: Some(changed),
+        effect: None,
+    });
+    let event_dir = dir.path().join("events");
+    write_events(&event_dir, &events, 10);
+    let table = dir.path().join("table");
+    let base = format!("hoodie.base.path={}", table.display());
+    let events_arg = event_dir.display().to_string();
+    let out = hudi_sink(&[
+        "ingest",
+        "--config",
+        "examples/local.properties",
+        "--set",
+        &base,
+        "--set",
+        "hudi.sink.value.format=debezium",
+        "--set",
+        "hudi.sink.debezium.connector=postgres",
+        "--set",
+        "hoodie.streamer.schemaprovider.source.schema.file=",
+        "--set",
+        "hoodie.datasource.write.recordkey.field=id",
+        "--set",
+        "hoodie.datasource.write.partitionpath.field=region",
+        "--set",
+        "hoodie.datasource.write.precombine.field=",
+        "--commit-interval-ms",
+        "0",
+        &events_arg,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "the second batch must fail: {stderr}"
+    );
+    assert!(
+        stderr.contains("schema change refused at field `price`"),
+        "{stderr}"
+    );
+    // The first batch was committed; the refused one wrote nothing.
+    assert_eq!(completed_commits(&table).len(), 1, "{stderr}");
+}

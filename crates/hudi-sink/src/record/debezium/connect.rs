@@ -424,3 +424,170 @@ pub fn table_decimals(schema: &AvroSchema) -> BTreeMap<String, u32> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn connect_decimals_decode_exactly() {
+        // 1.56 and 19.99 at scale 2 (Debezium's documentation), and the edges of two's complement.
+        let cases: &[(&str, u32, &str)] = &[
+            ("AJw=", 2, "1.56"),
+            ("B88=", 2, "19.99"),
+            ("AA==", 2, "0.00"),
+            ("/w==", 2, "-0.01"),
+            ("gA==", 0, "-128"),
+            ("AIA=", 0, "128"),
+            ("//8=", 3, "-0.001"),
+            ("/////w==", 0, "-1"),
+            ("Bw==", 5, "0.00007"),
+            // 10^38 - 1, the largest decimal(38,0), in 16 bytes; then with a redundant sign byte.
+            (
+                "SztMqFqGxHoJiiI//////w==",
+                0,
+                "99999999999999999999999999999999999999",
+            ),
+            (
+                "AEs7TKhahsR6CYoiP/////8=",
+                4,
+                "9999999999999999999999999999999999.9999",
+            ),
+            (
+                "tMSzV6V5O4X2dd3AAAAAAQ==",
+                0,
+                "-99999999999999999999999999999999999999",
+            ),
+        ];
+        for (encoded, scale, want) in cases {
+            assert_eq!(
+                decode_decimal(encoded, *scale).as_deref(),
+                Ok(*want),
+                "{encoded}"
+            );
+        }
+        assert!(matches!(
+            decode_decimal("1.56", 2),
+            Err(DecimalError::NotBase64(_))
+        ));
+        assert_eq!(decode_decimal("", 2), Err(DecimalError::Empty));
+        // 2^127 needs a 17th byte for its sign.
+        assert_eq!(
+            decode_decimal("AIAAAAAAAAAAAAAAAAAAAAA=", 0),
+            Err(DecimalError::TooLong(17))
+        );
+    }
+
+    fn field(name: &str, ty: &str, optional: bool) -> Value {
+        json!({"field": name, "type": ty, "optional": optional})
+    }
+
+    #[test]
+    fn an_envelope_schema_maps_as_the_avro_converter_and_hoodiestreamer_keep_it() {
+        let row = json!({"type":"struct","optional":true,"name":"pg.public.customers.Value","fields":[
+            field("id","int32",false), field("small","int16",true), field("tiny","int8",true),
+            field("big","int64",true), field("f","float32",true), field("d","float64",true),
+            field("ok","boolean",true), field("name","string",true), field("raw","bytes",true),
+            {"field":"price","type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal",
+             "version":1,"parameters":{"scale":"2","connect.decimal.precision":"10"}},
+            {"field":"total","type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.Decimal",
+             "version":1,"parameters":{"scale":"4"}},
+            {"field":"at","type":"int64","optional":true,"name":"io.debezium.time.MicroTimestamp","version":1},
+            {"field":"day","type":"int32","optional":true,"name":"io.debezium.time.Date","version":1},
+            {"field":"zoned","type":"string","optional":true,"name":"io.debezium.time.ZonedTimestamp","version":1},
+            {"field":"cday","type":"int32","optional":true,"name":"org.apache.kafka.connect.data.Date","version":1},
+            {"field":"cts","type":"int64","optional":true,"name":"org.apache.kafka.connect.data.Timestamp","version":1},
+            {"field":"vsd","type":"struct","optional":true,"name":"io.debezium.data.VariableScaleDecimal",
+             "version":1,"fields":[field("scale","int32",false), field("value","bytes",false)]},
+            {"field":"count","type":"int32","optional":false,"default":0},
+            {"field":"tags","type":"array","optional":true,"items":{"type":"string","optional":true}}]});
+        let envelope = json!({"type":"struct","optional":false,"name":"pg.public.customers.Envelope",
+            "fields":[{"field":"before","type":"struct","optional":true,"name":"x","fields":[]},
+                      row, {"field":"source","type":"struct","optional":false,"fields":[]},
+                      field("op","string",false), field("ts_ms","int64",true)]});
+        // `row` has no `field` member yet: put it in as `after`.
+        let mut envelope = envelope;
+        envelope["fields"][1]["field"] = "after".into();
+        let schema = parse(&envelope.to_string()).expect("maps");
+        assert_eq!(
+            schema.row.to_json_value(),
+            json!({"type":"record","name":"Value","namespace":"pg.public.customers","fields":[
+                {"name":"id","type":"int"},
+                {"name":"small","type":["null","int"],"default":null},
+                {"name":"tiny","type":["null","int"],"default":null},
+                {"name":"big","type":["null","long"],"default":null},
+                {"name":"f","type":["null","float"],"default":null},
+                {"name":"d","type":["null","double"],"default":null},
+                {"name":"ok","type":["null","boolean"],"default":null},
+                {"name":"name","type":["null","string"],"default":null},
+                {"name":"raw","type":["null","bytes"],"default":null},
+                {"name":"price","type":["null",{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}],"default":null},
+                {"name":"total","type":{"type":"bytes","logicalType":"decimal","precision":38,"scale":4}},
+                {"name":"at","type":["null","long"],"default":null},
+                {"name":"day","type":["null","int"],"default":null},
+                {"name":"zoned","type":["null","string"],"default":null},
+                {"name":"cday","type":["null",{"type":"int","logicalType":"date"}],"default":null},
+                {"name":"cts","type":["null",{"type":"long","logicalType":"timestamp-millis"}],"default":null},
+                {"name":"vsd","type":["null",{"type":"record","name":"vsd","fields":[
+                    {"name":"scale","type":"int"},{"name":"value","type":"bytes"}]}],"default":null},
+                {"name":"count","type":"int","default":0},
+                {"name":"tags","type":["null",{"type":"array","items":["null","string"]}],"default":null}]})
+        );
+        assert_eq!(
+            schema.decimals,
+            BTreeMap::from([("price".to_string(), 2), ("total".to_string(), 4)])
+        );
+    }
+
+    #[test]
+    fn an_extracted_row_schema_leaves_its_double_underscore_fields_to_the_meta_columns() {
+        let schema = json!({"type":"struct","optional":false,"name":"pg.public.customers.Value","fields":[
+            field("id","int32",false), field("__op","string",true), field("__lsn","int64",true),
+            field("__deleted","string",true)]});
+        let schema = parse(&schema.to_string()).expect("maps");
+        assert_eq!(
+            schema.row.to_json_value(),
+            json!({"type":"record","name":"Value","namespace":"pg.public.customers","fields":[
+                {"name":"id","type":"int"}]})
+        );
+    }
+
+    #[test]
+    fn connect_schemas_without_an_avro_form_are_refused_with_the_field() {
+        for (bad, needle) in [
+            (
+                json!({"type":"struct","fields":[{"field":"m","type":"map","optional":true,
+                    "keys":{"type":"int32"},"values":{"type":"string"}}]}),
+                "field m: a map with int32 keys",
+            ),
+            (
+                json!({"type":"struct","fields":[{"field":"p","type":"bytes",
+                    "name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"2",
+                    "connect.decimal.precision":"40"}}]}),
+                "field p: decimal(40,2)",
+            ),
+            (
+                json!({"type":"struct","fields":[{"field":"p","type":"bytes",
+                    "name":"org.apache.kafka.connect.data.Decimal"}]}),
+                "field p: a Connect Decimal without the `scale` parameter",
+            ),
+            (json!({"type":"string"}), "not a struct schema"),
+        ] {
+            let err = parse(&bad.to_string()).expect_err("refused").to_string();
+            assert!(err.contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn schema_text_finds_the_schema_of_the_wrapped_form_only() {
+        assert_eq!(
+            schema_text(br#"{"schema":{"type":"struct"},"payload":{"op":"c"}}"#),
+            Some(r#"{"type":"struct"}"#)
+        );
+        assert_eq!(schema_text(br#"{"schema":null,"payload":{}}"#), None);
+        assert_eq!(schema_text(br#"{"op":"c","source":{}}"#), None);
+        assert_eq!(schema_text(b"null"), None);
+    }
+}
