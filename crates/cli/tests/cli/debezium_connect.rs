@@ -30,12 +30,16 @@ enum Decimals {
     Numeric,
 }
 
+/// What an event does to the model: the row after it (None: a delete) and its position (LSN, or binlog
+/// file and position).
+type Effect = (Option<Map<String, Value>>, (i64, i64));
+
 /// A record: key, value (None: a tombstone), and what it does to the model (row after it, or None for a
 /// delete; its position: LSN, or binlog file and position).
 struct Event {
     key: i64,
     value: Option<Value>,
-    effect: Option<(Option<Map<String, Value>>, (i64, i64))>,
+    effect: Option<Effect>,
 }
 
 fn connect_field(name: &str, ty: &str, optional: bool) -> Value {
@@ -210,14 +214,13 @@ fn stream(db: Db, decimals: Decimals) -> Vec<Event> {
         if op == "d" && phone && !image.contains_key("phone") {
             image.insert("phone".into(), Value::Null);
         }
-        let lsn_of_event = Some(lsn);
-        let (value, mut row) = envelope(db, op, &image, lsn_of_event, pos, ts, phone);
+        let (value, mut row) = envelope(db, op, &image, Some(lsn), pos, ts, phone);
         // The model reads decimals as hudi_read.py prints them: the unscaled value as text.
         if op != "d" {
             row.insert("price".into(), unscaled.to_string().into());
         }
         let position = match db {
-            Db::Postgres => (lsn_of_event.unwrap_or(-1), 0),
+            Db::Postgres => (lsn, 0),
             Db::MySql => (3, pos),
         };
         if op == "d" {
@@ -333,7 +336,7 @@ fn envelope(
 /// The latest version per key by the payloads' order (a larger position wins, a tie the later event), every
 /// column filled (rows written before `phone` existed read it as null).
 fn model(events: &[Event]) -> BTreeMap<String, Map<String, Value>> {
-    let mut state: BTreeMap<i64, (Option<Map<String, Value>>, (i64, i64))> = BTreeMap::new();
+    let mut state: BTreeMap<i64, Effect> = BTreeMap::new();
     for e in events {
         let Some((row, pos)) = &e.effect else {
             continue;

@@ -97,7 +97,7 @@ fn schema_texts(batch: &KafkaBatch) -> Vec<String> {
     let mut out = Vec::new();
     for record in &batch.records {
         if let Payload::Value(value) = record.payload() {
-            if let Some(text) = connect::schema_text(&value) {
+            if let Some(text) = connect::schema_text(value) {
                 if seen.insert(text.to_string()) {
                     out.push(text.to_string());
                 }
