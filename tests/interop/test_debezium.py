@@ -126,7 +126,9 @@ def connect_schema(connector, phone):
            connect_field("price", "bytes", True, name="org.apache.kafka.connect.data.Decimal", version=1,
                          parameters={"scale": "2", "connect.decimal.precision": "12"}),
            connect_field("updated_at", "int64", True, name="io.debezium.time.MicroTimestamp", version=1),
-           connect_field("born", "int32", True, name="io.debezium.time.Date", version=1)]
+           connect_field("born", "int32", True, name="io.debezium.time.Date", version=1),
+           connect_field("ratio", "struct", True, name="io.debezium.data.VariableScaleDecimal", version=1,
+                         fields=[connect_field("scale", "int32", False), connect_field("value", "bytes", False)])]
     if phone:
         row.append(connect_field("phone", "string", True))
     if connector == "postgres":
@@ -174,13 +176,15 @@ def connect_stream(connector, seed=9):
                 continue
             if id(row) not in extra:
                 unscaled = rng.randrange(-10**11, 10**11)
-                extra[id(row)] = {"price": unscaled, "updated_at": 1_718_000_000_000_000 + n * 1001,
+                extra[id(row)] = {"price": unscaled, "ratio": (rng.randrange(0, 6), rng.randrange(-10**20, 10**20)),
+                                  "updated_at": 1_718_000_000_000_000 + n * 1001,
                                   "born": rng.randrange(-3000, 20000), "phone": f"+351-{n}" if phone else None}
         def image_of(row, phone=phone):
             if row is None:
                 return None
             e = extra[id(row)]
-            full = {**row, "price": connect_decimal(e["price"]), "updated_at": e["updated_at"], "born": e["born"]}
+            full = {**row, "price": connect_decimal(e["price"]), "updated_at": e["updated_at"], "born": e["born"],
+                    "ratio": {"scale": e["ratio"][0], "value": connect_decimal(e["ratio"][1])}}
             if phone:
                 full["phone"] = e["phone"]
             return full
@@ -202,6 +206,9 @@ def connect_stream(connector, seed=9):
         e = extra[next(i for i in extra if extra[i]["updated_at"] == after["updated_at"])]
         row = {k: after[k] for k in ("uuid", "city", "name", "amount", "updated_at", "born")}
         row["price"] = ("dec", str(decimal.Decimal(e["price"]).scaleb(-2)))
+        ratio = e["ratio"][1]
+        row["ratio"] = {"scale": e["ratio"][0],
+                        "value": ("bin", ratio.to_bytes((ratio.bit_length() + 8) // 8, "big", signed=True).hex())}
         row["phone"] = after.get("phone")
         row["_change_operation_type"] = p["op"]
         row[ORDERING[connector]] = position if connector == "postgres" else f"000007.{position}"
@@ -227,11 +234,11 @@ def test_spark_reads_a_table_made_from_connect_schemas_with_a_new_column_and_dec
     })
     ingest(config, write_events(tmp_path / "events", records))
     table = tmp_path / "table"
-    columns = ["uuid", "city", "name", "amount", "price", "updated_at", "born", "phone",
+    columns = ["uuid", "city", "name", "amount", "price", "updated_at", "born", "ratio", "phone",
                "_change_operation_type", ORDERING[connector]]
     df = spark_read(spark, type("T", (), {"uri": str(table)})())
     fields = {f.name: f.dataType.simpleString() for f in df.schema.fields}
-    assert (fields["price"], fields["updated_at"], fields["born"], fields["phone"]) == (
-        "decimal(12,2)", "bigint", "int", "string")
+    assert (fields["price"], fields["updated_at"], fields["born"], fields["ratio"], fields["phone"]) == (
+        "decimal(12,2)", "bigint", "int", "struct<scale:int,value:binary>", "string")
     got = rows_of_spark(df.select(*columns), drop=())
     assert not diff("spark", data_only(got), "model", data_only(list(model.values())))

@@ -63,6 +63,15 @@ fn row_fields(db: Db, phone: bool) -> Vec<Value> {
         },
         json!({"field":"born","type":"int32","optional":true,"name":"io.debezium.time.Date","version":1}),
     ];
+    if db == Db::Postgres {
+        // A NUMERIC without scale, and a TIMESTAMPTZ.
+        fields.push(json!({"field":"ratio","type":"struct","optional":true,
+            "name":"io.debezium.data.VariableScaleDecimal","version":1,"doc":"Variable scaled decimal",
+            "fields":[{"field":"scale","type":"int32","optional":false},
+                      {"field":"value","type":"bytes","optional":false}]}));
+        fields.push(json!({"field":"seen_at","type":"string","optional":true,
+            "name":"io.debezium.time.ZonedTimestamp","version":1}));
+    }
     if phone {
         fields.push(connect_field("phone", "string", true));
     }
@@ -127,6 +136,14 @@ fn base64_decimal(unscaled: i64) -> String {
         }
     }
     base64::engine::general_purpose::STANDARD.encode(&bytes[start..])
+}
+
+/// The lower-case hex of a base64 string's bytes (how hudi_read.py prints binary).
+fn hex_of_base64(encoded: &Value) -> String {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded.as_str().expect("base64 text"))
+        .expect("base64");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `unscaled` / 100 as JSON number text (`decimal.format=NUMERIC`).
@@ -205,6 +222,11 @@ fn stream(db: Db, decimals: Decimals) -> Vec<Event> {
                         Decimals::Numeric => numeric_decimal(unscaled),
                     },
                     "updated_at": updated, "born": 7000 + (key % 400)});
+                if db == Db::Postgres {
+                    row["ratio"] =
+                        json!({"scale": 3 + key % 3, "value": base64_decimal(unscaled / 7)});
+                    row["seen_at"] = format!("2024-06-10T06:13:{:02}.{i:06}Z", key % 60).into();
+                }
                 if phone {
                     row["phone"] = format!("+351-{i}").into();
                 }
@@ -218,6 +240,9 @@ fn stream(db: Db, decimals: Decimals) -> Vec<Event> {
         // The model reads decimals as hudi_read.py prints them: the unscaled value as text.
         if op != "d" {
             row.insert("price".into(), unscaled.to_string().into());
+            if let Some(ratio) = row.get_mut("ratio") {
+                ratio["value"] = hex_of_base64(&ratio["value"]).into();
+            }
         }
         let position = match db {
             Db::Postgres => (lsn, 0),
@@ -248,10 +273,12 @@ fn stream(db: Db, decimals: Decimals) -> Vec<Event> {
         // An incremental-snapshot read without an LSN of a key never seen: inserted.
         ts += 1000;
         let image = json!({"id": 2000, "region": "eu", "first_name": "incremental", "email": null,
-            "price": base64_decimal(-5), "updated_at": ts * 1000, "born": -3, "phone": null});
+            "price": base64_decimal(-5), "updated_at": ts * 1000, "born": -3,
+            "ratio": {"scale": 0, "value": base64_decimal(-129)}, "seen_at": null, "phone": null});
         let image = image.as_object().cloned().unwrap_or_default();
         let (value, mut row) = envelope(db, "r", &image, None, pos, ts, true);
         row.insert("price".into(), "-5".into());
+        row.insert("ratio".into(), json!({"scale": 0, "value": "ff7f"}));
         events.push(Event {
             key: 2000,
             value: Some(value),
@@ -486,10 +513,17 @@ fn expected_fields(db: Db) -> Vec<(String, String)> {
         ),
         ("updated_at", r#"["null","long"]"#),
         ("born", r#"["null","int"]"#),
-        ("phone", r#"["null","string"]"#),
     ] {
         fields.push((n.to_string(), t.replace("NS", namespace)));
     }
+    if db == Db::Postgres {
+        fields.push((
+            "ratio".into(),
+            r#"["null",{"type":"record","name":"ratio","fields":[{"name":"scale","type":"int"},{"name":"value","type":"bytes"}]}]"#.into(),
+        ));
+        fields.push(("seen_at".into(), r#"["null","string"]"#.into()));
+    }
+    fields.push(("phone".into(), r#"["null","string"]"#.into()));
     fields
 }
 
@@ -594,6 +628,9 @@ fn a_schema_file_decimal_column_reads_connect_decimals_without_their_schema() {
             {"name":"price","type":["null",{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}],"default":null},
             {"name":"updated_at","type":["null","long"],"default":null},
             {"name":"born","type":["null","int"],"default":null},
+            {"name":"ratio","type":["null",{"type":"record","name":"ratio","fields":[
+                {"name":"scale","type":"int"},{"name":"value","type":"bytes"}]}],"default":null},
+            {"name":"seen_at","type":["null","string"],"default":null},
             {"name":"phone","type":["null","string"],"default":null}]}"#,
     )
     .expect("schema");

@@ -10,7 +10,8 @@
 //! ```
 //!
 //! The result is a JSON object text: the meta columns first, then the row image's members copied byte for
-//! byte (numbers keep their exact text), read by the ordinary JSON decoder against the table schema. A
+//! byte (numbers keep their exact text; the base64 strings of Connect decimal columns become their exact
+//! decimal text, `connect.rs`), read by the ordinary JSON decoder against the table schema. A
 //! value that is none of these forms, an unknown op, or a delete without `before` is a [`DebeziumError`]:
 //! the record becomes a dead letter naming the reason.
 
