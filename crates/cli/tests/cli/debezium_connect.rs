@@ -32,14 +32,14 @@ enum Decimals {
 
 /// What an event does to the model: the row after it (None: a delete) and its position (LSN, or binlog
 /// file and position).
-type Effect = (Option<Map<String, Value>>, (i64, i64));
+pub(super) type Effect = (Option<Map<String, Value>>, (i64, i64));
 
 /// A record: key, value (None: a tombstone), and what it does to the model (row after it, or None for a
 /// delete; its position: LSN, or binlog file and position).
-struct Event {
-    key: i64,
-    value: Option<Value>,
-    effect: Option<Effect>,
+pub(super) struct Event {
+    pub(super) key: i64,
+    pub(super) value: Option<Value>,
+    pub(super) effect: Option<Effect>,
 }
 
 fn connect_field(name: &str, ty: &str, optional: bool) -> Value {
@@ -124,7 +124,7 @@ fn envelope_schema(db: Db, phone: bool) -> Value {
 }
 
 /// Base64 of the shortest big-endian two's complement bytes of `unscaled` (Connect's decimal encoding).
-fn base64_decimal(unscaled: i64) -> String {
+pub(super) fn base64_decimal(unscaled: i64) -> String {
     let bytes = unscaled.to_be_bytes();
     let mut start = 0;
     while start < 7 {
@@ -362,7 +362,7 @@ fn envelope(
 
 /// The latest version per key by the payloads' order (a larger position wins, a tie the later event), every
 /// column filled (rows written before `phone` existed read it as null).
-fn model(events: &[Event]) -> BTreeMap<String, Map<String, Value>> {
+pub(super) fn model(events: &[Event]) -> BTreeMap<String, Map<String, Value>> {
     let mut state: BTreeMap<i64, Effect> = BTreeMap::new();
     for e in events {
         let Some((row, pos)) = &e.effect else {
@@ -384,7 +384,7 @@ fn model(events: &[Event]) -> BTreeMap<String, Map<String, Value>> {
 }
 
 /// Writes `events` as ESM event files of `per_file` records each.
-fn write_events(dir: &Path, events: &[Event], per_file: usize) {
+pub(super) fn write_events(dir: &Path, events: &[Event], per_file: usize) {
     std::fs::create_dir_all(dir).expect("mkdir");
     let b64 = base64::engine::general_purpose::STANDARD;
     for (n, chunk) in events.chunks(per_file).enumerate() {
@@ -411,7 +411,7 @@ fn write_events(dir: &Path, events: &[Event], per_file: usize) {
 
 /// The table's rows read by hudi-rs (first file group reader: it merges by the ordering field), by `id`,
 /// without Hudi's meta columns.
-fn read_rows(table: &Path) -> BTreeMap<String, Map<String, Value>> {
+pub(super) fn read_rows(table: &Path) -> BTreeMap<String, Map<String, Value>> {
     let out = Command::new(python())
         .arg(workspace_root().join("tests/python/hudi_read.py"))
         .args(["--option", "hoodie.read.file.group.reader.version=1"])
@@ -667,7 +667,7 @@ fn a_schema_file_decimal_column_reads_connect_decimals_without_their_schema() {
 }
 
 /// Row-exact comparison, naming the keys that differ.
-fn assert_rows(
+pub(super) fn assert_rows(
     actual: &BTreeMap<String, Map<String, Value>>,
     expected: &BTreeMap<String, Map<String, Value>>,
     case: &str,
@@ -682,7 +682,7 @@ fn assert_rows(
 }
 
 /// The stage of every dead letter written beside `table`.
-fn dead_letter_stages(table: &Path) -> Vec<String> {
+pub(super) fn dead_letter_stages(table: &Path) -> Vec<String> {
     let dir = std::path::PathBuf::from(format!("{}-dead-letters", table.display()));
     let mut stages = Vec::new();
     let mut pending = vec![dir];

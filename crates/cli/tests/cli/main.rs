@@ -5,6 +5,7 @@
 mod common;
 mod debezium;
 mod debezium_connect;
+mod debezium_connect_flat;
 mod ingest;
 mod kafka_columns;
 mod routing;
