@@ -287,14 +287,38 @@ pub async fn build_sink(
             .map(|s| crate::sink::kafka_columns::with_kafka_columns(&s))
             .transpose()?;
     }
-    let writer = TableWriter::create_or_open(storage, clock.clone(), write, schema).await?;
-    if sink.append_kafka_columns {
-        crate::sink::kafka_columns::check_table(&writer.schema().data)?;
-    }
-    if let crate::sink::ValueFormat::Debezium(connector) = sink.value_format {
-        crate::record::debezium::check_table(connector, &writer.schema().data)
-            .map_err(|reason| WriteError::Config { reason })?;
-    }
+    // A Debezium table with neither schema file nor registry takes its columns from the Connect schema of
+    // its values: when it does not exist yet, the first batch creates it.
+    let deferred = match (sink.value_format, &schema) {
+        (crate::sink::ValueFormat::Debezium(connector), None) => {
+            match crate::table::properties::TableProperties::load(storage.as_ref()).await {
+                Err(e) if e.is_not_found() => Some(crate::sink::DeferredTable::new(
+                    storage.clone(),
+                    clock.clone(),
+                    write.clone(),
+                    connector,
+                    sink.append_kafka_columns,
+                )),
+                Err(e) => return Err(e.into()),
+                Ok(_) => None,
+            }
+        }
+        _ => None,
+    };
+    let writer = match deferred {
+        Some(table) => Err(table),
+        None => {
+            let writer = TableWriter::create_or_open(storage, clock.clone(), write, schema).await?;
+            if sink.append_kafka_columns {
+                crate::sink::kafka_columns::check_table(&writer.schema().data)?;
+            }
+            if let crate::sink::ValueFormat::Debezium(connector) = sink.value_format {
+                crate::record::debezium::check_table(connector, &writer.schema().data)
+                    .map_err(|reason| WriteError::Config { reason })?;
+            }
+            Ok(writer)
+        }
+    };
     if let (Some(version), Some(watch)) = (&opened_with, &latest) {
         watch.taken(version, clock.now_millis());
     }
@@ -318,7 +342,10 @@ pub async fn build_sink(
         open_storage_with(&dead_letters.uri, &timeouts).await?,
     ));
     let registry = build_registry(props, &sink, &timeouts).await?;
-    let sink = KafkaSink::new(writer, coordinator, dead_letters, clock, sink, writer_id);
+    let sink = match writer {
+        Ok(writer) => KafkaSink::new(writer, coordinator, dead_letters, clock, sink, writer_id),
+        Err(table) => KafkaSink::deferred(table, coordinator, dead_letters, clock, sink, writer_id),
+    };
     let sink = match latest {
         Some(watch) => sink.with_latest_schema(watch),
         None => sink,

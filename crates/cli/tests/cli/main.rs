@@ -4,6 +4,8 @@
 
 mod common;
 mod debezium;
+mod debezium_connect;
+mod debezium_connect_flat;
 mod debezium_toast;
 mod ingest;
 mod kafka_columns;

@@ -71,7 +71,7 @@ impl KafkaSink {
             return Ok(Attempt::AlreadyCommitted(current));
         }
         let beat = heartbeat(
-            self.writer.storage().clone(),
+            self.table()?.storage().clone(),
             self.clock.clone(),
             begun.time.clone(),
             self.config.heartbeat_interval,
@@ -80,18 +80,18 @@ impl KafkaSink {
         // The batch's timeline still shows the table as of the instant's base when its latest commit is that
         // base and nothing but writes is pending (writes complete in instant order, or below a lowered base:
         // `commit/conflict.rs` `writer_base`): then the write need not list `.hoodie/` again.
-        let delta = self.writer.properties().is_merge_on_read();
+        let delta = self.table()?.properties().is_merge_on_read();
         let (stats, counts) = if shows_base(timeline, begun.base_instant.as_deref(), delta) {
-            self.writer
+            self.table()?
                 .write_files_with_timeline(&begun.time, &prepared.write, timeline)
                 .await?
         } else {
-            self.writer
+            self.table()?
                 .write_files(&begun.time, &prepared.write)
                 .await?
         };
         let report = self.store_letters(prepared, counts, &stats).await?;
-        let op = operation_of(self.writer.config().operation);
+        let op = operation_of(self.table()?.config().operation);
         // Not committing in time is safe (the instant is rolled back once its heartbeat expires), being
         // killed halfway through the commit request is too, but a clear error is better for the operator.
         self.check_deadline(options, "commit", Duration::ZERO)?;
@@ -103,7 +103,7 @@ impl KafkaSink {
                 base_instant: begun.base_instant,
                 operation: op.as_str().to_string(),
                 write_stats: stats,
-                schema: self.writer.schema().avro_json.clone(),
+                schema: self.table()?.schema().avro_json.clone(),
                 offsets: prepared.offsets.clone(),
                 last_heartbeat_ms: beat.last_stored_ms(),
             }))

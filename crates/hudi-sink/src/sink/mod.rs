@@ -25,6 +25,7 @@
 
 mod attempt;
 pub mod config;
+mod connect;
 mod heartbeat;
 pub mod kafka_columns;
 mod prepare;
@@ -47,12 +48,16 @@ use crate::write::{TableWriter, WriteError};
 
 use attempt::Attempt;
 pub use config::{SchemaEvolution, SinkConfig, ValueFormat};
+pub use connect::DeferredTable;
 pub use report::{ProcessOptions, SinkReport};
 
 /// Writes Kafka batches into one table through a coordinator.
 #[derive(Debug)]
 pub struct KafkaSink {
-    writer: TableWriter,
+    /// The table's writer; empty until the first batch creates the table (see [`DeferredTable`]).
+    writer: tokio::sync::OnceCell<TableWriter>,
+    /// How to create the table from the first batch, for a sink started before its table existed.
+    deferred: Option<DeferredTable>,
     coordinator: Arc<dyn CoordinatorClient>,
     dead_letters: Arc<dyn DeadLetterSink>,
     clock: Arc<dyn Clock>,
@@ -88,8 +93,30 @@ impl KafkaSink {
         config: SinkConfig,
         writer_id: impl Into<String>,
     ) -> Self {
+        let writer = tokio::sync::OnceCell::new_with(Some(writer));
+        Self::build(
+            writer,
+            None,
+            coordinator,
+            dead_letters,
+            clock,
+            config,
+            writer_id,
+        )
+    }
+
+    fn build(
+        writer: tokio::sync::OnceCell<TableWriter>,
+        deferred: Option<DeferredTable>,
+        coordinator: Arc<dyn CoordinatorClient>,
+        dead_letters: Arc<dyn DeadLetterSink>,
+        clock: Arc<dyn Clock>,
+        config: SinkConfig,
+        writer_id: impl Into<String>,
+    ) -> Self {
         Self {
             writer,
+            deferred,
             coordinator,
             dead_letters,
             clock,
@@ -144,9 +171,39 @@ impl KafkaSink {
         z ^ (z >> 31)
     }
 
-    /// The table writer.
-    pub fn writer(&self) -> &TableWriter {
-        &self.writer
+    /// A sink whose table does not exist yet: the first batch creates it (a Debezium table without a schema
+    /// file or registry, whose columns come from the Connect schema its values carry).
+    pub fn deferred(
+        table: DeferredTable,
+        coordinator: Arc<dyn CoordinatorClient>,
+        dead_letters: Arc<dyn DeadLetterSink>,
+        clock: Arc<dyn Clock>,
+        config: SinkConfig,
+        writer_id: impl Into<String>,
+    ) -> Self {
+        let writer = tokio::sync::OnceCell::new();
+        Self::build(
+            writer,
+            Some(table),
+            coordinator,
+            dead_letters,
+            clock,
+            config,
+            writer_id,
+        )
+    }
+
+    /// The table writer (`None` while a deferred table is not created yet).
+    pub fn writer(&self) -> Option<&TableWriter> {
+        self.writer.get()
+    }
+
+    /// The table writer, or the error of a deferred table not created yet.
+    fn table(&self) -> Result<&TableWriter, WriteError> {
+        self.writer.get().ok_or_else(|| WriteError::Config {
+            reason: "the table is not created yet (internal error: the batch creates it first)"
+                .into(),
+        })
     }
 
     /// Writes one batch exactly once. Returns only after the commit is durable (or when nothing was left to
@@ -210,7 +267,7 @@ impl KafkaSink {
         mut batch: KafkaBatch,
         options: ProcessOptions,
     ) -> Result<SinkReport, WriteError> {
-        let storage = self.writer.storage().clone();
+        let storage = self.open_deferred(&batch).await?.storage().clone();
         let records_in = batch.len() as u64;
         let mut skipped = 0u64;
         // The table's checkpoint as this writer sees it; the coordinator re-checks at commit. The same

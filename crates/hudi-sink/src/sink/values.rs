@@ -45,14 +45,14 @@ enum Reader {
     Registry(HashMap<SchemaId, Result<Arc<AvroPlan>, String>>),
     /// Bare Avro written with the table schema.
     Bare(Arc<AvroPlan>),
-    /// Debezium change events as JSON, flattened into the table's rows.
-    Debezium(Connector),
+    /// Debezium change events as JSON, flattened into the table's rows; the batch's Connect schemas.
+    Debezium(Connector, super::connect::ConnectSchemas),
 }
 
 impl Values {
     /// Whether values are Debezium change events (tombstones are then skipped, not deletes by key).
     pub(super) fn is_debezium(&self) -> bool {
-        matches!(self.reader, Reader::Debezium(_))
+        matches!(self.reader, Reader::Debezium(..))
     }
 }
 
@@ -74,7 +74,7 @@ impl KafkaSink {
                     self.take_latest(watch).await?;
                 }
                 Ok(Values {
-                    schema: self.writer.schema(),
+                    schema: self.table()?.schema(),
                     reader: Reader::Json,
                 })
             }
@@ -82,13 +82,14 @@ impl KafkaSink {
                 if let Some(watch) = &self.latest {
                     self.take_latest(watch).await?;
                 }
+                let connect = self.connect_schemas(connector, batch)?;
                 Ok(Values {
-                    schema: self.writer.schema(),
-                    reader: Reader::Debezium(connector),
+                    schema: self.table()?.schema(),
+                    reader: Reader::Debezium(connector, connect),
                 })
             }
             ValueFormat::AvroBare => {
-                let schema = self.writer.schema();
+                let schema = self.table()?.schema();
                 // Bare values are written with the source schema: the table's without the Kafka columns.
                 let writer = match self.config.append_kafka_columns {
                     true => Cow::Owned(super::kafka_columns::without_kafka_columns(&schema.avro)),
@@ -116,7 +117,7 @@ impl KafkaSink {
                 let mut plans = HashMap::with_capacity(ids.len());
                 if ids.is_empty() {
                     return Ok(Values {
-                        schema: self.writer.schema(),
+                        schema: self.table()?.schema(),
                         reader: Reader::Registry(plans),
                     });
                 }
@@ -136,7 +137,7 @@ impl KafkaSink {
                         let Lookup::Found(writer) = lookup else {
                             continue;
                         };
-                        match self.writer.evolve_schema(writer) {
+                        match self.table()?.evolve_schema(writer) {
                             Ok(changes) if changes.is_empty() => {}
                             Ok(changes) => {
                                 tracing::info!(schema = %id, ?changes, "writer schema evolved the table schema")
@@ -145,7 +146,10 @@ impl KafkaSink {
                             // table field it lacks) makes dead letters below; one whose values it reads
                             // but whose change Hudi refuses fails the invocation.
                             Err(WriteError::Evolution(refused)) => {
-                                if self.plan(Some(*id), writer, &self.writer.schema()).is_ok() {
+                                if self
+                                    .plan(Some(*id), writer, &self.table()?.schema())
+                                    .is_ok()
+                                {
                                     return Err(WriteError::Evolution(refused));
                                 }
                             }
@@ -153,7 +157,7 @@ impl KafkaSink {
                         }
                     }
                 }
-                let schema = self.writer.schema();
+                let schema = self.table()?.schema();
                 for (id, lookup) in found {
                     let plan = match lookup {
                         Lookup::Found(writer) => {
@@ -192,7 +196,7 @@ impl KafkaSink {
         };
         match self.config.schema_evolution {
             SchemaEvolution::Evolve => {
-                let changes = self.writer.evolve_schema(&schema)?;
+                let changes = self.table()?.evolve_schema(&schema)?;
                 if !changes.is_empty() {
                     tracing::info!(
                         version = ?new.version, ?changes,
@@ -201,7 +205,7 @@ impl KafkaSink {
                 }
             }
             SchemaEvolution::Pinned => {
-                match crate::schema::evolution::evolve(&self.writer.schema().avro, &schema) {
+                match crate::schema::evolution::evolve(&self.table()?.schema().avro, &schema) {
                     Ok(e) if e.changes.is_empty() => {}
                     Ok(e) => tracing::warn!(
                         version = ?new.version,
@@ -289,7 +293,7 @@ pub(super) fn read_value(
 ) -> Result<(), RecordDecodeError> {
     match &values.reader {
         Reader::Json => decoder.append(value),
-        Reader::Debezium(_) => Err(RecordDecoder::schema_refusal(
+        Reader::Debezium(..) => Err(RecordDecoder::schema_refusal(
             "Debezium values are read by read_debezium (internal error)",
         )),
         Reader::Bare(plan) => decoder.append_avro(plan, value),
@@ -323,18 +327,31 @@ pub(super) fn read_debezium(
     decoder: &mut RecordDecoder,
     value: &[u8],
 ) -> Result<bool, Refusal> {
-    let Reader::Debezium(connector) = values.reader else {
+    let Reader::Debezium(connector, connect) = &values.reader else {
         return Err(Refusal::Envelope {
             not_json: false,
             reason: "the value format is not debezium (internal error)".into(),
         });
     };
-    match crate::record::debezium::flatten(connector, value) {
+    let decimals = connect
+        .decimals_of(value)
+        .map_err(|reason| Refusal::Decode(RecordDecoder::schema_refusal(reason)))?;
+    match crate::record::debezium::flatten_with(*connector, value, decimals) {
         Ok(Flattened::Tombstone) => Ok(false),
         Ok(Flattened::Row { json, .. }) => decoder
             .append(&json)
             .map(|()| true)
             .map_err(Refusal::Decode),
+        Err(DebeziumError::Decimal {
+            column,
+            value,
+            reason,
+        }) => Err(Refusal::Decode(RecordDecoder::value_refusal(
+            &column,
+            value,
+            "a Connect decimal",
+            reason.to_string(),
+        ))),
         Err(e) => Err(Refusal::Envelope {
             not_json: matches!(e, DebeziumError::NotJson(_)),
             reason: e.to_string(),

@@ -10,10 +10,12 @@
 //! ```
 //!
 //! The result is a JSON object text: the meta columns first, then the row image's members copied byte for
-//! byte (numbers keep their exact text), read by the ordinary JSON decoder against the table schema. A
+//! byte (numbers keep their exact text; the base64 strings of Connect decimal columns become their exact
+//! decimal text, `connect.rs`), read by the ordinary JSON decoder against the table schema. A
 //! value that is none of these forms, an unknown op, or a delete without `before` is a [`DebeziumError`]:
 //! the record becomes a dead letter naming the reason.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
@@ -21,6 +23,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use thiserror::Error;
 
+pub mod connect;
 mod schema;
 #[cfg(test)]
 mod tests;
@@ -164,6 +167,16 @@ pub enum DebeziumError {
     /// An op code the sink does not apply (`t` truncate, `m` message, or an unknown one).
     #[error("op {0:?} is not applied (only c, u, r and d are)")]
     UnknownOp(String),
+    /// A Connect decimal column whose string is not Debezium's encoding (a dead letter of stage decode).
+    #[error("column {column}: {reason}")]
+    Decimal {
+        /// The column.
+        column: String,
+        /// The string found (shortened).
+        value: String,
+        /// Why.
+        reason: connect::DecimalError,
+    },
     /// The row image the op needs is missing or not an object.
     #[error("op {op:?} needs an object in `{field}`, found {found}")]
     MissingImage {
@@ -228,6 +241,17 @@ fn describe(raw: Option<&RawValue>) -> String {
 
 /// Reads one value as `connector`'s change event.
 pub fn flatten(connector: Connector, value: &[u8]) -> Result<Flattened, DebeziumError> {
+    flatten_with(connector, value, &BTreeMap::new())
+}
+
+/// [`flatten`], with the string of each column in `decimals` read as a Connect decimal of that scale
+/// (base64 of the unscaled value) and written as its exact decimal text; numbers (`decimal.format=NUMERIC`)
+/// are kept as they are.
+pub fn flatten_with(
+    connector: Connector,
+    value: &[u8],
+    decimals: &BTreeMap<String, u32>,
+) -> Result<Flattened, DebeziumError> {
     let text = std::str::from_utf8(value).map_err(|e| DebeziumError::NotJson(e.to_string()))?;
     let trimmed = text.trim();
     if trimmed.is_empty() || trimmed == "null" {
@@ -257,9 +281,9 @@ pub fn flatten(connector: Connector, value: &[u8]) -> Result<Flattened, Debezium
         }
     }
     if members.get("op").is_some() && members.get("source").is_some() {
-        envelope(connector, &members)
+        envelope(connector, &members, decimals)
     } else if members.get("__op").is_some() || members.get("__deleted").is_some() {
-        extracted(connector, &members)
+        extracted(connector, &members, decimals)
     } else {
         Err(DebeziumError::NotEnvelope(
             "an object with neither `op` and `source` (an envelope) nor `__op`/`__deleted` \
@@ -337,8 +361,14 @@ fn value_of(raw: Option<&RawValue>) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// The object `{meta…, row members…}`; `row` is an object's raw text.
-fn assemble(connector: Connector, meta: &Meta, row: &[(&str, &RawValue)]) -> Vec<u8> {
+/// The object `{meta…, row members…}`; `row` is an object's raw text; the strings of `decimals` columns are
+/// decoded as Connect decimals.
+fn assemble(
+    connector: Connector,
+    meta: &Meta,
+    row: &[(&str, &RawValue)],
+    decimals: &BTreeMap<String, u32>,
+) -> Result<Vec<u8>, DebeziumError> {
     let mut out = String::with_capacity(256);
     out.push('{');
     meta.write(connector, &mut out);
@@ -346,14 +376,40 @@ fn assemble(connector: Connector, meta: &Meta, row: &[(&str, &RawValue)]) -> Vec
         out.push(',');
         out.push_str(&Value::String((*name).to_string()).to_string());
         out.push(':');
-        out.push_str(value.get());
+        let encoded = match decimals.get(*name) {
+            Some(scale) if value.get().trim_start().starts_with('"') => {
+                serde_json::from_str::<String>(value.get())
+                    .ok()
+                    .map(|e| (e, scale))
+            }
+            _ => None,
+        };
+        match encoded {
+            Some((encoded, scale)) => {
+                let text = connect::decode_decimal(&encoded, *scale).map_err(|reason| {
+                    DebeziumError::Decimal {
+                        column: (*name).to_string(),
+                        value: encoded.chars().take(64).collect(),
+                        reason,
+                    }
+                })?;
+                out.push('"');
+                out.push_str(&text);
+                out.push('"');
+            }
+            None => out.push_str(value.get()),
+        }
     }
     out.push('}');
-    out.into_bytes()
+    Ok(out.into_bytes())
 }
 
 /// An envelope: the image the op names, the meta columns from `source`, `op` and `ts_ms`.
-fn envelope(connector: Connector, members: &Members<'_>) -> Result<Flattened, DebeziumError> {
+fn envelope(
+    connector: Connector,
+    members: &Members<'_>,
+    decimals: &BTreeMap<String, u32>,
+) -> Result<Flattened, DebeziumError> {
     let op = match value_of(members.get("op")) {
         Value::String(op) => op,
         other => {
@@ -407,7 +463,7 @@ fn envelope(connector: Connector, members: &Members<'_>) -> Result<Flattened, De
     };
     let fields: Vec<(&str, &RawValue)> = row.0.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     Ok(Flattened::Row {
-        json: assemble(connector, &meta, &fields),
+        json: assemble(connector, &meta, &fields, decimals)?,
         delete,
     })
 }
@@ -415,7 +471,11 @@ fn envelope(connector: Connector, members: &Members<'_>) -> Result<Flattened, De
 /// A row flattened by `ExtractNewRecordState`: `__`-prefixed fields added with `add.fields` become the
 /// meta columns (`__op`, `__ts_ms`, and source fields as `__<field>` or `__source_<field>`); `__deleted`
 /// `"true"` (rewrite mode) makes it a delete.
-fn extracted(connector: Connector, members: &Members<'_>) -> Result<Flattened, DebeziumError> {
+fn extracted(
+    connector: Connector,
+    members: &Members<'_>,
+    decimals: &BTreeMap<String, u32>,
+) -> Result<Flattened, DebeziumError> {
     let get = |name: &str| -> Value {
         members
             .get(&format!("__{name}"))
@@ -473,7 +533,7 @@ fn extracted(connector: Connector, members: &Members<'_>) -> Result<Flattened, D
         .map(|(k, v)| (k.as_str(), *v))
         .collect();
     Ok(Flattened::Row {
-        json: assemble(connector, &meta, &fields),
+        json: assemble(connector, &meta, &fields, decimals)?,
         delete,
     })
 }
