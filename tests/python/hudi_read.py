@@ -127,6 +127,10 @@ def read_hudi_rs(path, mode, args, options=()):
     batches = list(batches)
     if not batches:
         return pa.Table.from_batches([], schema=table.get_schema())
+    if any(b.schema != batches[0].schema for b in batches):
+        # File groups last written before a column was added keep their older schema (hudi-rs hands out each
+        # file's own columns): read them as a schema-on-read engine does, the newer columns null.
+        return pa.concat_tables([pa.Table.from_batches([b]) for b in batches], promote_options="default")
     return pa.Table.from_batches(batches)
 
 

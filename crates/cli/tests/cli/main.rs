@@ -4,6 +4,7 @@
 
 mod common;
 mod debezium;
+mod debezium_avro;
 mod ingest;
 mod kafka_columns;
 mod routing;

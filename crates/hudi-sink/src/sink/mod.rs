@@ -25,6 +25,7 @@
 
 mod attempt;
 pub mod config;
+mod debezium_avro;
 mod heartbeat;
 pub mod kafka_columns;
 mod prepare;

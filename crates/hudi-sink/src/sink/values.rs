@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! json             → the JSON reader (with a registry subject URL: its latest version evolves the table first)
+//! debezium         → JSON change events flattened (record/debezium); registry-framed Avro ones through
+//!                    their writer schemas, fetched and planned as for avro (debezium_avro.rs)
 //! avro, registry   → unframe every value (or read the ESM's valueSchemaMetadata, framing already removed)
 //!                    ─ fetch unknown writer schemas (registry/) ─ plan per schema id
 //! avro, none       → one plan: the table schema as the writer schema
@@ -45,14 +47,15 @@ enum Reader {
     Registry(HashMap<SchemaId, Result<Arc<AvroPlan>, String>>),
     /// Bare Avro written with the table schema.
     Bare(Arc<AvroPlan>),
-    /// Debezium change events as JSON, flattened into the table's rows.
-    Debezium(Connector),
+    /// Debezium change events, flattened into the table's rows: JSON, or registry-framed Avro with the
+    /// plans of the batch's writer schemas.
+    Debezium(Connector, super::debezium_avro::AvroPlans),
 }
 
 impl Values {
     /// Whether values are Debezium change events (tombstones are then skipped, not deletes by key).
     pub(super) fn is_debezium(&self) -> bool {
-        matches!(self.reader, Reader::Debezium(_))
+        matches!(self.reader, Reader::Debezium(..))
     }
 }
 
@@ -82,9 +85,10 @@ impl KafkaSink {
                 if let Some(watch) = &self.latest {
                     self.take_latest(watch).await?;
                 }
+                let avro = self.debezium_avro_plans(connector, batch).await?;
                 Ok(Values {
                     schema: self.writer.schema(),
-                    reader: Reader::Debezium(connector),
+                    reader: Reader::Debezium(connector, avro),
                 })
             }
             ValueFormat::AvroBare => {
@@ -224,7 +228,7 @@ impl KafkaSink {
     }
 
     /// The plan of writer schema `id` against `table`, compiled on first use.
-    fn plan(
+    pub(super) fn plan(
         &self,
         id: Option<SchemaId>,
         writer: &AvroSchema,
@@ -289,7 +293,7 @@ pub(super) fn read_value(
 ) -> Result<(), RecordDecodeError> {
     match &values.reader {
         Reader::Json => decoder.append(value),
-        Reader::Debezium(_) => Err(RecordDecoder::schema_refusal(
+        Reader::Debezium(..) => Err(RecordDecoder::schema_refusal(
             "Debezium values are read by read_debezium (internal error)",
         )),
         Reader::Bare(plan) => decoder.append_avro(plan, value),
@@ -317,19 +321,24 @@ pub(super) enum Refusal {
 }
 
 /// Flattens one Debezium value and appends its row to `decoder`: `Ok(false)` for a tombstone written as a
-/// value (JSON `null`, or a Connect `payload` of null), which is skipped.
+/// value (JSON `null`, or a Connect `payload` of null), which is skipped. `metadata`: the record's
+/// `valueSchemaMetadata`, as for [`read_value`].
 pub(super) fn read_debezium(
     values: &Values,
     decoder: &mut RecordDecoder,
+    metadata: Option<&SchemaMetadata>,
     value: &[u8],
 ) -> Result<bool, Refusal> {
-    let Reader::Debezium(connector) = values.reader else {
+    let Reader::Debezium(connector, avro) = &values.reader else {
         return Err(Refusal::Envelope {
             not_json: false,
             reason: "the value format is not debezium (internal error)".into(),
         });
     };
-    match crate::record::debezium::flatten(connector, value) {
+    if super::debezium_avro::is_avro(metadata, value) {
+        return super::debezium_avro::read(avro, decoder, metadata, value).map(|()| true);
+    }
+    match crate::record::debezium::flatten(*connector, value) {
         Ok(Flattened::Tombstone) => Ok(false),
         Ok(Flattened::Row { json, .. }) => decoder
             .append(&json)
@@ -344,7 +353,10 @@ pub(super) fn read_debezium(
 
 /// The writer schema's id and the Avro body of a value: from the ESM's metadata when it is there (the ESM
 /// removed the framing), else from the value's own framing.
-fn locate<'a>(metadata: Option<&SchemaMetadata>, value: &'a [u8]) -> Result<Framed<'a>, String> {
+pub(super) fn locate<'a>(
+    metadata: Option<&SchemaMetadata>,
+    value: &'a [u8],
+) -> Result<Framed<'a>, String> {
     match metadata {
         Some(m) => Ok(Framed {
             id: metadata_id(m)?,
@@ -355,7 +367,10 @@ fn locate<'a>(metadata: Option<&SchemaMetadata>, value: &'a [u8]) -> Result<Fram
 }
 
 /// The writer schema's id alone, as [`locate`] finds it, without inflating a zlib body.
-fn locate_id(metadata: Option<&SchemaMetadata>, value: &[u8]) -> Result<SchemaId, String> {
+pub(super) fn locate_id(
+    metadata: Option<&SchemaMetadata>,
+    value: &[u8],
+) -> Result<SchemaId, String> {
     match metadata {
         Some(m) => metadata_id(m),
         None => schema_id(value).map_err(|e| e.to_string()),

@@ -21,10 +21,12 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use thiserror::Error;
 
+mod avro;
 mod schema;
 #[cfg(test)]
 mod tests;
 
+pub use avro::AvroEnvelope;
 pub use schema::{check_table, table_schema};
 
 /// `hudi.sink.debezium.connector`: which connector's source block and payload the table follows.
@@ -153,6 +155,9 @@ pub enum DebeziumError {
     /// Not UTF-8 JSON.
     #[error("not JSON: {0}")]
     NotJson(String),
+    /// A registry-framed value whose body is not a datum of its writer schema.
+    #[error("not Avro under its writer schema: {0}")]
+    NotAvro(String),
     /// JSON, but neither an envelope, nor `{schema,payload}`, nor an `ExtractNewRecordState` row.
     #[error("not a Debezium change event: {0}")]
     NotEnvelope(String),
@@ -284,13 +289,10 @@ impl Meta {
     /// The columns of `connector` in its order, `_event_seq` computed from file and position.
     fn write(&self, connector: Connector, out: &mut String) {
         let seq = match (&self.file, &self.pos) {
-            (Value::String(file), Value::Number(pos)) => match pos.as_i64() {
-                Some(pos) if pos >= 0 && !file.trim().is_empty() => {
-                    let number = file.rsplit('.').next().unwrap_or(file);
-                    Value::String(format!("{number}.{pos}"))
-                }
-                _ => Value::Null,
-            },
+            (Value::String(file), Value::Number(pos)) => pos
+                .as_i64()
+                .and_then(|pos| event_seq(file, pos))
+                .map_or(Value::Null, Value::String),
             _ => Value::Null,
         };
         let values: &[(&str, &Value)] = match connector {
@@ -325,6 +327,16 @@ impl Meta {
             out.push_str(&value.to_string());
         }
     }
+}
+
+/// `_event_seq` of binlog `file` at `pos`: `"<file number>.<pos>"` (`mysql-bin.000003` at 484 →
+/// `000003.484`); none for a negative position or an empty file name.
+fn event_seq(file: &str, pos: i64) -> Option<String> {
+    if pos < 0 || file.trim().is_empty() {
+        return None;
+    }
+    let number = file.rsplit('.').next().unwrap_or(file);
+    Some(format!("{number}.{pos}"))
 }
 
 fn value_of(raw: Option<&RawValue>) -> Value {
