@@ -7,15 +7,20 @@
 //! precision and Debezium's temporal ints and longs; into copy-on-write and merge-on-read tables, partitioned
 //! and not, read back with hudi-rs and compared row for row with a model of the payloads' ordering rules.
 
+mod registry;
+mod schemas;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use crate::common::*;
+
+use registry::{encode, StubRegistry};
+use schemas::{envelope_schema, extracted_schema, namespace};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Db {
@@ -59,129 +64,6 @@ impl Lcg {
 
 fn city(key: usize) -> &'static str {
     ["lisbon", "oslo", "quito"][key % 3]
-}
-
-/// The table's `Value` record: version 2 adds the nullable `note`. `amount` is a decimal(22, 4) (bytes, as
-/// the AvroConverter writes Connect's Decimal), `updated_at` a MicroTimestamp long whose union puts `null`
-/// second (a column with a database default), `born` a Debezium Date int.
-fn value_record(db: Db, version: i32) -> Value {
-    let mut fields = vec![
-        json!({"name":"uuid","type":"string"}),
-        json!({"name":"city","type":"string"}),
-        json!({"name":"name","type":["null","string"],"default":null}),
-        json!({"name":"amount","type":["null",{"type":"bytes","scale":4,"precision":22,
-            "connect.version":1,"connect.parameters":{"scale":"4","connect.decimal.precision":"22"},
-            "connect.name":"org.apache.kafka.connect.data.Decimal","logicalType":"decimal"}],"default":null}),
-        json!({"name":"updated_at","type":[{"type":"long","connect.version":1,"connect.default":0,
-            "connect.name":"io.debezium.time.MicroTimestamp"},"null"],"default":0}),
-        json!({"name":"born","type":["null",{"type":"int","connect.version":1,
-            "connect.name":"io.debezium.time.Date"}],"default":null}),
-    ];
-    if version == V2 {
-        fields.push(json!({"name":"note","type":["null","string"],"default":null}));
-    }
-    json!({"type":"record","name":"Value","connect.name":format!("{}.Value", namespace(db)),
-        "fields":fields})
-}
-
-fn namespace(db: Db) -> &'static str {
-    match db {
-        Db::Postgres => "pg.public.customers",
-        Db::MySql => "mysql1.inventory.customers",
-    }
-}
-
-fn source_record(db: Db) -> Value {
-    let snapshot = json!({"name":"snapshot","type":[{"type":"string","connect.version":1,
-        "connect.parameters":{"allowed":"true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"},
-        "connect.default":"false","connect.name":"io.debezium.data.Enum"},"null"],"default":"false"});
-    let common = vec![
-        json!({"name":"version","type":"string"}),
-        json!({"name":"connector","type":"string"}),
-        json!({"name":"name","type":"string"}),
-        json!({"name":"ts_ms","type":"long"}),
-        snapshot,
-        json!({"name":"db","type":"string"}),
-        json!({"name":"sequence","type":["null","string"],"default":null}),
-        json!({"name":"ts_us","type":["null","long"],"default":null}),
-        json!({"name":"ts_ns","type":["null","long"],"default":null}),
-    ];
-    let (ns, own) = match db {
-        Db::Postgres => (
-            "io.debezium.connector.postgresql",
-            vec![
-                json!({"name":"schema","type":"string"}),
-                json!({"name":"table","type":"string"}),
-                json!({"name":"txId","type":["null","long"],"default":null}),
-                json!({"name":"lsn","type":["null","long"],"default":null}),
-                json!({"name":"xmin","type":["null","long"],"default":null}),
-            ],
-        ),
-        Db::MySql => (
-            "io.debezium.connector.mysql",
-            vec![
-                json!({"name":"table","type":["null","string"],"default":null}),
-                json!({"name":"server_id","type":"long"}),
-                json!({"name":"gtid","type":["null","string"],"default":null}),
-                json!({"name":"file","type":"string"}),
-                json!({"name":"pos","type":"long"}),
-                json!({"name":"row","type":"int"}),
-                json!({"name":"thread","type":["null","long"],"default":null}),
-                json!({"name":"query","type":["null","string"],"default":null}),
-            ],
-        ),
-    };
-    let fields: Vec<Value> = common.into_iter().chain(own).collect();
-    json!({"type":"record","name":"Source","namespace":ns,"connect.name":format!("{ns}.Source"),
-        "fields":fields})
-}
-
-/// Debezium's Envelope as the AvroConverter registers it. Version 1 has `["null", Value]` unions, version 2
-/// `[Value, "null"]`.
-fn envelope_schema(db: Db, version: i32) -> Value {
-    let value = value_record(db, version);
-    let (before, after) = match version {
-        V1 => (json!(["null", value]), json!(["null", "Value"])),
-        _ => (json!([value, "null"]), json!(["Value", "null"])),
-    };
-    let mut before_field = json!({"name":"before","type":before});
-    let mut after_field = json!({"name":"after","type":after});
-    if version == V1 {
-        before_field["default"] = Value::Null;
-        after_field["default"] = Value::Null;
-    }
-    json!({"type":"record","name":"Envelope","namespace":namespace(db),"connect.version":2,
-        "connect.name":format!("{}.Envelope", namespace(db)),
-        "fields":[before_field, after_field,
-            {"name":"source","type":source_record(db)},
-            {"name":"transaction","type":["null",{"type":"record","name":"block","namespace":"event",
-                "connect.version":1,"connect.name":"event.block","fields":[
-                {"name":"id","type":"string"},{"name":"total_order","type":"long"},
-                {"name":"data_collection_order","type":"long"}]}],"default":null},
-            {"name":"op","type":"string"},
-            {"name":"ts_ms","type":["null","long"],"default":null},
-            {"name":"ts_us","type":["null","long"],"default":null},
-            {"name":"ts_ns","type":["null","long"],"default":null}]})
-}
-
-/// ExtractNewRecordState's record (`add.fields=op,lsn` or `op,file,pos,row`, plus `source.ts_ms`;
-/// `delete.tombstone.handling.mode=rewrite-with-tombstone`): the row with `__` fields.
-fn extracted_schema(db: Db) -> Value {
-    let mut schema = value_record(db, V1);
-    schema["namespace"] = namespace(db).into();
-    let fields = schema["fields"].as_array_mut().expect("fields");
-    fields.push(json!({"name":"__op","type":["null","string"],"default":null}));
-    match db {
-        Db::Postgres => fields.push(json!({"name":"__lsn","type":["null","long"],"default":null})),
-        Db::MySql => {
-            fields.push(json!({"name":"__file","type":["null","string"],"default":null}));
-            fields.push(json!({"name":"__pos","type":["null","long"],"default":null}));
-            fields.push(json!({"name":"__row","type":["null","int"],"default":null}));
-        }
-    }
-    fields.push(json!({"name":"__source_ts_ms","type":["null","long"],"default":null}));
-    fields.push(json!({"name":"__deleted","type":["null","string"],"default":null}));
-    schema
 }
 
 /// A decimal(·, 4)'s text from its unscaled value.
@@ -465,94 +347,6 @@ fn model(events: &[Event]) -> BTreeMap<String, Map<String, Value>> {
     state
         .into_iter()
         .filter_map(|(k, (row, _))| row.map(|r| (k, r)))
-        .collect()
-}
-
-/// A stub Confluent registry (`avro_registry.py serve`), stopped when dropped.
-struct StubRegistry {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl StubRegistry {
-    fn start(dir: &Path) -> Self {
-        std::fs::create_dir_all(dir.join("subjects")).expect("registry dir");
-        let mut child = Command::new(python())
-            .arg(workspace_root().join("tests/python/avro_registry.py"))
-            .arg("serve")
-            .arg(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the stub registry");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("port");
-        let port = line.trim().parse().expect("port number");
-        StubRegistry {
-            child,
-            port,
-            dir: dir.to_path_buf(),
-        }
-    }
-
-    fn put(&self, id: i32, schema: &Value) {
-        std::fs::write(self.dir.join(format!("{id}.avsc")), schema.to_string()).expect("schema");
-    }
-
-    fn set_latest(&self, subject: &str, id: i32) {
-        std::fs::write(self.dir.join("subjects").join(subject), id.to_string()).expect("latest");
-    }
-}
-
-impl Drop for StubRegistry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The Confluent-framed values of `events` as fastavro writes them (`avro_registry.py encode`), base64,
-/// `None` for tombstones.
-fn encode(dir: &Path, schemas: &BTreeMap<i32, Value>, events: &[Event]) -> Vec<Option<String>> {
-    let records: Vec<Value> = events
-        .iter()
-        .filter_map(|e| e.value.as_ref())
-        .map(|(id, datum)| {
-            json!({"key":"k","schema":id.to_string(),"framing":format!("confluent:{id}"),
-                "datum":datum,"expect":false})
-        })
-        .collect();
-    let spec = json!({"table":schemas[&V1],
-        "schemas":schemas.iter().map(|(id, s)| (id.to_string(), s.clone())).collect::<Map<_, _>>(),
-        "records":records});
-    let spec_path = dir.join("spec.json");
-    let out_path = dir.join("encoded.json");
-    std::fs::write(&spec_path, spec.to_string()).expect("spec");
-    let out = Command::new(python())
-        .arg(workspace_root().join("tests/python/avro_registry.py"))
-        .arg("encode")
-        .arg(&spec_path)
-        .arg(&out_path)
-        .output()
-        .expect("run encode");
-    assert!(
-        out.status.success(),
-        "encode: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let encoded: Value =
-        serde_json::from_str(&std::fs::read_to_string(&out_path).expect("encoded")).expect("json");
-    let mut values = encoded["values"]
-        .as_array()
-        .expect("values")
-        .iter()
-        .map(|v| v["value_b64"].as_str().expect("b64").to_string());
-    events
-        .iter()
-        .map(|e| e.value.as_ref().and_then(|_| values.next()))
         .collect()
 }
 
