@@ -25,6 +25,8 @@ mod avro;
 mod schema;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_avro;
 
 pub use avro::AvroEnvelope;
 pub use schema::{check_table, table_schema};
