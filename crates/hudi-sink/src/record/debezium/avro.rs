@@ -57,7 +57,9 @@ impl AvroEnvelope {
         };
         let top = record.name.fullname(None);
         let has = |f: &str| record.field(f).is_some();
-        let (shape, name, fields) = if has("op") && has("source") && (has("before") || has("after"))
+        let (shape, name, row_record) = if has("op")
+            && has("source")
+            && (has("before") || has("after"))
         {
             let names = NamedTypes::collect(writer);
             let row = ["after", "before"]
@@ -76,21 +78,22 @@ impl AvroEnvelope {
                     "the Envelope schema {top} has no row record in `before` or `after`"
                 )));
             };
-            (Shape::Envelope, full, row.fields.clone())
+            (Shape::Envelope, full, row)
         } else if has("__op") || has("__deleted") {
-            let fields = record
-                .fields
-                .iter()
-                .filter(|f| !f.name.starts_with("__"))
-                .cloned()
-                .collect();
-            (Shape::Extracted, top.clone(), fields)
+            (Shape::Extracted, top.clone(), record)
         } else {
             return Err(DebeziumError::NotEnvelope(format!(
                 "the writer schema {top} is neither an Envelope (fields op, source, before/after) nor an \
                  ExtractNewRecordState record (field __op or __deleted)"
             )));
         };
+        // The row's own fields: an extracted record's without the `__` ones it adds.
+        let fields: Vec<RecordField> = row_record
+            .fields
+            .iter()
+            .filter(|f| shape == Shape::Envelope || !f.name.starts_with("__"))
+            .cloned()
+            .collect();
         let meta: Vec<&'static str> = connector
             .meta_columns()
             .iter()
@@ -102,7 +105,8 @@ impl AvroEnvelope {
             .map(|m| RecordField::nullable(*m, AvroSchema::primitive(column_type(m))))
             .collect();
         flat_fields.extend(fields);
-        let mut flat = record.clone();
+        // The row record (its doc and attributes kept) under its full name, with the meta columns first.
+        let mut flat = row_record.clone();
         flat.name = Name::new(name);
         flat.fields = flat_fields;
         let flat = AvroSchema::Record(flat);

@@ -13,6 +13,9 @@
 //! byte (numbers keep their exact text), read by the ordinary JSON decoder against the table schema. A
 //! value that is none of these forms, an unknown op, or a delete without `before` is a [`DebeziumError`]:
 //! the record becomes a dead letter naming the reason.
+//!
+//! Registry-framed Avro values ([`AvroEnvelope`], `avro.rs`) follow the same rules through their writer
+//! schema and stay Avro: the flattened row is a datum of the row schema with the meta columns first.
 
 use std::fmt;
 
