@@ -5,12 +5,19 @@ key; a delete removes the key), on copy-on-write and on merge-on-read with compa
 creates, updates, deletes with their tombstones, and stale events re-sent after newer ones (lower positions,
 which the payload ignores), and Postgres updates that leave a TOASTed column out (the placeholder, which never
 replaces the stored value). MySQL positions keep four digits: merge-on-read readers compare `_event_seq` as text
-(docs/cdc.md).
+(docs/cdc.md). The same streams also arrive as registry-framed Avro (the AvroConverter's Envelope, written by
+fastavro, its schema served by a stub Confluent registry), with a decimal column beyond a double's precision.
 """
 
 import base64
+import decimal
+import io
 import json
+import pathlib
 import random
+import struct
+import subprocess
+import sys
 
 import pytest
 
@@ -80,7 +87,8 @@ def write_events(directory, records, per_file=25):
             r = {"topic": "cdc", "partition": 0, "offset": n + i, "timestamp": 1_718_000_000_000 + n + i,
                  "timestampType": "CREATE_TIME", "key": base64.b64encode(key.encode()).decode(), "headers": []}
             if value is not None:
-                r["value"] = base64.b64encode(json.dumps(value).encode()).decode()
+                raw = value if isinstance(value, bytes) else json.dumps(value).encode()
+                r["value"] = base64.b64encode(raw).decode()
             out.append(r)
         path = directory / f"events-{n // per_file:03d}.json"
         path.write_text(json.dumps({
@@ -171,7 +179,7 @@ def connect_stream(connector, seed=9):
     and a column added halfway; the model with the columns as Spark shows them."""
     import decimal
 
-    records, _ = stream(connector, seed=seed)
+    records, stored = stream(connector, seed=seed)
     rng = random.Random(seed)
     extra, out, model = {}, [], {}
     for n, (key, value) in enumerate(records):
@@ -222,7 +230,8 @@ def connect_stream(connector, seed=9):
         row["_change_operation_type"] = p["op"]
         row[ORDERING[connector]] = position if connector == "postgres" else f"000007.{position}"
         best[key] = (position, row)
-    model = {k: r for k, (_, r) in best.items() if r is not None}
+    # A TOAST placeholder keeps the stored name: the stream's own model has it.
+    model = {k: {**r, "name": stored[k]["name"]} for k, (_, r) in best.items() if r is not None}
     return out, model
 
 
@@ -236,6 +245,7 @@ def test_spark_reads_a_table_made_from_connect_schemas_with_a_new_column_and_dec
     config = table_config(tmp_path, table_type=table_type, props={
         "hudi.sink.value.format": "debezium",
         "hudi.sink.debezium.connector": connector,
+        "hudi.sink.debezium.replica.identity": "full",
         # No schema file: the table is created from the first value's Connect schema.
         "hoodie.streamer.schemaprovider.source.schema.file": None,
         "hoodie.datasource.write.precombine.field": ORDERING[connector],
@@ -251,3 +261,109 @@ def test_spark_reads_a_table_made_from_connect_schemas_with_a_new_column_and_dec
         "decimal(12,2)", "bigint", "int", "struct<scale:int,value:binary>", "string")
     got = rows_of_spark(df.select(*columns), drop=())
     assert not diff("spark", data_only(got), "model", data_only(list(model.values())))
+
+
+SOURCE_FIELDS = {
+    "postgres": [("version", "string"), ("connector", "string"), ("name", "string"), ("ts_ms", "long"),
+                 ("snapshot", "string"), ("db", "string"), ("schema", "string"), ("table", "string"),
+                 ("txId", ["null", "long"]), ("lsn", ["null", "long"]), ("xmin", ["null", "long"])],
+    "mysql": [("version", "string"), ("connector", "string"), ("name", "string"), ("ts_ms", "long"),
+              ("snapshot", "string"), ("db", "string"), ("table", "string"), ("server_id", "long"),
+              ("gtid", ["null", "string"]), ("file", "string"), ("pos", "long"), ("row", "int"),
+              ("thread", ["null", "long"]), ("query", ["null", "string"])],
+}
+SOURCE_NAMESPACE = {"postgres": "io.debezium.connector.postgresql", "mysql": "io.debezium.connector.mysql"}
+
+
+def envelope_schema(connector, value_first):
+    """Debezium's Envelope as the AvroConverter registers it; `value_first`: `[Value, "null"]` unions."""
+    value = {"type": "record", "name": "Value", "fields": [
+        *SCHEMA["fields"],
+        {"name": "price", "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 2,
+                                            "connect.name": "org.apache.kafka.connect.data.Decimal"}],
+         "default": None}]}
+    source = {"type": "record", "name": "Source", "namespace": SOURCE_NAMESPACE[connector],
+              "fields": [{"name": n, "type": t} for n, t in SOURCE_FIELDS[connector]]}
+    before = [value, "null"] if value_first else ["null", value]
+    after = ["Value", "null"] if value_first else ["null", "Value"]
+    return {"type": "record", "name": "Envelope", "namespace": "db.inventory.customers",
+            "connect.name": "db.inventory.customers.Envelope",
+            "fields": [{"name": "before", "type": before}, {"name": "after", "type": after},
+                       {"name": "source", "type": source}, {"name": "op", "type": "string"},
+                       {"name": "ts_ms", "type": ["null", "long"], "default": None}]}
+
+
+def price_of(amount):
+    """A decimal(20, 2) beyond a double's 15-17 digits."""
+    return decimal.Decimal(amount * 1_000_000_000_007 + 5).scaleb(-2)
+
+
+def confluent_framed(schema, records, schema_id=1):
+    """The stream's envelopes as Confluent-framed Avro under `schema` (tombstones stay None), each row image
+    with its `price`."""
+    import fastavro
+
+    parsed = fastavro.parse_schema(json.loads(json.dumps(schema)))
+    out = []
+    for key, value in records:
+        if value is None:
+            out.append((key, None))
+            continue
+        datum = dict(value)
+        for image in ("before", "after"):
+            if datum[image] is not None:
+                datum[image] = {**datum[image], "price": price_of(datum[image]["amount"])}
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, datum)
+        out.append((key, b"\x00" + struct.pack(">i", schema_id) + buf.getvalue()))
+    return out
+
+
+class StubRegistry:
+    """tests/python/avro_registry.py serving `schemas` by id, the subject's latest version being id 1."""
+
+    def __init__(self, directory, subject, schemas):
+        (directory / "subjects").mkdir(parents=True)
+        for sid, schema in schemas.items():
+            (directory / f"{sid}.avsc").write_text(json.dumps(schema))
+        (directory / "subjects" / subject).write_text("1")
+        script = pathlib.Path(__file__).resolve().parents[1] / "python" / "avro_registry.py"
+        self.process = subprocess.Popen([sys.executable, script, "serve", directory],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.port = int(self.process.stdout.readline())
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("connector,table_type", [("postgres", "COPY_ON_WRITE"), ("mysql", "MERGE_ON_READ")])
+def test_spark_merges_a_registry_avro_debezium_table_as_the_model_says(spark, tmp_path, connector, table_type):
+    records, model = stream(connector, seed=9)
+    schema = envelope_schema(connector, value_first=table_type == "MERGE_ON_READ")
+    subject = "db.inventory.customers-value"
+    registry = StubRegistry(tmp_path / "registry", subject, {1: schema})
+    try:
+        config = table_config(tmp_path, table_type=table_type, props={
+            "hudi.sink.value.format": "debezium",
+            "hudi.sink.debezium.connector": connector,
+        "hudi.sink.debezium.replica.identity": "full",
+            "hoodie.streamer.schemaprovider.source.schema.file": None,
+            "hoodie.streamer.schemaprovider.registry.url":
+                f"http://127.0.0.1:{registry.port}/subjects/{subject}/versions/latest",
+            "hoodie.datasource.write.precombine.field": ORDERING[connector],
+            "hoodie.compact.inline.max.delta.commits": "3",
+        })
+        ingest(config, write_events(tmp_path / "events", confluent_framed(schema, records)))
+    finally:
+        registry.close()
+    table = tmp_path / "table"
+    props = (table / ".hoodie" / "hoodie.properties").read_text()
+    assert f"hoodie.compaction.payload.class={PAYLOADS[connector]}" in props
+    if table_type == "MERGE_ON_READ":
+        assert any(f.name.endswith(".commit") for f in (table / ".hoodie").iterdir()), "a compaction ran"
+    columns = ["uuid", "city", "name", "amount", "price", "_change_operation_type", ORDERING[connector]]
+    df = spark_read(spark, type("T", (), {"uri": str(table)})()).select(*columns)
+    got = rows_of_spark(df, drop=())
+    expected = [{**row, "price": ("dec", str(price_of(row["amount"])))} for row in model.values()]
+    assert not diff("spark", data_only(got), "model", data_only(expected))

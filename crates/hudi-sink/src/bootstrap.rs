@@ -515,6 +515,10 @@ pub fn build_latest(
     #[cfg(feature = "aws")]
     {
         if crate::registry::confluent::subject_url(url).is_none() {
+            // Debezium values may be registry-framed Avro, whose schemas are asked for by id under a base URL.
+            if matches!(sink.value_format, crate::sink::ValueFormat::Debezium(_)) {
+                return Ok(None);
+            }
             return Err(WriteError::Config {
                 reason: format!(
                     "{REGISTRY_URL_KEY}={url:?}: JSON values take their schema from a registry subject, \
@@ -574,14 +578,18 @@ pub fn check_keys(props: &BTreeMap<String, String>) -> Result<Vec<String>, Confi
     crate::config::keys::check(props, KEY_LISTS)
 }
 
-/// The schema registries of `hudi.sink.value.format=avro`: Confluent when [`REGISTRY_URL_KEY`] is set, Glue
-/// whenever the `glue` feature is built in (Glue-framed values name their registry by version id).
+/// The schema registries of `hudi.sink.value.format=avro` (and of `debezium`, whose values may be
+/// registry-framed Avro): Confluent when [`REGISTRY_URL_KEY`] is set, Glue whenever the `glue` feature is
+/// built in (Glue-framed values name their registry by version id).
 pub async fn build_registry(
     props: &BTreeMap<String, String>,
     sink: &SinkConfig,
     timeouts: &ClientTimeouts,
 ) -> Result<Option<Arc<crate::registry::SchemaRegistry>>, WriteError> {
-    if sink.value_format != crate::sink::ValueFormat::AvroRegistry {
+    if !matches!(
+        sink.value_format,
+        crate::sink::ValueFormat::AvroRegistry | crate::sink::ValueFormat::Debezium(_)
+    ) {
         return Ok(None);
     }
     let url = registry_url(props);

@@ -4,6 +4,7 @@
 
 mod common;
 mod debezium;
+mod debezium_avro;
 mod debezium_connect;
 mod debezium_connect_flat;
 mod debezium_toast;

@@ -26,6 +26,7 @@
 mod attempt;
 pub mod config;
 mod connect;
+mod debezium_avro;
 mod heartbeat;
 pub mod kafka_columns;
 mod prepare;

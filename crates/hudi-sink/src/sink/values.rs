@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! json             → the JSON reader (with a registry subject URL: its latest version evolves the table first)
+//! debezium         → JSON change events flattened (record/debezium); registry-framed Avro ones through
+//!                    their writer schemas, fetched and planned as for avro (debezium_avro.rs)
 //! avro, registry   → unframe every value (or read the ESM's valueSchemaMetadata, framing already removed)
 //!                    ─ fetch unknown writer schemas (registry/) ─ plan per schema id
 //! avro, none       → one plan: the table schema as the writer schema
@@ -45,8 +47,13 @@ enum Reader {
     Registry(HashMap<SchemaId, Result<Arc<AvroPlan>, String>>),
     /// Bare Avro written with the table schema.
     Bare(Arc<AvroPlan>),
-    /// Debezium change events as JSON, flattened into the table's rows; the batch's Connect schemas.
-    Debezium(Connector, super::connect::ConnectSchemas),
+    /// Debezium change events, flattened into the table's rows: JSON (with the batch's Connect schemas), or
+    /// registry-framed Avro with the plans of the batch's writer schemas.
+    Debezium(
+        Connector,
+        super::connect::ConnectSchemas,
+        super::debezium_avro::AvroPlans,
+    ),
 }
 
 impl Values {
@@ -83,9 +90,10 @@ impl KafkaSink {
                     self.take_latest(watch).await?;
                 }
                 let connect = self.connect_schemas(connector, batch)?;
+                let avro = self.debezium_avro_plans(connector, batch).await?;
                 Ok(Values {
                     schema: self.table()?.schema(),
-                    reader: Reader::Debezium(connector, connect),
+                    reader: Reader::Debezium(connector, connect, avro),
                 })
             }
             ValueFormat::AvroBare => {
@@ -228,7 +236,7 @@ impl KafkaSink {
     }
 
     /// The plan of writer schema `id` against `table`, compiled on first use.
-    fn plan(
+    pub(super) fn plan(
         &self,
         id: Option<SchemaId>,
         writer: &AvroSchema,
@@ -321,18 +329,23 @@ pub(super) enum Refusal {
 }
 
 /// Flattens one Debezium value and appends its row to `decoder`: `Ok(false)` for a tombstone written as a
-/// value (JSON `null`, or a Connect `payload` of null), which is skipped.
+/// value (JSON `null`, or a Connect `payload` of null), which is skipped. `metadata`: the record's
+/// `valueSchemaMetadata`, as for [`read_value`].
 pub(super) fn read_debezium(
     values: &Values,
     decoder: &mut RecordDecoder,
+    metadata: Option<&SchemaMetadata>,
     value: &[u8],
 ) -> Result<bool, Refusal> {
-    let Reader::Debezium(connector, connect) = &values.reader else {
+    let Reader::Debezium(connector, connect, avro) = &values.reader else {
         return Err(Refusal::Envelope {
             not_json: false,
             reason: "the value format is not debezium (internal error)".into(),
         });
     };
+    if super::debezium_avro::is_avro(metadata, value) {
+        return super::debezium_avro::read(avro, decoder, metadata, value).map(|()| true);
+    }
     let decimals = connect
         .decimals_of(value)
         .map_err(|reason| Refusal::Decode(RecordDecoder::schema_refusal(reason)))?;
@@ -361,7 +374,10 @@ pub(super) fn read_debezium(
 
 /// The writer schema's id and the Avro body of a value: from the ESM's metadata when it is there (the ESM
 /// removed the framing), else from the value's own framing.
-fn locate<'a>(metadata: Option<&SchemaMetadata>, value: &'a [u8]) -> Result<Framed<'a>, String> {
+pub(super) fn locate<'a>(
+    metadata: Option<&SchemaMetadata>,
+    value: &'a [u8],
+) -> Result<Framed<'a>, String> {
     match metadata {
         Some(m) => Ok(Framed {
             id: metadata_id(m)?,
@@ -372,7 +388,10 @@ fn locate<'a>(metadata: Option<&SchemaMetadata>, value: &'a [u8]) -> Result<Fram
 }
 
 /// The writer schema's id alone, as [`locate`] finds it, without inflating a zlib body.
-fn locate_id(metadata: Option<&SchemaMetadata>, value: &[u8]) -> Result<SchemaId, String> {
+pub(super) fn locate_id(
+    metadata: Option<&SchemaMetadata>,
+    value: &[u8],
+) -> Result<SchemaId, String> {
     match metadata {
         Some(m) => metadata_id(m),
         None => schema_id(value).map_err(|e| e.to_string()),

@@ -10,6 +10,7 @@ mod catalog_glue;
 mod clustering;
 mod common;
 mod compaction;
+mod debezium_avro;
 mod docs;
 mod envelope_oracle;
 mod exactly_once;

@@ -14,6 +14,9 @@
 //! decimal text, `connect.rs`), read by the ordinary JSON decoder against the table schema. A
 //! value that is none of these forms, an unknown op, or a delete without `before` is a [`DebeziumError`]:
 //! the record becomes a dead letter naming the reason.
+//!
+//! Registry-framed Avro values ([`AvroEnvelope`], `avro.rs`) follow the same rules through their writer
+//! schema and stay Avro: the flattened row is a datum of the row schema with the meta columns first.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -23,11 +26,15 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use thiserror::Error;
 
+mod avro;
 pub mod connect;
 mod schema;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_avro;
 
+pub use avro::AvroEnvelope;
 pub use schema::{check_table, table_schema};
 
 /// `hudi.sink.debezium.connector`: which connector's source block and payload the table follows.
@@ -161,6 +168,9 @@ pub enum DebeziumError {
     /// Not UTF-8 JSON.
     #[error("not JSON: {0}")]
     NotJson(String),
+    /// A registry-framed value whose body is not a datum of its writer schema.
+    #[error("not Avro under its writer schema: {0}")]
+    NotAvro(String),
     /// JSON, but neither an envelope, nor `{schema,payload}`, nor an `ExtractNewRecordState` row.
     #[error("not a Debezium change event: {0}")]
     NotEnvelope(String),
@@ -313,13 +323,10 @@ impl Meta {
     /// The columns of `connector` in its order, `_event_seq` computed from file and position.
     fn write(&self, connector: Connector, out: &mut String) {
         let seq = match (&self.file, &self.pos) {
-            (Value::String(file), Value::Number(pos)) => match pos.as_i64() {
-                Some(pos) if pos >= 0 && !file.trim().is_empty() => {
-                    let number = file.rsplit('.').next().unwrap_or(file);
-                    Value::String(format!("{number}.{pos}"))
-                }
-                _ => Value::Null,
-            },
+            (Value::String(file), Value::Number(pos)) => pos
+                .as_i64()
+                .and_then(|pos| event_seq(file, pos))
+                .map_or(Value::Null, Value::String),
             _ => Value::Null,
         };
         let values: &[(&str, &Value)] = match connector {
@@ -354,6 +361,16 @@ impl Meta {
             out.push_str(&value.to_string());
         }
     }
+}
+
+/// `_event_seq` of binlog `file` at `pos`: `"<file number>.<pos>"` (`mysql-bin.000003` at 484 →
+/// `000003.484`); none for a negative position or an empty file name.
+fn event_seq(file: &str, pos: i64) -> Option<String> {
+    if pos < 0 || file.trim().is_empty() {
+        return None;
+    }
+    let number = file.rsplit('.').next().unwrap_or(file);
+    Some(format!("{number}.{pos}"))
 }
 
 fn value_of(raw: Option<&RawValue>) -> Value {
