@@ -88,7 +88,9 @@ impl CoordinatorClient for InProcessClient {
         let result = self.coordinator.handle(request).await;
         if let (true, Err(e)) = (commit_step, &result) {
             if let Ok(mut failures) = self.commit_failures.lock() {
-                failures.push(e.to_string());
+                if failures.len() < crate::commit::MAX_KEPT_FAILURES {
+                    failures.push(e.to_string());
+                }
             }
         }
         result

@@ -26,6 +26,9 @@ use crate::table::timeline::Timeline;
 
 use super::Coordinator;
 
+/// At most this many failures are kept between two reports; the logs have every one.
+pub const MAX_KEPT_FAILURES: usize = 100;
+
 /// What followed a writer's commits since the last report, for the metrics only: the commit's answer says
 /// none of it. A writer that commits in process (one table or many routed tables) prints it as the coordinator
 /// function prints its own (`metrics::after_commit_emf`).
@@ -103,7 +106,10 @@ impl Coordinator {
     /// Keeps a failed inline service (`service`: what failed) for [`Coordinator::take_after_commit_report`].
     pub(super) fn note_service_failure(&self, service: &str, error: &dyn std::fmt::Display) {
         if let Ok(mut failures) = self.service_failures.lock() {
-            failures.push(format!("inline {service}: {error}"));
+            // Bounded, for a caller that never takes the report (the command's in-process coordinator).
+            if failures.len() < MAX_KEPT_FAILURES {
+                failures.push(format!("inline {service}: {error}"));
+            }
         }
     }
 

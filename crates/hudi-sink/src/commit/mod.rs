@@ -54,7 +54,7 @@ use crate::table::instant::InstantTime;
 use crate::write::WriteError;
 
 pub use crate::write::heartbeat::write_heartbeat;
-pub use after::AfterCommitReport;
+pub use after::{AfterCommitReport, MAX_KEPT_FAILURES};
 pub use checkpoint::parse_checkpoint;
 pub use conflict::Conflict;
 

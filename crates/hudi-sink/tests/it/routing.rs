@@ -19,6 +19,7 @@ use hudi_sink::lock::memory::MemoryLock;
 use hudi_sink::lock::LeaseOptions;
 use hudi_sink::router::{RouteConfig, RouteError, Router, TableOpener};
 use hudi_sink::schema::avro::AvroSchema;
+use hudi_sink::services::ServicesConfig;
 use hudi_sink::sink::{KafkaSink, ProcessOptions, SinkConfig};
 use hudi_sink::source::event::KafkaBatch;
 use hudi_sink::storage::faulty::{FaultRule, Operation};
@@ -65,7 +66,8 @@ fn routed_props(dir: &Path) -> BTreeMap<String, String> {
 
 /// Opens each table on local storage behind a fault injector, the parts built from the table's routed
 /// properties as `bootstrap` builds them; with `catalogs`, each table is synced to an in-memory Glue catalog
-/// after its commits (the tables in `refused` to one that refuses every call).
+/// after its commits (the tables in `refused` to one that refuses every call) and cleaned inline after every
+/// commit, keeping one.
 #[derive(Debug)]
 struct FaultyOpener {
     config: RouteConfig,
@@ -105,6 +107,15 @@ impl TableOpener for FaultyOpener {
             CoordinatorConfig {
                 lock_wait: Duration::from_secs(20),
                 heartbeat_tolerance: sink_config.heartbeat_tolerance(),
+                services: if self.catalogs {
+                    ServicesConfig {
+                        clean_max_commits: 1,
+                        commits_retained: 1,
+                        ..ServicesConfig::default()
+                    }
+                } else {
+                    ServicesConfig::default()
+                },
                 ..CoordinatorConfig::default()
             },
         );
@@ -341,8 +352,9 @@ async fn a_failed_commit_in_one_table_is_redelivered_without_doubling_the_others
 }
 
 /// What the routed tables' in-process coordinators did after their commits reaches the writer per table: a
-/// catalog sync (failed against a catalog that refuses), and a failed commit step (the batch is redelivered),
-/// each taken once; the writer prints them as the coordinator function's lines.
+/// catalog sync (failed against a catalog that refuses), a failed commit step (the batch is redelivered) and a
+/// failed inline clean (the commit stands), each taken once; the writer prints them as the coordinator
+/// function's lines.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catalog_syncs_and_failed_commits_are_reported_per_table() {
     let s = Setup::with_catalogs(&["orders"]);
@@ -379,12 +391,20 @@ async fn catalog_syncs_and_failed_commits_are_reported_per_table() {
     // Taken once.
     assert!(s.router.take_after_commit_reports().is_empty());
     // The orders table's commit fails: its part of the batch is not acknowledged, and the failed commit step
-    // is reported under its name; the other tables report their syncs.
+    // is reported under its name; the customers table commits, but its inline clean (due after its second
+    // commit) cannot write its plan; the other tables report their syncs.
     s.opener.store("orders").add_rule(
         FaultRule::fail(Operation::PutIfAbsent)
             .path_suffix(".commit")
             .always(),
     );
+    for op in [Operation::Put, Operation::PutIfAbsent] {
+        s.opener.store("customers").add_rule(
+            FaultRule::fail(op)
+                .path_suffix(".clean.requested")
+                .always(),
+        );
+    }
     deliver(&s.router, &batches[1])
         .await
         .expect_err("orders fails");
@@ -397,6 +417,18 @@ async fn catalog_syncs_and_failed_commits_are_reported_per_table() {
         &hudi_sink::metrics::EmfContext::now("orders", "req-2"),
     );
     assert!(lines.iter().all(|l| l["CommitFailures"] == 1), "{lines:?}");
+    let customers = &reports["customers"];
+    assert_eq!(customers.service_failures.len(), 1, "{customers:?}");
+    assert!(
+        customers.service_failures[0].starts_with("inline clean and archive: "),
+        "{customers:?}"
+    );
+    let lines = hudi_sink::metrics::after_commit_emf(
+        customers,
+        &hudi_sink::metrics::EmfContext::now("customers", "req-2"),
+    );
+    assert_eq!(lines.last().map(|l| &l["ServiceFailures"]), Some(&1.into()));
+    assert!(reports["audit"].service_failures.is_empty());
     for table in ["audit", "customers"] {
         assert!(reports[table].commit_failures.is_empty(), "{table}");
         let sync = reports[table].catalog.as_ref().expect("a sync ran");
