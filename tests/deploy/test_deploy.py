@@ -691,6 +691,23 @@ ALARM_PARAMETERS = {
     "coordinator-errors": ("CoordinatorErrorsThreshold", "ErrorAlarmEvaluationPeriods"),
     "coordinator-duration": ("CoordinatorDurationThresholdPercent", "LagAlarmEvaluationPeriods"),
 }
+# Many tables: alarm suffix of each table -> (EMF metric, threshold parameter, evaluation periods parameter). The
+# routed writer commits each table in process and prints, under the table's name, what the coordinator function
+# prints for one table: the same metrics, alarmed with the same thresholds and periods as the single table's.
+TABLE_ALARMS = {
+    "dead-letters": ("RecordsDeadLettered", "DeadLetterThreshold", "ErrorAlarmEvaluationPeriods"),
+    "failed-parts": ("BatchFailures", "CommitFailuresThreshold", "ErrorAlarmEvaluationPeriods"),
+    "commit-failures": ("CommitFailures", "CommitFailuresThreshold", "ErrorAlarmEvaluationPeriods"),
+    "catalog-sync-failures": ("CatalogSyncFailures", "CatalogSyncFailuresThreshold", "ErrorAlarmEvaluationPeriods"),
+    "service-failures": ("ServiceFailures", "ServiceFailuresThreshold", "ErrorAlarmEvaluationPeriods"),
+}
+
+
+def table_alarm_suffixes(glue):
+    """The alarms of each routed table: the lag of its topic and the EMF ones (catalog sync only with Glue)."""
+    return ["offset-lag"] + [s for s in TABLE_ALARMS if glue or s != "catalog-sync-failures"]
+
+
 ALARM_TARGETS = {
     "none": {},
     "email": {"AlarmEmail": "data-oncall@example.com"},
@@ -791,7 +808,16 @@ class Alarms(unittest.TestCase):
             ('metric_name         = "RecordsDeadLettered"\n  dimensions          = { Table = "${var.table_name_prefix}${each.key}" }',
              'metric_name         = "RecordsDeadLettered"\n  dimensions          = { Table = each.key }'),
             # another threshold
-            ("threshold           = var.commit_failures_threshold", "threshold           = var.writer_errors_threshold"),
+            ('metric_name         = "BatchFailures"\n  dimensions          = { Table = "${var.table_name_prefix}${each.key}" }\n  statistic           = "Sum"\n  period              = var.alarm_period\n  evaluation_periods  = var.error_alarm_evaluation_periods\n  threshold           = var.commit_failures_threshold',
+             'metric_name         = "BatchFailures"\n  dimensions          = { Table = "${var.table_name_prefix}${each.key}" }\n  statistic           = "Sum"\n  period              = var.alarm_period\n  evaluation_periods  = var.error_alarm_evaluation_periods\n  threshold           = var.writer_errors_threshold'),
+            # a table's catalog-sync alarm without the Glue sync, its failed commits on the failed parts
+            ("for_each            = local.has_glue ? local.topic_names : toset([])",
+             "for_each            = local.topic_names"),
+            ('metric_name         = "CommitFailures"\n  dimensions          = { Table = "${var.table_name_prefix}${each.key}" }',
+             'metric_name         = "BatchFailures"\n  dimensions          = { Table = "${var.table_name_prefix}${each.key}" }'),
+            # a table's service failures under the single table's name
+            ('metric_name         = "ServiceFailures"\n  dimensions          = { Table = "${var.table_name_prefix}${each.key}" }',
+             'metric_name         = "ServiceFailures"\n  dimensions          = { Table = var.hoodie_table_name }'),
         ]
         for old, new in broken_topics:
             self.assertEqual(tf_files["topics.tf"].count(old), 1, old)
@@ -806,7 +832,17 @@ class Alarms(unittest.TestCase):
              "          MetricName: RecordsDeadLettered\n          Dimensions:\n            - { Name: Table, Value: !Ref HoodieTableName }"),
             ('- { Name: EventSourceMappingUUID, Value: !Sub "${WriterTopicEventSource&{Name}}" }',
              '- { Name: FunctionName, Value: !Ref WriterFunction }'),
-            ("          Threshold: !Ref CommitFailuresThreshold", "          Threshold: !Ref WriterErrorsThreshold"),
+            ("          MetricName: BatchFailures\n          Dimensions:\n            - { Name: Table, Value: !Sub \"${TableNamePrefix}${Name}\" }\n          Statistic: Sum\n          Period: !Ref AlarmPeriod\n          EvaluationPeriods: !Ref ErrorAlarmEvaluationPeriods\n          Threshold: !Ref CommitFailuresThreshold",
+             "          MetricName: BatchFailures\n          Dimensions:\n            - { Name: Table, Value: !Sub \"${TableNamePrefix}${Name}\" }\n          Statistic: Sum\n          Period: !Ref AlarmPeriod\n          EvaluationPeriods: !Ref ErrorAlarmEvaluationPeriods\n          Threshold: !Ref WriterErrorsThreshold"),
+            # many tables: a table's catalog-sync alarm without the Glue sync, its failed commits on the failed
+            # parts, its service failures under the single table's name, a failure missing from the dashboard
+            ("        Condition: HasGlueRouted\n", "        Condition: IsRouted\n"),
+            ("          MetricName: CommitFailures\n          Dimensions:\n            - { Name: Table, Value: !Sub \"${TableNamePrefix}${Name}\" }",
+             "          MetricName: BatchFailures\n          Dimensions:\n            - { Name: Table, Value: !Sub \"${TableNamePrefix}${Name}\" }"),
+            ("          MetricName: ServiceFailures\n          Dimensions:\n            - { Name: Table, Value: !Sub \"${TableNamePrefix}${Name}\" }",
+             "          MetricName: ServiceFailures\n          Dimensions:\n            - { Name: Table, Value: !Ref HoodieTableName }"),
+            ('[{"id": "servicefailures", "expression": "SEARCH(\'{MskHudiSink,Table} MetricName=\\"ServiceFailures\\"',
+             '[{"id": "servicefailures", "expression": "SEARCH(\'{MskHudiSink,Table} MetricName=\\"BatchFailures\\"'),
             ('[{"id": "written", "expression": "SEARCH(\'{MskHudiSink,Table} MetricName=\\"RecordsWritten\\"',
              '[{"id": "written", "expression": "SEARCH(\'{MskHudiSink,Table} MetricName=\\"RecordsIn\\"'),
             ("      EvaluationPeriods: !Ref LagAlarmEvaluationPeriods\n      Threshold: !Ref OffsetLagThreshold",
@@ -952,8 +988,10 @@ class Alarms(unittest.TestCase):
             tables = [params["TableNamePrefix"] + n for n in names]
             alarms = self.sam(params)
             want = {f"{name}-writer-{s}" for s in ("offset-lag", "errors", "throttles")}
-            want |= {f"{name}-{t}-{s}" for t in tables for s in ("offset-lag", "dead-letters", "commit-failures")}
-            # No coordinator function, so none of its alarms; its metrics are not printed by a routed writer.
+            glue = bool(params.get("GlueDatabaseName"))
+            want |= {f"{name}-{t}-{s}" for t in tables for s in table_alarm_suffixes(glue)}
+            # No coordinator function, so none of its own alarms (its errors, its duration); the metrics it prints
+            # for one table the routed writer prints per table.
             self.assertEqual(set(alarms), want, scenario)
             topic = f"arn:aws:sns:{REGION}:{ACCOUNT}:{name}-alarms"
             for n, table in zip(names, tables):
@@ -962,15 +1000,23 @@ class Alarms(unittest.TestCase):
                 self.assertEqual(lag["dimensions"],
                                  {"EventSourceMappingUUID": f"<event-source-mapping:{params['TopicPrefix']}{n}>"})
                 self.assertEqual(lag["threshold"], float(params.get("OffsetLagThreshold", 100000)))
-                for suffix, metric, threshold in (("dead-letters", "RecordsDeadLettered", "DeadLetterThreshold"),
-                                                  ("commit-failures", "BatchFailures", "CommitFailuresThreshold")):
+                for suffix, (metric, threshold, periods) in TABLE_ALARMS.items():
+                    if not glue and suffix == "catalog-sync-failures":
+                        continue
                     alarm = alarms[f"{name}-{table}-{suffix}"]
                     self.assertEqual((alarm["namespace"], alarm["metric"], alarm["statistic"]),
-                                     (self.emf["namespace"], metric, "Sum"))
+                                     (self.emf["namespace"], metric, "Sum"), suffix)
                     self.assertIn(metric, self.emf["names"])
                     self.assertEqual(alarm["dimensions"], {self.emf["dimension"]: table})
                     default = self.template["Parameters"][threshold]["Default"]
-                    self.assertEqual(alarm["threshold"], float(params.get(threshold, default)))
+                    self.assertEqual(alarm["threshold"], float(params.get(threshold, default)), suffix)
+                    default = self.template["Parameters"][periods]["Default"]
+                    self.assertEqual(alarm["evaluation_periods"], float(params.get(periods, default)), suffix)
+                    self.assertEqual(alarm["comparison"], "GreaterThanThreshold", suffix)
+                    self.assertTrue(alarm["description"] and "docs/operations.md" in alarm["description"], suffix)
+                    # The single table's alarm on the same metric has the same threshold and periods.
+                    if suffix in ALARM_PARAMETERS:
+                        self.assertEqual(ALARM_PARAMETERS[suffix], (threshold, periods), suffix)
             for alarm in alarms.values():
                 self.assertEqual(alarm["alarm_actions"], [topic])
                 self.assertEqual(alarm["ok_actions"], [topic])
@@ -1035,7 +1081,8 @@ class Alarms(unittest.TestCase):
                     self.assertEqual(int(period), props["period"])
                     searched[metric] = stat
         self.assertLessEqual({"RecordsIn", "RecordsWritten", "BytesWritten", "MaxLag", "RecordsDeadLettered",
-                              "BatchFailures", "CommitConflicts"}, set(searched))
+                              "BatchFailures", "CommitConflicts", "CommitFailures", "CatalogSyncFailures",
+                              "ServiceFailures"}, set(searched))
         writer = f"{params['AppName']}-writer"
         for metric in ("OffsetLag", "Errors", "Throttles"):
             self.assertIn(("AWS/Lambda", metric, (("FunctionName", writer),)), shown)
@@ -1138,7 +1185,7 @@ class ManyTablesDocumentation(unittest.TestCase):
         name = params["AppName"]
         alarms = iac.sam_alarms(template, params, ACCOUNT, REGION)
         want = {f"{name}-writer-{s}" for s in ("offset-lag", "errors", "throttles")}
-        want |= {f"{name}-{t}-{s}" for t in self.TABLES for s in ("offset-lag", "dead-letters", "commit-failures")}
+        want |= {f"{name}-{t}-{s}" for t in self.TABLES for s in table_alarm_suffixes(glue=True)}
         self.assertEqual(set(alarms), want)
         alarms_text = self.section("Alarms")
         for alarm in sorted(want):
@@ -1167,16 +1214,18 @@ class ManyTablesDocumentation(unittest.TestCase):
             self.assertTrue(row, suffix)
             self.assertIn(f"`{metric}` ({statistic})", row.group(0))
             self.assertIn(f"`{ALARM_PARAMETERS[suffix][0]}`", row.group(0))
-        for suffix, metric in (("offset-lag", "OffsetLag"), ("dead-letters", "RecordsDeadLettered"),
-                               ("commit-failures", "BatchFailures")):
+        table_metrics = dict({"offset-lag": "OffsetLag"}, **{s: m for s, (m, _, _) in TABLE_ALARMS.items()})
+        for suffix, metric in table_metrics.items():
             row = re.search(rf"^\| `<name>-<table>-{suffix}` \|.*$", text, re.M)
             self.assertTrue(row, suffix)
             self.assertIn(f"`{metric}`", row.group(0))
+            if suffix in TABLE_ALARMS:
+                self.assertIn(f"`{TABLE_ALARMS[suffix][1]}`", row.group(0))
         self.assertIn("aws sns subscribe", text)
         for param in ("AlarmEmail", "AlarmTopicArn"):
             self.assertIn(f"`{param}` / `{snake(param)}`", text)
         operations = (ROOT / "docs" / "operations.md").read_text()
-        for suffix in ("offset-lag", "dead-letters", "commit-failures"):
+        for suffix in table_metrics:
             self.assertIn(f"`<name>-<table>-{suffix}`", operations)
         params = self.section("Many tables")
         for param in ("Topics", "TopicPrefix", "TableNamePrefix"):

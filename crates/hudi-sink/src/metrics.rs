@@ -241,6 +241,32 @@ pub fn emit_failure(failure: Failure, error: &str, table: &str, request_id: &str
     );
 }
 
+/// The EMF documents of what followed a table's commits in a writer that commits in process, as the
+/// coordinator function prints them: the catalog sync (`CatalogSyncFailures`, partitions created, sync time),
+/// then one `CommitFailures` per failed commit step and one `ServiceFailures` per failed inline service.
+pub fn after_commit_emf(
+    report: &crate::commit::AfterCommitReport,
+    context: &EmfContext<'_>,
+) -> Vec<Value> {
+    let catalog = report.catalog.iter().map(|r| catalog_emf(r, context));
+    let commits = report
+        .commit_failures
+        .iter()
+        .map(|e| failure_emf(Failure::Commit, e, context));
+    let services = report
+        .service_failures
+        .iter()
+        .map(|e| failure_emf(Failure::Services, e, context));
+    catalog.chain(commits).chain(services).collect()
+}
+
+/// Prints the EMF lines of what followed a table's commits (see [`after_commit_emf`] and [`emit`]).
+pub fn emit_after_commit(report: &crate::commit::AfterCommitReport, table: &str, request_id: &str) {
+    for doc in after_commit_emf(report, &EmfContext::now(table, request_id)) {
+        println!("{doc}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,6 +451,56 @@ mod tests {
             assert_eq!(values[name], 1);
             assert_eq!(doc["Error"], json!("lock: timed out"));
         }
+    }
+
+    #[test]
+    fn after_commit_documents_are_the_coordinator_functions_lines() {
+        let report = crate::commit::AfterCommitReport {
+            catalog: Some(crate::catalog::CatalogSyncReport {
+                error: Some("Glue GetTable failed: injected".into()),
+                duration_ms: 40,
+                ..Default::default()
+            }),
+            commit_failures: vec!["storage: put failed".into()],
+            service_failures: vec!["inline clustering: timed out".into()],
+        };
+        let docs = after_commit_emf(&report, &CONTEXT);
+        let lines: Vec<(Vec<String>, Value)> = docs
+            .iter()
+            .map(|d| {
+                let names = check_emf(d).into_keys().collect();
+                let error = d
+                    .get("Error")
+                    .or_else(|| d.get("CatalogSyncError"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                (names, error)
+            })
+            .collect();
+        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            lines,
+            [
+                (
+                    names(&[
+                        "CatalogPartitionsCreated",
+                        "CatalogSyncFailures",
+                        "CatalogSyncTime"
+                    ]),
+                    json!("Glue GetTable failed: injected")
+                ),
+                (names(&["CommitFailures"]), json!("storage: put failed")),
+                (
+                    names(&["ServiceFailures"]),
+                    json!("inline clustering: timed out")
+                ),
+            ]
+        );
+        assert_eq!(check_emf(&docs[0])["CatalogSyncFailures"], 1);
+        assert!(docs.iter().all(|d| d["Table"] == "trips"));
+        assert!(
+            after_commit_emf(&crate::commit::AfterCommitReport::default(), &CONTEXT).is_empty()
+        );
     }
 
     #[test]

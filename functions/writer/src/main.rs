@@ -8,7 +8,9 @@
 //!
 //! A properties file with routes (`hudi.sink.route.*`) makes one function write many tables: the batch is
 //! split by topic, each table commits its part, and the invocation succeeds only when every table did
-//! (`hudi_sink::router`); one EMF line is printed per table.
+//! (`hudi_sink::router`); one EMF line is printed per table, and per table what followed its commit, as the
+//! coordinator function prints it for one table (`CatalogSyncFailures`, `CommitFailures`, `ServiceFailures`:
+//! `hudi_sink::metrics::after_commit_emf`), since the routed writer commits each table in process.
 
 use std::sync::Arc;
 
@@ -131,7 +133,13 @@ async fn handle_routed(
         deadline_ms,
         ..ProcessOptions::default()
     };
-    match router.process_with(batch, options).await {
+    let result = router.process_with(batch, options).await;
+    // What followed each table's commits (catalog sync, failed commit steps and inline services), failed
+    // batch or not: the lines the coordinator function prints for a single table.
+    for (table, r) in router.take_after_commit_reports() {
+        hudi_sink::metrics::emit_after_commit(&r, &table, &request_id);
+    }
+    match result {
         Ok(report) => {
             for (table, r) in &report.tables {
                 hudi_sink::metrics::emit(r, table, &request_id);
@@ -178,7 +186,7 @@ async fn handle(
     let request_id = event.context.request_id.clone();
     let (batch, deadline_ms) = batch_and_deadline(event)?;
     let records = batch.len();
-    match sink
+    let result = sink
         .process_with(
             batch,
             ProcessOptions {
@@ -186,8 +194,10 @@ async fn handle(
                 ..ProcessOptions::default()
             },
         )
-        .await
-    {
+        .await;
+    // Without `hudi.sink.coordinator.function` the table commits in process: its after-commit lines are ours.
+    hudi_sink::metrics::emit_after_commit(&sink.take_after_commit_report(), table, &request_id);
+    match result {
         Ok(report) => {
             hudi_sink::metrics::emit(&report, table, &request_id);
             tracing::info!(

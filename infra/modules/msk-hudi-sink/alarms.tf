@@ -168,7 +168,7 @@ resource "aws_cloudwatch_metric_alarm" "commit_failures" {
 resource "aws_cloudwatch_metric_alarm" "service_failures" {
   count               = local.is_single ? 1 : 0
   alarm_name          = "${var.name}-service-failures"
-  alarm_description   = "A scheduled table-services run failed; the next schedule retries it. See docs/operations.md, Alarms and dashboard."
+  alarm_description   = "A table-services run failed (scheduled, or inline after a commit); the next schedule or commit retries it. See docs/operations.md, Alarms and dashboard."
   namespace           = "MskHudiSink"
   metric_name         = "ServiceFailures"
   dimensions          = { Table = var.hoodie_table_name }
@@ -461,6 +461,25 @@ locals {
             [{ id = "deadletters", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"RecordsDeadLettered\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "dead letters" }],
             [{ id = "failures", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"BatchFailures\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "failed parts" }],
             [{ id = "conflicts", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"CommitConflicts\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "conflicts" }],
+          ]
+        }
+      },
+      {
+        type   = "metric"
+        x      = 0
+        y      = 18
+        width  = 24
+        height = 6
+        properties = {
+          title  = "Commit, catalog sync and table-service failures per table"
+          region = local.region
+          view   = "timeSeries"
+          stat   = "Sum"
+          period = var.alarm_period
+          metrics = [
+            [{ id = "commitfailures", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"CommitFailures\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "commit failures" }],
+            [{ id = "catalogfailures", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"CatalogSyncFailures\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "catalog sync failures" }],
+            [{ id = "servicefailures", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"ServiceFailures\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "service failures" }],
           ]
         }
       },

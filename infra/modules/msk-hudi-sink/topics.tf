@@ -120,11 +120,11 @@ resource "aws_cloudwatch_metric_alarm" "table_dead_letters" {
   tags                = var.tags
 }
 
-# A routed writer commits in process: a table whose part failed (its write, its commit or the inline services of
-# its commit) prints BatchFailures under its name; the batch is redelivered.
-resource "aws_cloudwatch_metric_alarm" "table_commit_failures" {
+# A routed writer commits in process: a table whose part failed (its write or its commit) prints BatchFailures
+# under its name; the batch is redelivered.
+resource "aws_cloudwatch_metric_alarm" "table_failed_parts" {
   for_each            = local.topic_names
-  alarm_name          = "${var.name}-${var.table_name_prefix}${each.key}-commit-failures"
+  alarm_name          = "${var.name}-${var.table_name_prefix}${each.key}-failed-parts"
   alarm_description   = "The writer failed to write or commit table ${var.table_name_prefix}${each.key}'s part of a batch; the batch is redelivered. See docs/operations.md, Alarms and dashboard."
   namespace           = "MskHudiSink"
   metric_name         = "BatchFailures"
@@ -133,6 +133,67 @@ resource "aws_cloudwatch_metric_alarm" "table_commit_failures" {
   period              = var.alarm_period
   evaluation_periods  = var.error_alarm_evaluation_periods
   threshold           = var.commit_failures_threshold
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  actions_enabled     = true
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+# What follows each table's commit in the routed writer's in-process coordinator, printed under the table's name
+# as the coordinator function prints it for one table: failed commit steps (the batch is redelivered), failed
+# Glue syncs and failed inline table services (the commit stands).
+
+resource "aws_cloudwatch_metric_alarm" "table_commit_failures" {
+  for_each            = local.topic_names
+  alarm_name          = "${var.name}-${var.table_name_prefix}${each.key}-commit-failures"
+  alarm_description   = "A commit, submit or close step of table ${var.table_name_prefix}${each.key} failed in the writer; the batch is redelivered. See docs/operations.md, Alarms and dashboard."
+  namespace           = "MskHudiSink"
+  metric_name         = "CommitFailures"
+  dimensions          = { Table = "${var.table_name_prefix}${each.key}" }
+  statistic           = "Sum"
+  period              = var.alarm_period
+  evaluation_periods  = var.error_alarm_evaluation_periods
+  threshold           = var.commit_failures_threshold
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  actions_enabled     = true
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_metric_alarm" "table_catalog_sync_failures" {
+  for_each            = local.has_glue ? local.topic_names : toset([])
+  alarm_name          = "${var.name}-${var.table_name_prefix}${each.key}-catalog-sync-failures"
+  alarm_description   = "The Glue Data Catalog sync of table ${var.table_name_prefix}${each.key} failed after a commit (the commit itself stands). See docs/operations.md, Alarms and dashboard."
+  namespace           = "MskHudiSink"
+  metric_name         = "CatalogSyncFailures"
+  dimensions          = { Table = "${var.table_name_prefix}${each.key}" }
+  statistic           = "Sum"
+  period              = var.alarm_period
+  evaluation_periods  = var.error_alarm_evaluation_periods
+  threshold           = var.catalog_sync_failures_threshold
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  actions_enabled     = true
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_metric_alarm" "table_service_failures" {
+  for_each            = local.topic_names
+  alarm_name          = "${var.name}-${var.table_name_prefix}${each.key}-service-failures"
+  alarm_description   = "An inline table service (clean and archive, compaction, clustering) of table ${var.table_name_prefix}${each.key} failed after a commit; the next commit retries it. See docs/operations.md, Alarms and dashboard."
+  namespace           = "MskHudiSink"
+  metric_name         = "ServiceFailures"
+  dimensions          = { Table = "${var.table_name_prefix}${each.key}" }
+  statistic           = "Sum"
+  period              = var.alarm_period
+  evaluation_periods  = var.error_alarm_evaluation_periods
+  threshold           = var.service_failures_threshold
   comparison_operator = "GreaterThanThreshold"
   treat_missing_data  = "notBreaching"
   actions_enabled     = true

@@ -496,7 +496,7 @@ variable "catalog_sync_failures_threshold" {
 }
 
 variable "commit_failures_threshold" {
-  description = "Failed coordinator commit, submit or close requests per period (MskHudiSink CommitFailures, Sum) above which the alarm fires."
+  description = "Failed commit, submit or close steps per period (MskHudiSink CommitFailures, Sum; with topics per table) above which the alarm fires."
   type        = number
   default     = 0
   validation {
@@ -506,7 +506,7 @@ variable "commit_failures_threshold" {
 }
 
 variable "service_failures_threshold" {
-  description = "Failed scheduled table-services runs per period (MskHudiSink ServiceFailures, Sum) above which the alarm fires."
+  description = "Failed table-services runs per period (MskHudiSink ServiceFailures, Sum: scheduled runs; with topics the inline services of each table) above which the alarm fires."
   type        = number
   default     = 0
   validation {

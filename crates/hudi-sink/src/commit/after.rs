@@ -10,6 +10,10 @@
 //! writer (which would otherwise retry a batch that is already in the table). Work that needs the table
 //! lock goes into [`Coordinator::after_commit`]; work that does not, and would only lengthen every writer's
 //! wait for the lock, into [`Coordinator::after_release`].
+//!
+//! Since nothing here reaches the writer's answer, what happened is kept for the metrics instead: the catalog
+//! sync's report and the inline services that failed, taken once by [`Coordinator::take_after_commit_report`]
+//! (the coordinator function prints them; a writer committing in process prints them itself).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -21,6 +25,33 @@ use crate::table::instant::InstantTime;
 use crate::table::timeline::Timeline;
 
 use super::Coordinator;
+
+/// At most this many failures are kept between two reports; the logs have every one.
+pub const MAX_KEPT_FAILURES: usize = 100;
+
+/// What followed a writer's commits since the last report, for the metrics only: the commit's answer says
+/// none of it. A writer that commits in process (one table or many routed tables) prints it as the coordinator
+/// function prints its own (`metrics::after_commit_emf`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AfterCommitReport {
+    /// The last catalog sync that ran (not one skipped while backing off), if the sync is on.
+    pub catalog: Option<CatalogSyncReport>,
+    /// Failed commit steps (`commit`, `submit`, `close`), their errors: each failed the batch, which is
+    /// redelivered.
+    pub commit_failures: Vec<String>,
+    /// Failed inline table services (clean and archive, compaction, clustering), their errors: the commit
+    /// stands, a later run retries.
+    pub service_failures: Vec<String>,
+}
+
+impl AfterCommitReport {
+    /// Whether there is nothing to report.
+    pub fn is_empty(&self) -> bool {
+        self.catalog.is_none()
+            && self.commit_failures.is_empty()
+            && self.service_failures.is_empty()
+    }
+}
 
 impl Coordinator {
     /// Under the commit's lock, once `<t>.commit` exists and the instant's markers and heartbeat are
@@ -56,6 +87,30 @@ impl Coordinator {
     /// The report of the catalog sync the last request ran, once (for its metrics).
     pub fn take_catalog_report(&self) -> Option<CatalogSyncReport> {
         self.catalog.as_ref().and_then(|c| c.take_report())
+    }
+
+    /// The catalog sync's report and the failed inline services since the last call, once (for the metrics
+    /// of a writer committing in process). A sync skipped while backing off is left out: it did nothing.
+    pub fn take_after_commit_report(&self) -> AfterCommitReport {
+        AfterCommitReport {
+            catalog: self.take_catalog_report().filter(|r| !r.skipped),
+            commit_failures: Vec::new(),
+            service_failures: self
+                .service_failures
+                .lock()
+                .map(|mut f| std::mem::take(&mut *f))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Keeps a failed inline service (`service`: what failed) for [`Coordinator::take_after_commit_report`].
+    pub(super) fn note_service_failure(&self, service: &str, error: &dyn std::fmt::Display) {
+        if let Ok(mut failures) = self.service_failures.lock() {
+            // Bounded, for a caller that never takes the report (the command's in-process coordinator).
+            if failures.len() < MAX_KEPT_FAILURES {
+                failures.push(format!("inline {service}: {error}"));
+            }
+        }
     }
 
     /// The catalog sync, when configured; `written` are the partitions of a commit just made, which are then

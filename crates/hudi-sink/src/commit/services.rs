@@ -146,6 +146,7 @@ impl Coordinator {
             Ok(false) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "inline compaction skipped; a later run retries");
+                self.note_service_failure("compaction", &e);
                 return;
             }
         }
@@ -154,7 +155,10 @@ impl Coordinator {
                 tracing::info!(?report, "inline compaction");
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "inline compaction failed; a later run retries"),
+            Err(e) => {
+                tracing::warn!(error = %e, "inline compaction failed; a later run retries");
+                self.note_service_failure("compaction", &e);
+            }
         }
     }
 
@@ -244,7 +248,10 @@ impl Coordinator {
                 tracing::info!(?report, "inline clustering");
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "inline clustering failed; a later run retries"),
+            Err(e) => {
+                tracing::warn!(error = %e, "inline clustering failed; a later run retries");
+                self.note_service_failure("clustering", &e);
+            }
         }
     }
 
@@ -323,6 +330,7 @@ impl Coordinator {
             Ok(_) => false,
             Err(e) => {
                 tracing::warn!(error = %e, "inline table services failed; the next run retries");
+                self.note_service_failure("clean and archive", &e);
                 true
             }
         }

@@ -9,6 +9,10 @@
 //!            ─ Ok only if every part committed; else Err naming the tables that failed
 //! ```
 //!
+//! Each table commits through its own in-process coordinator, whose after-commit work (catalog sync, inline
+//! services) and failed commit steps reach no answer: [`Router::take_after_commit_reports`] hands them to the
+//! writer's metrics per table.
+//!
 //! Each table is a full single-table sink, created (with its table) on its first record. A batch whose part
 //! failed in one table is redelivered whole; the tables that committed their part find its offsets under
 //! their own checkpoint (kept per topic-partition) and skip it, so the redelivery writes only what is
@@ -27,6 +31,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use thiserror::Error;
 
+use crate::commit::AfterCommitReport;
 use crate::dead_letter::{DeadLetter, DeadLetterError, DeadLetterSink};
 use crate::sink::{KafkaSink, ProcessOptions, SinkReport};
 use crate::source::event::KafkaBatch;
@@ -149,6 +154,22 @@ impl Router {
     /// The sink of `table`, if it was opened.
     pub fn sink(&self, table: &str) -> Option<Arc<KafkaSink>> {
         self.lock_sinks().get(table).cloned()
+    }
+
+    /// Each opened table's [`KafkaSink::take_after_commit_report`], by table, leaving out the empty ones: what
+    /// the tables' in-process coordinators did after their commits (catalog syncs, failed commit steps and
+    /// inline services), for the writer's per-table metrics. Call it after every batch, failed or not.
+    pub fn take_after_commit_reports(&self) -> BTreeMap<String, AfterCommitReport> {
+        let sinks: Vec<(String, Arc<KafkaSink>)> = self
+            .lock_sinks()
+            .iter()
+            .map(|(table, sink)| (table.clone(), sink.clone()))
+            .collect();
+        sinks
+            .into_iter()
+            .map(|(table, sink)| (table, sink.take_after_commit_report()))
+            .filter(|(_, report)| !report.is_empty())
+            .collect()
     }
 
     fn lock_sinks(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<KafkaSink>>> {

@@ -135,6 +135,13 @@ impl KafkaSink {
         }
     }
 
+    /// What followed this table's commits since the last call, once: the catalog sync and the failed commit
+    /// steps and inline services, when the coordinator runs in this process (else empty: the coordinator
+    /// function prints its own). For the writer's metrics.
+    pub fn take_after_commit_report(&self) -> crate::commit::AfterCommitReport {
+        self.coordinator.take_after_commit_report()
+    }
+
     /// Seeds the backoff jitter, so that a deterministic simulation replays the same retry timing.
     pub fn with_jitter_seed(self, seed: u64) -> Self {
         self.jitter

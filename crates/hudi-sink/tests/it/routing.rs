@@ -1,14 +1,17 @@
 //! Many tables from one writer (`hudi_sink::router`): a batch spanning three topics lands in three local
 //! tables, read back with hudi-rs row for row against the model; a commit that fails in one table leaves
 //! the batch unacknowledged, and its redelivery writes only that table's part (the others skip theirs by
-//! their own checkpoint, so no offset is committed twice); a topic without a route becomes dead letters.
+//! their own checkpoint, so no offset is committed twice); a topic without a route becomes dead letters; each
+//! table's catalog sync and failed commit steps are reported per table for the writer's metrics.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use hudi_sink::catalog::memory::MemoryCatalog;
+use hudi_sink::catalog::{CatalogConfig, CatalogSync};
 use hudi_sink::clock::SystemClock;
 use hudi_sink::coordinator::{Coordinator, CoordinatorConfig};
 use hudi_sink::dead_letter::StorageDeadLetterSink;
@@ -16,6 +19,7 @@ use hudi_sink::lock::memory::MemoryLock;
 use hudi_sink::lock::LeaseOptions;
 use hudi_sink::router::{RouteConfig, RouteError, Router, TableOpener};
 use hudi_sink::schema::avro::AvroSchema;
+use hudi_sink::services::ServicesConfig;
 use hudi_sink::sink::{KafkaSink, ProcessOptions, SinkConfig};
 use hudi_sink::source::event::KafkaBatch;
 use hudi_sink::storage::faulty::{FaultRule, Operation};
@@ -61,11 +65,15 @@ fn routed_props(dir: &Path) -> BTreeMap<String, String> {
 }
 
 /// Opens each table on local storage behind a fault injector, the parts built from the table's routed
-/// properties as `bootstrap` builds them.
+/// properties as `bootstrap` builds them; with `catalogs`, each table is synced to an in-memory Glue catalog
+/// after its commits (the tables in `refused` to one that refuses every call) and cleaned inline after every
+/// commit, keeping one.
 #[derive(Debug)]
 struct FaultyOpener {
     config: RouteConfig,
     stores: Mutex<BTreeMap<String, Arc<FaultyStorage>>>,
+    catalogs: bool,
+    refused: BTreeSet<String>,
 }
 
 impl FaultyOpener {
@@ -89,7 +97,7 @@ impl TableOpener for FaultyOpener {
             .insert(table.to_string(), faulty.clone());
         let storage: Arc<dyn Storage> = faulty;
         let clock = Arc::new(SystemClock);
-        let coordinator = Coordinator::new(
+        let mut coordinator = Coordinator::new(
             storage.clone(),
             Arc::new(MemoryLock::new(
                 table,
@@ -99,9 +107,44 @@ impl TableOpener for FaultyOpener {
             CoordinatorConfig {
                 lock_wait: Duration::from_secs(20),
                 heartbeat_tolerance: sink_config.heartbeat_tolerance(),
+                services: if self.catalogs {
+                    ServicesConfig {
+                        clean_max_commits: 1,
+                        commits_retained: 1,
+                        ..ServicesConfig::default()
+                    }
+                } else {
+                    ServicesConfig::default()
+                },
                 ..CoordinatorConfig::default()
             },
         );
+        if self.catalogs {
+            let mut glue = props.clone();
+            glue.extend(
+                [
+                    ("hoodie.datasource.meta.sync.enable", "true"),
+                    (
+                        "hoodie.meta.sync.client.tool.class",
+                        "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
+                    ),
+                    ("hoodie.datasource.hive_sync.database", "lake"),
+                ]
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+            );
+            let config = CatalogConfig::from_properties(&glue)
+                .expect("catalog settings")
+                .expect("the sync is on");
+            let catalog = MemoryCatalog::default();
+            if self.refused.contains(table) {
+                *catalog.fail_after.lock().expect("fail_after") = Some(0);
+            }
+            coordinator = coordinator.with_catalog(Arc::new(CatalogSync::new(
+                Arc::new(catalog),
+                config,
+                &write.base_path,
+            )));
+        }
         let writer = TableWriter::create_or_open(
             storage,
             clock.clone(),
@@ -131,11 +174,22 @@ struct Setup {
 
 impl Setup {
     fn new() -> Self {
+        Self::opened_with(false, &[])
+    }
+
+    /// Tables synced to in-memory Glue catalogs, those of `refused` to catalogs that refuse every call.
+    fn with_catalogs(refused: &[&str]) -> Self {
+        Self::opened_with(true, refused)
+    }
+
+    fn opened_with(catalogs: bool, refused: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let config = RouteConfig::from_properties(&routed_props(dir.path())).expect("routes");
         let opener = Arc::new(FaultyOpener {
             config: config.clone(),
             stores: Mutex::new(BTreeMap::new()),
+            catalogs,
+            refused: refused.iter().map(|t| t.to_string()).collect(),
         });
         let unrouted = Arc::new(StorageDeadLetterSink::new(Arc::new(LocalStorage::new(
             dir.path().join("dead/_unrouted"),
@@ -294,6 +348,91 @@ async fn a_failed_commit_in_one_table_is_redelivered_without_doubling_the_others
         let expected: BTreeMap<(String, i32), i64> = model.next_offset.clone();
         assert_eq!(cps[1], expected, "{table}: checkpoint");
         assert_rows(&s.table(table), model, table);
+    }
+}
+
+/// What the routed tables' in-process coordinators did after their commits reaches the writer per table: a
+/// catalog sync (failed against a catalog that refuses), a failed commit step (the batch is redelivered) and a
+/// failed inline clean (the commit stands), each taken once; the writer prints them as the coordinator
+/// function's lines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalog_syncs_and_failed_commits_are_reported_per_table() {
+    let s = Setup::with_catalogs(&["orders"]);
+    let batches = batches(40);
+    deliver(&s.router, &batches[0]).await.expect("first batch");
+    let reports = s.router.take_after_commit_reports();
+    assert_eq!(
+        reports.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["audit", "customers", "orders"]
+    );
+    for table in ["audit", "customers"] {
+        let sync = reports[table].catalog.as_ref().expect("a sync ran");
+        assert_eq!(sync.error, None, "{table}: {sync:?}");
+        assert!(sync.partitions_created > 0, "{table}: {sync:?}");
+        assert!(reports[table].commit_failures.is_empty());
+    }
+    let orders = &reports["orders"];
+    let refused = orders.catalog.as_ref().expect("a sync ran");
+    assert!(
+        refused
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("injected")),
+        "{refused:?}"
+    );
+    assert!(orders.commit_failures.is_empty() && orders.service_failures.is_empty());
+    let lines = hudi_sink::metrics::after_commit_emf(
+        orders,
+        &hudi_sink::metrics::EmfContext::now("orders", "req-1"),
+    );
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["CatalogSyncFailures"], 1);
+    assert_eq!(lines[0]["Table"], "orders");
+    // Taken once.
+    assert!(s.router.take_after_commit_reports().is_empty());
+    // The orders table's commit fails: its part of the batch is not acknowledged, and the failed commit step
+    // is reported under its name; the customers table commits, but its inline clean (due after its second
+    // commit) cannot write its plan; the other tables report their syncs.
+    s.opener.store("orders").add_rule(
+        FaultRule::fail(Operation::PutIfAbsent)
+            .path_suffix(".commit")
+            .always(),
+    );
+    for op in [Operation::Put, Operation::PutIfAbsent] {
+        s.opener.store("customers").add_rule(
+            FaultRule::fail(op)
+                .path_suffix(".clean.requested")
+                .always(),
+        );
+    }
+    deliver(&s.router, &batches[1])
+        .await
+        .expect_err("orders fails");
+    let reports = s.router.take_after_commit_reports();
+    let orders = &reports["orders"];
+    assert!(!orders.commit_failures.is_empty(), "{orders:?}");
+    assert_eq!(orders.catalog, None, "no commit, no sync: {orders:?}");
+    let lines = hudi_sink::metrics::after_commit_emf(
+        orders,
+        &hudi_sink::metrics::EmfContext::now("orders", "req-2"),
+    );
+    assert!(lines.iter().all(|l| l["CommitFailures"] == 1), "{lines:?}");
+    let customers = &reports["customers"];
+    assert_eq!(customers.service_failures.len(), 1, "{customers:?}");
+    assert!(
+        customers.service_failures[0].starts_with("inline clean and archive: "),
+        "{customers:?}"
+    );
+    let lines = hudi_sink::metrics::after_commit_emf(
+        customers,
+        &hudi_sink::metrics::EmfContext::now("customers", "req-2"),
+    );
+    assert_eq!(lines.last().map(|l| &l["ServiceFailures"]), Some(&1.into()));
+    assert!(reports["audit"].service_failures.is_empty());
+    for table in ["audit", "customers"] {
+        assert!(reports[table].commit_failures.is_empty(), "{table}");
+        let sync = reports[table].catalog.as_ref().expect("a sync ran");
+        assert_eq!(sync.error, None, "{table}: {sync:?}");
     }
 }
 
