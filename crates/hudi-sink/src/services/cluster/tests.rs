@@ -178,7 +178,7 @@ impl Table {
     async fn complete(&self, planned: &ClusteringPlanned, stats: Vec<WriteStat>) -> Completion {
         let timeline = self.timeline().await;
         let schema = self.writer.schema().avro_json.clone();
-        self.with_ctx(&ServicesConfig::default(), async |ctx| {
+        self.with_ctx(&every_small_file(), async |ctx| {
             complete(ctx, &timeline, planned, stats, &schema)
                 .await
                 .expect("complete")
@@ -188,7 +188,7 @@ impl Table {
 
     async fn rollback_expired(&self) -> u64 {
         let timeline = self.timeline().await;
-        self.with_ctx(&ServicesConfig::default(), async |ctx| {
+        self.with_ctx(&every_small_file(), async |ctx| {
             rollback_expired(ctx, &timeline, TOLERANCE)
                 .await
                 .expect("rollback")
@@ -212,6 +212,14 @@ impl Table {
     }
 }
 
+/// Spark's plan, every small file (fan-out 1): these tests of the mechanics cluster a few files of a few rows.
+fn every_small_file() -> ServicesConfig {
+    ServicesConfig {
+        clustering_fan_out: 1,
+        ..ServicesConfig::default()
+    }
+}
+
 fn path(t: &InstantTime, state: State) -> String {
     Instant::new(t.clone(), Action::ReplaceCommit, state).path()
 }
@@ -230,10 +238,7 @@ async fn small_files() -> Table {
 async fn scheduling_writes_the_plan_the_empty_inflight_and_a_heartbeat() {
     let t = small_files().await;
     let before = t.rows().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     assert_eq!(planned.groups.len(), 2);
     assert_eq!(planned.num_input_slices(), 8);
     let mut partitions: Vec<&str> = planned
@@ -305,23 +310,23 @@ async fn scheduling_writes_the_plan_the_empty_inflight_and_a_heartbeat() {
         .expect("pending");
     assert_eq!(pending.own, vec![planned.instant.clone()]);
     assert_eq!(pending.file_groups.len(), 8);
-    assert!(t.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(t.schedule(&every_small_file()).await.is_none());
 }
 
 #[tokio::test]
 async fn nothing_is_scheduled_without_two_small_files_or_when_not_allowed() {
     let t = table("").await;
     t.insert(0..2).await; // one file per partition
-    assert!(t.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(t.schedule(&every_small_file()).await.is_none());
     t.insert(2..4).await;
     let off = ServicesConfig {
         small_file_limit: 0,
-        ..ServicesConfig::default()
+        ..every_small_file()
     };
     assert!(t.schedule(&off).await.is_none());
     let tiny = ServicesConfig {
         small_file_limit: 100, // every file is larger
-        ..ServicesConfig::default()
+        ..every_small_file()
     };
     assert!(t.schedule(&tiny).await.is_none());
     // Another engine's pending replacecommit of unknown extent (an insert overwrite): wait for it.
@@ -330,16 +335,16 @@ async fn nothing_is_scheduled_without_two_small_files_or_when_not_allowed() {
         .put(&path(&foreign, State::Requested), Bytes::new())
         .await
         .expect("put");
-    assert!(t.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(t.schedule(&every_small_file()).await.is_none());
     t.storage
         .delete(&path(&foreign, State::Requested))
         .await
         .expect("delete");
-    assert!(t.schedule(&ServicesConfig::default()).await.is_some());
+    assert!(t.schedule(&every_small_file()).await.is_some());
 
     // Bucket-index tables are never clustered.
     let b = table("hoodie.index.type=BUCKET\nhoodie.bucket.index.num.buckets=1\n").await;
-    assert!(b.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(b.schedule(&every_small_file()).await.is_none());
 }
 
 #[tokio::test]
@@ -347,10 +352,7 @@ async fn execute_and_complete_replace_small_files_with_the_same_rows() {
     let t = small_files().await;
     let before = t.rows().await;
     let inputs = t.slices().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
         .await
         .expect("execute");
@@ -449,7 +451,7 @@ async fn outputs_are_split_at_the_target_size() {
     let input_bytes: u64 = t.slices().await.iter().map(|s| s.size).sum();
     let config = ServicesConfig {
         clustering_target_file_max_bytes: input_bytes / 8,
-        ..ServicesConfig::default()
+        ..every_small_file()
     };
     let planned = t.schedule(&config).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
@@ -491,10 +493,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
         .await
         .expect("put");
 
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
         .await
         .expect("execute");
@@ -520,7 +519,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
     assert!(!t.exists(&path(&planned.instant, State::Completed)).await);
     // The next plan takes a new time.
     let again = t
-        .schedule(&ServicesConfig::default())
+        .schedule(&every_small_file())
         .await
         .expect("planned again");
     assert!(again.instant > planned.instant);
@@ -529,10 +528,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
 #[tokio::test]
 async fn a_plan_without_heartbeat_expires_by_its_instant_time() {
     let t = small_files().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     t.storage
         .delete(&heartbeat_path(&planned.instant))
         .await
@@ -555,10 +551,7 @@ async fn a_plan_without_heartbeat_expires_by_its_instant_time() {
 async fn a_plan_overtaken_by_a_commit_to_its_groups_is_rolled_back_at_completion() {
     let t = small_files().await;
     let before = t.rows().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
         .await
         .expect("execute");
