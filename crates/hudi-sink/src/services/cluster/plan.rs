@@ -4,18 +4,21 @@
 //! time; Spark's writers commit rarely, but this sink commits every few seconds, and merging whatever is small
 //! at each inline run rewrites a partition's growing clustered file to absorb a few new kilobytes. Here a small
 //! slice of `s` bytes is rewritten only in a group of at least `fan × s` input bytes (`fan` is
-//! `hudi.sink.clustering.fan.out`), or of at least the target file size when that is less: each rewrite
-//! multiplies the size of the file holding a byte by the fan-out, until the file reaches the target, so every
-//! byte is rewritten at most ⌈log_fan(target / size of the file it was first written in)⌉ times (3 at the
-//! defaults for batch files above 30 KB), and what waits per partition is bounded too: under about `fan`
-//! files per factor `fan` of size between the smallest file and the target.
+//! `hudi.sink.clustering.fan.out`), and only while `fan × s` is below the target file size: each rewrite
+//! multiplies the size of the file holding a byte by the fan-out, so every byte is rewritten at most
+//! log_fan(target / size of the file it was first written in) times (3 at the defaults, 16 and 120 MiB, for
+//! batch files above 30 KB; a file of 8 KB: 8 KB → 128 KB → 2 MB → 32 MB), and what waits per partition is
+//! bounded too: under `fan` files per factor `fan` of size, from the batch file to the target. A file of at
+//! least target / fan is left alone even below `hoodie.parquet.small.file.limit`: rewriting it could gain
+//! less than the fan-out, and since outputs are cut at the writer's estimate of the target (taken before
+//! compression), outputs of one run could otherwise be rewritten into outputs of the same size at the next.
 //!
-//! Per partition, the small slices smallest first: the longest run of them whose bytes reach that bound for
-//! its largest slice is planned (the smaller ones then reach it too). It is cut into groups largest first, a
-//! group closed when the next slice would push it past `max.bytes.per.group`; a group that no longer reaches
-//! the bound of its largest slice (one slice alone never does with a fan-out above 1) is dropped, and
-//! planning stops at `max.num.groups`. So every group has at least two slices of one partition and at most
-//! `max.bytes.per.group` input bytes.
+//! Per partition, the candidate slices smallest first: the longest run of them whose bytes reach the bound
+//! of its largest slice is planned (the smaller ones then reach it too). It is cut into groups largest
+//! first, a group closed when the next slice would push it past `max.bytes.per.group`; a group that no
+//! longer reaches the bound of its largest slice (one slice alone never does with a fan-out above 1) is
+//! dropped, and planning stops at `max.num.groups`. So every group has at least two slices of one partition
+//! and at most `max.bytes.per.group` input bytes. Fan-out 1 is Spark's rule: every small file.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -61,11 +64,11 @@ pub fn plan_groups(
     let target = config.clustering_target_file_max_bytes.max(1);
     let fan_out = u64::from(config.clustering_fan_out.max(1));
     // The input bytes a group needs to rewrite a slice of `size` bytes.
-    let needed = |size: u64| size.saturating_mul(fan_out).min(target);
+    let needed = |size: u64| size.saturating_mul(fan_out);
     let mut by_partition: BTreeMap<&str, Vec<&FileSlice>> = BTreeMap::new();
     for slice in slices {
         let key = (slice.partition_path.clone(), slice.file_id.clone());
-        if slice.size < limit && !excluded.contains(&key) {
+        if slice.size < limit && needed(slice.size) < target && !excluded.contains(&key) {
             by_partition
                 .entry(slice.partition_path.as_str())
                 .or_default()
@@ -391,26 +394,27 @@ mod tests {
         slices.push(slice("p", "m15", 160));
         let groups = plan_groups(&slices, &BTreeSet::new(), &default);
         assert_eq!(groups[0].slices.len(), 17, "{groups:?}");
-        // Near the target, reaching the target is enough: with a target of 250, 60 + 100 + 100.
+        // A file of target / fan-out or more is left alone: with a target of 250, one of 16 is, one of 15
+        // is not.
         let near = fan_out(config(1_000, u64::MAX, 30), 16);
-        let slices = vec![slice("p", "a", 100), slice("p", "b", 100)];
-        assert!(plan_groups(&slices, &BTreeSet::new(), &near).is_empty());
-        let mut slices = slices;
-        slices.push(slice("p", "c", 60));
-        assert_eq!(
-            ids(&plan_groups(&slices, &BTreeSet::new(), &near)),
-            owned(&[("p", &["a", "b", "c"])])
-        );
+        let mut slices: Vec<FileSlice> = (0..17)
+            .map(|i| slice("p", &format!("f{i:02}"), 15))
+            .collect();
+        slices.push(slice("p", "x", 16));
+        let groups = plan_groups(&slices, &BTreeSet::new(), &near);
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].slices.len(), 17, "{groups:?}");
+        assert!(groups[0].slices.iter().all(|s| s.file_id != "x"));
     }
 
     #[test]
     fn bytes_rewritten_over_a_long_run_stay_under_three_times_the_bytes_written() {
-        // 40,000 commits of one 1-byte file each, clustered after every 4th, with a limit and target of
-        // 1,000 at the default fan-out: a byte goes 1 → 16 → 256 → 1,000 and more, three rewrites at most.
-        // Outputs are as large as their inputs, cut at the target.
+        // 40,000 commits of one 1-byte file each, clustered after every 4th, with a limit of 1,000 and a
+        // target of 16,000 at the default fan-out: a byte goes 1 → 16 → 256 → 4,096, three rewrites at
+        // most. Outputs are as large as their inputs, cut at the target.
         let config = ServicesConfig {
             small_file_limit: 1_000,
-            clustering_target_file_max_bytes: 1_000,
+            clustering_target_file_max_bytes: 16_000,
             clustering_max_bytes_per_group: u64::MAX,
             ..ServicesConfig::default()
         };
@@ -433,8 +437,8 @@ mod tests {
                 let ids: BTreeSet<&str> = g.slices.iter().map(|s| s.file_id.as_str()).collect();
                 files.retain(|(id, _)| !ids.contains(id.as_str()));
                 let bytes = g.input_bytes();
-                for (k, start) in (0..bytes).step_by(1_000).enumerate() {
-                    files.push((format!("x{commit}-{n}-{k}"), (bytes - start).min(1_000)));
+                for (k, start) in (0..bytes).step_by(16_000).enumerate() {
+                    files.push((format!("x{commit}-{n}-{k}"), (bytes - start).min(16_000)));
                 }
                 rewritten += bytes;
             }

@@ -1,6 +1,6 @@
 //! Clustering on an in-memory table: planning, the pending instant, rewriting, completion, rollback.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -65,6 +65,11 @@ async fn table(extra: &str) -> Table {
 impl Table {
     /// One insert commit of keys `ids`, alternating between the partitions `sf` and `nyc`.
     async fn insert(&self, ids: std::ops::Range<u32>) -> InstantTime {
+        self.insert_written(ids).await.0
+    }
+
+    /// [`Self::insert`], and the bytes of the files it wrote.
+    async fn insert_written(&self, ids: std::ops::Range<u32>) -> (InstantTime, u64) {
         self.clock.advance(1000);
         let n = ids.len();
         let columns: Vec<ArrayRef> = vec![
@@ -87,7 +92,15 @@ impl Table {
         assert_eq!(columns[0].len(), n);
         let batch =
             RecordBatch::try_new(self.writer.schema().data.clone(), columns).expect("batch");
-        self.writer.write(&[batch]).await.expect("insert").instant
+        let result = self.writer.write(&[batch]).await.expect("insert");
+        let bytes = result
+            .commit
+            .partition_to_write_stats
+            .values()
+            .flatten()
+            .map(|s| u64::try_from(s.file_size_in_bytes).expect("size"))
+            .sum();
+        (result.instant, bytes)
     }
 
     async fn timeline(&self) -> Timeline {
@@ -587,4 +600,96 @@ async fn a_plan_overtaken_by_a_commit_to_its_groups_is_rolled_back_at_completion
     }
     assert_eq!(t.rows_checked(false).await, visible);
     assert_eq!(before, visible, "the copied slice holds the same rows");
+}
+
+/// Inline clustering over a long run of small commits at the default fan-out: 1,000 commits of 40 rows (20 per
+/// partition), a run after every 4th, with a limit of 64 KiB and a target of 1 MiB so that files reach the
+/// limit within the run.
+/// The bytes clustering reads stay under 3 times the bytes the commits wrote, the small files per partition
+/// under 48 (15 waiting per factor 16 of size, from the batch file to the target, and the commits between
+/// runs), and the table holds every row once, with its commit time, at the end.
+#[tokio::test]
+async fn a_long_run_rewrites_under_three_times_the_bytes_written() {
+    const COMMITS: u32 = 1_000;
+    const ROWS: u32 = 40;
+    const LIMIT: u64 = 64 * 1024;
+    let t = table("").await;
+    let config = ServicesConfig {
+        small_file_limit: LIMIT,
+        clustering_target_file_max_bytes: 16 * LIMIT,
+        ..ServicesConfig::default()
+    };
+    let (mut written, mut rewritten, mut most_small, mut runs) = (0u64, 0u64, 0usize, 0u32);
+    let mut expected = Vec::new();
+    for commit in 0..COMMITS {
+        let ids = commit * ROWS..(commit + 1) * ROWS;
+        let (instant, bytes) = t.insert_written(ids.clone()).await;
+        written += bytes;
+        for i in ids {
+            let city = if i % 2 == 0 { "sf" } else { "nyc" };
+            let fare = (i % 7 != 0).then(|| (f64::from(i) / 4.0).to_string());
+            expected.push(vec![
+                instant.to_string(),
+                format!("trip-{i:05}"),
+                city.to_string(),
+                format!("trip-{i:05}"),
+                i.to_string(),
+                fare.unwrap_or_else(|| "null".into()),
+                city.to_string(),
+            ]);
+        }
+        if commit % 4 != 3 {
+            continue;
+        }
+        let Some(planned) = t.schedule(&config).await else {
+            continue;
+        };
+        rewritten += planned
+            .groups
+            .iter()
+            .map(PlannedGroup::input_bytes)
+            .sum::<u64>();
+        let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
+            .await
+            .expect("execute");
+        assert_eq!(t.complete(&planned, stats).await, Completion::Committed);
+        runs += 1;
+        let mut small: BTreeMap<String, usize> = BTreeMap::new();
+        for slice in t.slices().await {
+            if slice.size < LIMIT {
+                *small.entry(slice.partition_path).or_default() += 1;
+            }
+        }
+        most_small = most_small.max(small.values().copied().max().unwrap_or(0));
+    }
+    eprintln!(
+        "{COMMITS} commits: {written} bytes written, {rewritten} rewritten ({:.2}x) in {runs} runs, \
+         at most {most_small} small files per partition",
+        rewritten as f64 / written as f64
+    );
+    assert!(runs >= 10, "{runs} clustering runs");
+    assert!(
+        rewritten <= 3 * written,
+        "{rewritten} bytes rewritten for {written} written"
+    );
+    assert!(most_small < 48, "{most_small} small files in a partition");
+    // Row-exact: every row once, with its commit time; sequence numbers of its commit, all distinct.
+    let rows = t.rows().await;
+    let seqnos: BTreeSet<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(seqnos.len(), rows.len());
+    assert!(
+        rows.iter().all(|r| r[1].starts_with(&r[0])),
+        "sequence numbers"
+    );
+    let mut got: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|mut r| {
+            r.remove(1);
+            r
+        })
+        .collect();
+    got.sort();
+    expected.sort();
+    assert_eq!(got.len(), (COMMITS * ROWS) as usize);
+    assert!(got == expected, "the rows differ from the rows written");
 }
