@@ -49,9 +49,10 @@ def properties(path, base, chunk, extra):
         "hoodie.datasource.write.hive_style_partitioning=true",
         "hoodie.datasource.write.operation=insert",
         "hoodie.parquet.compression.codec=zstd",
-        # Archival stays above one chunk of instants, so that every instant is read before it is archived.
-        f"hoodie.keep.min.commits={chunk + 50}",
-        f"hoodie.keep.max.commits={chunk + 100}",
+        # Archival stays above one chunk of instants and its replacecommits (a plan that merges every few files
+        # makes one per batch or more), so that every instant is read before it is archived.
+        f"hoodie.keep.min.commits={3 * chunk}",
+        f"hoodie.keep.max.commits={3 * chunk + 50}",
     ] + list(extra)
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -71,6 +72,9 @@ class Table:
 
     def read_new_instants(self):
         names = sorted(os.listdir(os.path.join(self.base, ".hoodie")))
+        times = [n.split(".")[0] for n in names if n.endswith((".commit", ".replacecommit"))]
+        if self.seen and times and min(times) > max(n.split(".")[0] for n in self.seen):
+            raise SystemExit("instants were archived before they were read: raise hoodie.keep.min.commits")
         for name in names:
             time, _, action = name.partition(".")
             if action not in ("commit", "replacecommit") or name in self.seen:
