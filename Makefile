@@ -22,7 +22,7 @@ sys.exit(0 if got == want else 1)
 endef
 export DEMO_CHECK
 
-.PHONY: demo test test-interop jvm-jars venv lint fmt bench bench-spark bench-instants bench-avro bench-micro bench-longrun bench-mor bench-writers clean-demo mutants sim test-deploy
+.PHONY: demo test test-interop jvm-jars venv lint fmt bench bench-spark bench-instants bench-avro bench-micro bench-longrun bench-mor bench-writers bench-clustering clean-demo mutants sim test-deploy
 
 $(VENV)/.stamp: tests/python/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -156,6 +156,16 @@ LONGRUN_S3_BATCHES ?= 1000
 bench-longrun: venv
 	CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 $(CARGO) build --release -p hudi-sink-cli
 	LONGRUN_BATCHES=$(LONGRUN_BATCHES) LONGRUN_S3_BATCHES=$(LONGRUN_S3_BATCHES) $(VENV_PY) bench/longrun.py
+
+# Inline clustering over a long run (bench/clustering.py -> bench/results.json "clustering_curve", the table in
+# docs/performance.md): CLUSTERING_BATCHES one-file insert batches of 500 records through `hudi-sink ingest
+# --commit-interval-ms 0`, sampled every 500: bytes rewritten against bytes written, files per partition, CPU.
+# The debug CLI of `cargo test --workspace --no-run`; the work directory on /dev/shm (no disk flushes). Not in CI.
+CLUSTERING_BATCHES ?= 10000
+
+bench-clustering:
+	$(CARGO) test --workspace --no-run --quiet
+	$(PYTHON) bench/clustering.py --batches $(CLUSTERING_BATCHES) --bin target/debug/hudi-sink --out /dev/shm/hudi-sink-bench-clustering
 
 # Per-instant overhead (bench/instants.py -> bench/results.json "per_instant"): wall and CPU time of
 # `hudi-sink ingest --commit-interval-ms 0` over 10, 40 and 160 one-file instants on the embedded default, with

@@ -47,9 +47,9 @@ TIMESTAMP = {
     "hoodie.keygen.timebased.timezone": "UTC",
 }
 
-# Append-only inserts: small files that inline clustering rewrites.
+# Append-only inserts: small files that inline clustering rewrites (fan-out 2: a few commits' files suffice).
 INSERTS = {"hoodie.datasource.write.operation": "insert", "hoodie.clustering.inline.max.commits": "3",
-           "hoodie.index.type": None, "hoodie.bucket.index.num.buckets": None}
+           "hudi.sink.clustering.fan.out": "2", "hoodie.index.type": None, "hoodie.bucket.index.num.buckets": None}
 INSERT_EVENTS = ("--update-ratio", 0, "--delete-ratio", 0, "--late-ratio", 0)
 
 LAYOUTS = {

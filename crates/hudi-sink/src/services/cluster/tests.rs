@@ -1,6 +1,6 @@
 //! Clustering on an in-memory table: planning, the pending instant, rewriting, completion, rollback.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -65,6 +65,11 @@ async fn table(extra: &str) -> Table {
 impl Table {
     /// One insert commit of keys `ids`, alternating between the partitions `sf` and `nyc`.
     async fn insert(&self, ids: std::ops::Range<u32>) -> InstantTime {
+        self.insert_written(ids).await.0
+    }
+
+    /// [`Self::insert`], and the bytes of the files it wrote.
+    async fn insert_written(&self, ids: std::ops::Range<u32>) -> (InstantTime, u64) {
         self.clock.advance(1000);
         let n = ids.len();
         let columns: Vec<ArrayRef> = vec![
@@ -87,7 +92,15 @@ impl Table {
         assert_eq!(columns[0].len(), n);
         let batch =
             RecordBatch::try_new(self.writer.schema().data.clone(), columns).expect("batch");
-        self.writer.write(&[batch]).await.expect("insert").instant
+        let result = self.writer.write(&[batch]).await.expect("insert");
+        let bytes = result
+            .commit
+            .partition_to_write_stats
+            .values()
+            .flatten()
+            .map(|s| u64::try_from(s.file_size_in_bytes).expect("size"))
+            .sum();
+        (result.instant, bytes)
     }
 
     async fn timeline(&self) -> Timeline {
@@ -178,7 +191,7 @@ impl Table {
     async fn complete(&self, planned: &ClusteringPlanned, stats: Vec<WriteStat>) -> Completion {
         let timeline = self.timeline().await;
         let schema = self.writer.schema().avro_json.clone();
-        self.with_ctx(&ServicesConfig::default(), async |ctx| {
+        self.with_ctx(&every_small_file(), async |ctx| {
             complete(ctx, &timeline, planned, stats, &schema)
                 .await
                 .expect("complete")
@@ -188,7 +201,7 @@ impl Table {
 
     async fn rollback_expired(&self) -> u64 {
         let timeline = self.timeline().await;
-        self.with_ctx(&ServicesConfig::default(), async |ctx| {
+        self.with_ctx(&every_small_file(), async |ctx| {
             rollback_expired(ctx, &timeline, TOLERANCE)
                 .await
                 .expect("rollback")
@@ -212,6 +225,14 @@ impl Table {
     }
 }
 
+/// Spark's plan, every small file (fan-out 1): these tests of the mechanics cluster a few files of a few rows.
+fn every_small_file() -> ServicesConfig {
+    ServicesConfig {
+        clustering_fan_out: 1,
+        ..ServicesConfig::default()
+    }
+}
+
 fn path(t: &InstantTime, state: State) -> String {
     Instant::new(t.clone(), Action::ReplaceCommit, state).path()
 }
@@ -230,10 +251,7 @@ async fn small_files() -> Table {
 async fn scheduling_writes_the_plan_the_empty_inflight_and_a_heartbeat() {
     let t = small_files().await;
     let before = t.rows().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     assert_eq!(planned.groups.len(), 2);
     assert_eq!(planned.num_input_slices(), 8);
     let mut partitions: Vec<&str> = planned
@@ -305,23 +323,23 @@ async fn scheduling_writes_the_plan_the_empty_inflight_and_a_heartbeat() {
         .expect("pending");
     assert_eq!(pending.own, vec![planned.instant.clone()]);
     assert_eq!(pending.file_groups.len(), 8);
-    assert!(t.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(t.schedule(&every_small_file()).await.is_none());
 }
 
 #[tokio::test]
 async fn nothing_is_scheduled_without_two_small_files_or_when_not_allowed() {
     let t = table("").await;
     t.insert(0..2).await; // one file per partition
-    assert!(t.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(t.schedule(&every_small_file()).await.is_none());
     t.insert(2..4).await;
     let off = ServicesConfig {
         small_file_limit: 0,
-        ..ServicesConfig::default()
+        ..every_small_file()
     };
     assert!(t.schedule(&off).await.is_none());
     let tiny = ServicesConfig {
         small_file_limit: 100, // every file is larger
-        ..ServicesConfig::default()
+        ..every_small_file()
     };
     assert!(t.schedule(&tiny).await.is_none());
     // Another engine's pending replacecommit of unknown extent (an insert overwrite): wait for it.
@@ -330,16 +348,16 @@ async fn nothing_is_scheduled_without_two_small_files_or_when_not_allowed() {
         .put(&path(&foreign, State::Requested), Bytes::new())
         .await
         .expect("put");
-    assert!(t.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(t.schedule(&every_small_file()).await.is_none());
     t.storage
         .delete(&path(&foreign, State::Requested))
         .await
         .expect("delete");
-    assert!(t.schedule(&ServicesConfig::default()).await.is_some());
+    assert!(t.schedule(&every_small_file()).await.is_some());
 
     // Bucket-index tables are never clustered.
     let b = table("hoodie.index.type=BUCKET\nhoodie.bucket.index.num.buckets=1\n").await;
-    assert!(b.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(b.schedule(&every_small_file()).await.is_none());
 }
 
 #[tokio::test]
@@ -347,10 +365,7 @@ async fn execute_and_complete_replace_small_files_with_the_same_rows() {
     let t = small_files().await;
     let before = t.rows().await;
     let inputs = t.slices().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
         .await
         .expect("execute");
@@ -449,7 +464,7 @@ async fn outputs_are_split_at_the_target_size() {
     let input_bytes: u64 = t.slices().await.iter().map(|s| s.size).sum();
     let config = ServicesConfig {
         clustering_target_file_max_bytes: input_bytes / 8,
-        ..ServicesConfig::default()
+        ..every_small_file()
     };
     let planned = t.schedule(&config).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
@@ -491,10 +506,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
         .await
         .expect("put");
 
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
         .await
         .expect("execute");
@@ -520,7 +532,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
     assert!(!t.exists(&path(&planned.instant, State::Completed)).await);
     // The next plan takes a new time.
     let again = t
-        .schedule(&ServicesConfig::default())
+        .schedule(&every_small_file())
         .await
         .expect("planned again");
     assert!(again.instant > planned.instant);
@@ -529,10 +541,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
 #[tokio::test]
 async fn a_plan_without_heartbeat_expires_by_its_instant_time() {
     let t = small_files().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     t.storage
         .delete(&heartbeat_path(&planned.instant))
         .await
@@ -555,10 +564,7 @@ async fn a_plan_without_heartbeat_expires_by_its_instant_time() {
 async fn a_plan_overtaken_by_a_commit_to_its_groups_is_rolled_back_at_completion() {
     let t = small_files().await;
     let before = t.rows().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
         .await
         .expect("execute");
@@ -594,4 +600,96 @@ async fn a_plan_overtaken_by_a_commit_to_its_groups_is_rolled_back_at_completion
     }
     assert_eq!(t.rows_checked(false).await, visible);
     assert_eq!(before, visible, "the copied slice holds the same rows");
+}
+
+/// Inline clustering over a long run of small commits at the default fan-out: 1,000 commits of 40 rows (20 per
+/// partition), a run after every 4th, with a limit of 64 KiB and a target of 1 MiB so that files reach the
+/// limit within the run.
+/// The bytes clustering reads stay under 3 times the bytes the commits wrote, the small files per partition
+/// under 48 (15 waiting per factor 16 of size, from the batch file to the target, and the commits between
+/// runs), and the table holds every row once, with its commit time, at the end.
+#[tokio::test]
+async fn a_long_run_rewrites_under_three_times_the_bytes_written() {
+    const COMMITS: u32 = 1_000;
+    const ROWS: u32 = 40;
+    const LIMIT: u64 = 64 * 1024;
+    let t = table("").await;
+    let config = ServicesConfig {
+        small_file_limit: LIMIT,
+        clustering_target_file_max_bytes: 16 * LIMIT,
+        ..ServicesConfig::default()
+    };
+    let (mut written, mut rewritten, mut most_small, mut runs) = (0u64, 0u64, 0usize, 0u32);
+    let mut expected = Vec::new();
+    for commit in 0..COMMITS {
+        let ids = commit * ROWS..(commit + 1) * ROWS;
+        let (instant, bytes) = t.insert_written(ids.clone()).await;
+        written += bytes;
+        for i in ids {
+            let city = if i % 2 == 0 { "sf" } else { "nyc" };
+            let fare = (i % 7 != 0).then(|| (f64::from(i) / 4.0).to_string());
+            expected.push(vec![
+                instant.to_string(),
+                format!("trip-{i:05}"),
+                city.to_string(),
+                format!("trip-{i:05}"),
+                i.to_string(),
+                fare.unwrap_or_else(|| "null".into()),
+                city.to_string(),
+            ]);
+        }
+        if commit % 4 != 3 {
+            continue;
+        }
+        let Some(planned) = t.schedule(&config).await else {
+            continue;
+        };
+        rewritten += planned
+            .groups
+            .iter()
+            .map(PlannedGroup::input_bytes)
+            .sum::<u64>();
+        let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
+            .await
+            .expect("execute");
+        assert_eq!(t.complete(&planned, stats).await, Completion::Committed);
+        runs += 1;
+        let mut small: BTreeMap<String, usize> = BTreeMap::new();
+        for slice in t.slices().await {
+            if slice.size < LIMIT {
+                *small.entry(slice.partition_path).or_default() += 1;
+            }
+        }
+        most_small = most_small.max(small.values().copied().max().unwrap_or(0));
+    }
+    eprintln!(
+        "{COMMITS} commits: {written} bytes written, {rewritten} rewritten ({:.2}x) in {runs} runs, \
+         at most {most_small} small files per partition",
+        rewritten as f64 / written as f64
+    );
+    assert!(runs >= 10, "{runs} clustering runs");
+    assert!(
+        rewritten <= 3 * written,
+        "{rewritten} bytes rewritten for {written} written"
+    );
+    assert!(most_small < 48, "{most_small} small files in a partition");
+    // Row-exact: every row once, with its commit time; sequence numbers of its commit, all distinct.
+    let rows = t.rows().await;
+    let seqnos: BTreeSet<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(seqnos.len(), rows.len());
+    assert!(
+        rows.iter().all(|r| r[1].starts_with(&r[0])),
+        "sequence numbers"
+    );
+    let mut got: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|mut r| {
+            r.remove(1);
+            r
+        })
+        .collect();
+    got.sort();
+    expected.sort();
+    assert_eq!(got.len(), (COMMITS * ROWS) as usize);
+    assert!(got == expected, "the rows differ from the rows written");
 }

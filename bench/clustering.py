@@ -1,0 +1,170 @@
+"""`make bench-clustering`: what inline clustering rewrites over a long run of small insert batches.
+
+One table, many one-file batches of small inserts (`hudi-sink generate --schema bench`, 500 records per file, 16
+Kafka partitions, no updates), ingested by `hudi-sink ingest --commit-interval-ms 0` (one instant per file) with
+the default table services, in chunks: each chunk is generated under a topic of its own (fresh Kafka offsets, so
+no batch is skipped as already committed), ingested, then deleted. After each chunk the script reads the commits
+and replacecommits the chunk added to the timeline (archival is held above a chunk's instants, so that none is
+archived before it is read) and samples:
+
+- bytes written: the base files of the ingest commits (`fileSizeInBytes` of their write stats);
+- bytes rewritten: the input files of the clustering replacecommits (their sizes as written);
+- files per partition: live base files (not replaced), all of them and those below the small-file limit, the
+  largest count over the partitions;
+- CPU seconds of the ingest processes (user + system) so far.
+
+Writes the samples to bench/results.json ("clustering_curve", other keys kept) and prints them as the table of
+docs/performance.md. Nothing is asserted.
+
+    python bench/clustering.py [--batches 10000] [--chunk 500] [--bin target/debug/hudi-sink] [--out DIR]
+"""
+
+import argparse
+import glob
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import machine, merge_results  # noqa: E402  (the conventions of `make bench`)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "bench", "out", "clustering")
+SMALL_FILE_LIMIT = 100 * 1024 * 1024
+
+
+def properties(path, base, chunk, extra):
+    lines = [
+        "hoodie.table.name=bench",
+        "hoodie.database.name=default",
+        f"hoodie.base.path={base}",
+        f"hudi.sink.dead.letter.path={base}-dead-letters",
+        f"hoodie.streamer.schemaprovider.source.schema.file={ROOT}/events/schema/bench.avsc",
+        "hoodie.datasource.write.recordkey.field=event_id",
+        "hoodie.datasource.write.partitionpath.field=region",
+        "hoodie.datasource.write.precombine.field=event_ts",
+        "hoodie.datasource.write.hive_style_partitioning=true",
+        "hoodie.datasource.write.operation=insert",
+        "hoodie.parquet.compression.codec=zstd",
+        # Archival stays above one chunk of instants and its replacecommits (a plan that merges every few files
+        # makes one per batch or more), so that every instant is read before it is archived.
+        f"hoodie.keep.min.commits={3 * chunk}",
+        f"hoodie.keep.max.commits={3 * chunk + 50}",
+    ] + list(extra)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+class Table:
+    """What the timeline says so far: live files and their sizes, bytes written and rewritten."""
+
+    def __init__(self, base):
+        self.base = base
+        self.seen = set()
+        self.live = {}  # (partition, file id) -> size
+        self.written = 0
+        self.rewritten = 0
+        self.clusterings = 0
+
+    def read_new_instants(self):
+        names = sorted(os.listdir(os.path.join(self.base, ".hoodie")))
+        times = [n.split(".")[0] for n in names if n.endswith((".commit", ".replacecommit"))]
+        if self.seen and times and min(times) > max(n.split(".")[0] for n in self.seen):
+            raise SystemExit("instants were archived before they were read: raise hoodie.keep.min.commits")
+        for name in names:
+            time, _, action = name.partition(".")
+            if action not in ("commit", "replacecommit") or name in self.seen:
+                continue
+            self.seen.add(name)
+            with open(os.path.join(self.base, ".hoodie", name)) as f:
+                meta = json.load(f)
+            if action == "replacecommit":
+                self.clusterings += 1
+                for partition, ids in (meta.get("partitionToReplaceFileIds") or {}).items():
+                    for file_id in ids:
+                        self.rewritten += self.live.pop((partition, file_id), 0)
+            for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
+                for stat in stats:
+                    size = int(stat.get("fileSizeInBytes") or 0)
+                    self.live[(partition, stat["fileId"])] = size
+                    if action == "commit":
+                        self.written += size
+
+    def files_per_partition(self):
+        every, small = {}, {}
+        for (partition, _), size in self.live.items():
+            every[partition] = every.get(partition, 0) + 1
+            if size < SMALL_FILE_LIMIT:
+                small[partition] = small.get(partition, 0) + 1
+        return max(every.values(), default=0), max(small.values(), default=0), len(every)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batches", type=int, default=10_000)
+    ap.add_argument("--chunk", type=int, default=500, help="batches per ingest process (and per sample)")
+    ap.add_argument("--records", type=int, default=500, help="records per batch")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "debug", "hudi-sink"))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra table property")
+    ap.add_argument("--label", default="clustering_curve", help="the key of bench/results.json to write")
+    ap.add_argument("--out", default=OUT, help="work directory (e.g. on /dev/shm: no disk flushes)")
+    args = ap.parse_args()
+    out = args.out
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    base = os.path.join(out, "table")
+    props = properties(os.path.join(out, "table.properties"), base, args.chunk, args.set)
+    table = Table(base)
+    samples = []
+    done = 0
+    while done < args.batches:
+        n = min(args.chunk, args.batches - done)
+        events = os.path.join(out, "events")
+        shutil.rmtree(events, ignore_errors=True)
+        subprocess.run([args.bin, "generate", "--schema", "bench", "--records", str(n * args.records),
+                        "--partitions", "16", "--records-per-file", str(args.records), "--update-ratio", "0",
+                        "--delete-ratio", "0", "--tombstone-ratio", "0", "--late-ratio", "0",
+                        "--topic", f"bench-{done}", "--seed", str(done), "--out", events],
+                       check=True, stdout=subprocess.DEVNULL)
+        files = sorted(glob.glob(os.path.join(events, "*.json")))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        p = subprocess.run([args.bin, "ingest", "--config", props, "--commit-interval-ms", "0"] + files,
+                           capture_output=True, text=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if p.returncode != 0 or f"{len(files)} commits" not in p.stdout + p.stderr:
+            raise SystemExit(f"ingest failed or not one instant per file: {(p.stdout + p.stderr)[-2000:]}")
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        done += len(files)
+        table.read_new_instants()
+        every, small, partitions = table.files_per_partition()
+        sample = {
+            "batches": done,
+            "written_mb": round(table.written / 1e6, 2),
+            "rewritten_mb": round(table.rewritten / 1e6, 2),
+            "rewritten_per_written": round(table.rewritten / max(table.written, 1), 3),
+            "clusterings": table.clusterings,
+            "files_per_partition_max": every,
+            "small_files_per_partition_max": small,
+            "partitions": partitions,
+            "ingest_cpu_s": round(cpu + (samples[-1]["ingest_cpu_s"] if samples else 0.0), 2),
+        }
+        samples.append(sample)
+        print(json.dumps(sample), flush=True)
+        shutil.rmtree(events, ignore_errors=True)
+    print("| batches | MB written | MB rewritten | rewritten / written | clusterings | files per partition "
+          "(most) | small files per partition (most) | ingest CPU s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for s in samples:
+        print(f"| {s['batches']:,} | {s['written_mb']} | {s['rewritten_mb']} | {s['rewritten_per_written']} "
+              f"| {s['clusterings']} | {s['files_per_partition_max']} | {s['small_files_per_partition_max']} "
+              f"| {s['ingest_cpu_s']} |")
+    merge_results({args.label: {"binary": args.bin, "records_per_batch": args.records, "properties": args.set,
+                                "machine": machine(), "samples": samples}})
+
+
+if __name__ == "__main__":
+    main()
