@@ -578,6 +578,7 @@ fn connect_schema_values_create_and_evolve_the_table_with_exact_decimals() {
         let sets = [
             "hudi.sink.value.format=debezium",
             &format!("hudi.sink.debezium.connector={connector}"),
+            "hudi.sink.debezium.replica.identity=full",
             "hoodie.streamer.schemaprovider.source.schema.file=",
             "hoodie.datasource.write.recordkey.field=id",
             &partition,
@@ -652,6 +653,7 @@ fn a_schema_file_decimal_column_reads_connect_decimals_without_their_schema() {
         &[
             "hudi.sink.value.format=debezium",
             "hudi.sink.debezium.connector=postgres",
+            "hudi.sink.debezium.replica.identity=full",
             &format!(
                 "hoodie.streamer.schemaprovider.source.schema.file={}",
                 schema.display()
@@ -746,6 +748,8 @@ fn a_connect_schema_change_hudi_refuses_fails_the_invocation() {
         "hudi.sink.value.format=debezium",
         "--set",
         "hudi.sink.debezium.connector=postgres",
+        "--set",
+        "hudi.sink.debezium.replica.identity=full",
         "--set",
         "hoodie.streamer.schemaprovider.source.schema.file=",
         "--set",

@@ -109,6 +109,7 @@ fn extract_new_record_state_rows_with_their_connect_schema_create_the_table() {
             &[
                 "hudi.sink.value.format=debezium",
                 "hudi.sink.debezium.connector=postgres",
+                "hudi.sink.debezium.replica.identity=full",
                 "hoodie.streamer.schemaprovider.source.schema.file=",
                 "hoodie.datasource.write.recordkey.field=id",
                 "hoodie.datasource.write.partitionpath.field=region",

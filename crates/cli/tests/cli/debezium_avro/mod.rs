@@ -550,6 +550,7 @@ fn registry_avro_debezium_streams_land_as_hoodiestreamer_rows() {
         let mut sets = vec![
             "hudi.sink.value.format=debezium".to_string(),
             format!("hudi.sink.debezium.connector={connector}"),
+            "hudi.sink.debezium.replica.identity=full".to_string(),
             "hoodie.streamer.schemaprovider.source.schema.file=".to_string(),
             url,
             format!("hoodie.datasource.write.precombine.field={field}"),
