@@ -155,6 +155,8 @@ async fn debezium_avro_reads_glue_confluent_and_esm_metadata_values() {
         ("hoodie.bucket.index.num.buckets", "2".into()),
         ("hudi.sink.value.format", "debezium".into()),
         ("hudi.sink.debezium.connector", "postgres".into()),
+        // Deletes carry whole rows (partitioned by `city`, keyed by `uuid`).
+        ("hudi.sink.debezium.replica.identity", "full".into()),
         ("hudi.sink.commit.interval.ms", "0".into()),
         (
             "hudi.sink.dead.letter.path",
