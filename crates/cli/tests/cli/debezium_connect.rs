@@ -3,8 +3,8 @@
 //! Connect decimals (base64 of the unscaled value, or `decimal.format=NUMERIC` numbers), `MicroTimestamp`,
 //! `Timestamp` and `Date` columns land as HoodieStreamer keeps them. Postgres and MySQL streams (snapshot reads,
 //! creates, updates, deletes each followed by a tombstone, events re-sent after newer ones, a read without an
-//! LSN, TOAST placeholders, a malformed decimal) go into copy-on-write and merge-on-read tables, partitioned and not, and are read
-//! back with hudi-rs row for row against a model of the latest version per key. The events follow the shapes
+//! LSN, TOAST placeholders, a malformed decimal) go into copy-on-write and merge-on-read tables, partitioned
+//! and not, and are read back with hudi-rs row for row against a model of the latest version per key. The events follow the shapes
 //! of Debezium 2.7's documented events, built here field by field.
 
 use std::collections::BTreeMap;

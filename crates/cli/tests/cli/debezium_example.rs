@@ -141,6 +141,17 @@ fn change(
     (json!({"schema": schema, "payload": payload}), row)
 }
 
+/// A customers row.
+fn c(id: i64, region: &str, name: &str) -> Value {
+    let email = format!("c{id}@example.org");
+    json!({"id": id, "region": region, "name": name, "email": email})
+}
+
+/// An orders row.
+fn o(id: i64, customer: i64, status: &str, total: i64) -> Value {
+    json!({"order_id": id, "customer_id": customer, "status": status, "total_cents": total})
+}
+
 /// An event file of the event source mapping holding `records` per topic (`None` values: tombstones).
 fn esm_event(
     records: &BTreeMap<String, Vec<(Value, Option<Value>)>>,
@@ -172,17 +183,14 @@ fn esm_event(
 
 #[test]
 fn the_documented_complete_example_ingests_two_routed_tables() {
+    // The block found is the example's (the rest is what the ingest and the reads below prove).
     let properties = documented_properties();
-    for line in [
-        "hudi.sink.value.format=debezium",
-        "hudi.sink.route.pg.table=$1",
-        "hudi.sink.table.orders.hoodie.datasource.write.recordkey.field=order_id",
-    ] {
-        assert!(
-            properties.lines().any(|l| l == line),
-            "{line} in:\n{properties}"
-        );
-    }
+    assert!(
+        properties
+            .lines()
+            .any(|l| l == "hudi.sink.value.format=debezium"),
+        "{properties}"
+    );
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("shop.properties");
     std::fs::write(&config, &properties).expect("config");
@@ -192,8 +200,6 @@ fn the_documented_complete_example_ingests_two_routed_tables() {
     let [customers, orders] = sources();
     // The second batch's customers come from the table with the new column.
     let customers_v2 = customers.with_phone();
-    let c = |id: i64, region: &str, name: &str| json!({"id": id, "region": region, "name": name, "email": format!("c{id}@example.org")});
-    let o = |id: i64, customer: i64, status: &str, total: i64| json!({"order_id": id, "customer_id": customer, "status": status, "total_cents": total});
     let with_phone = |mut row: Value, phone: &str| {
         row["phone"] = phone.into();
         row
@@ -234,7 +240,7 @@ fn the_documented_complete_example_ingests_two_routed_tables() {
             ),
             // Re-sent after newer events: older than the stored version, ignored.
             (&customers, "r", c(1, "eu", "Ana"), 100),
-            (&orders, "c", o(503, 4, "open", 12), 350),
+            (&orders, "c", o(503, 1, "open", 12), 350),
         ],
     ];
     let mut expected: BTreeMap<&str, Versions> = BTreeMap::new();
@@ -347,16 +353,21 @@ fn the_documented_complete_example_ingests_two_routed_tables() {
         ] {
             assert!(props.lines().any(|l| l == line), "{}: {line} in {props}", source.table);
         }
-        let partitioned = std::fs::read_dir(&table)
+        // Customers' partitions are the regions; orders has none.
+        let partitions: Vec<String> = std::fs::read_dir(&table)
             .expect("table")
             .flatten()
-            .any(|e| ["eu", "us", "ap"].contains(&e.file_name().to_string_lossy().as_ref()));
-        assert_eq!(
-            partitioned,
-            source.table == "customers",
-            "{}: layout",
-            source.table
-        );
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != ".hoodie")
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let expected_partitions: &[&str] = match source.table {
+            "customers" => &["ap", "eu", "us"],
+            _ => &[],
+        };
+        assert_eq!(partitions, expected_partitions, "{}: layout", source.table);
     }
     // The same event files again: both tables skip them by their checkpoints.
     let again = ok(&args);

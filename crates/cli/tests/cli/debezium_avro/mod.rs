@@ -2,8 +2,8 @@
 //! change streams written by fastavro under Debezium's Avro Envelope schemas (and ExtractNewRecordState's flat
 //! record), Confluent-framed, their schemas served by the stub registry. Snapshot reads, creates, updates,
 //! deletes each followed by a tombstone, events re-sent after newer ones, a redelivered batch, an
-//! incremental-snapshot read without an LSN, TOAST placeholders (Postgres), a second schema version with a new nullable column (both
-//! versions in one batch), `before`/`after` unions in both branch orders, decimals beyond a double's
+//! incremental-snapshot read without an LSN, TOAST placeholders (Postgres), a second schema version with a
+//! new nullable column (both versions in one batch), `before`/`after` unions in both branch orders, decimals beyond a double's
 //! precision and Debezium's temporal ints and longs; into copy-on-write and merge-on-read tables, partitioned
 //! and not, read back with hudi-rs and compared row for row with a model of the payloads' ordering rules.
 
