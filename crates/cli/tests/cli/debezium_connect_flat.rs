@@ -114,6 +114,8 @@ fn extract_new_record_state_rows_with_their_connect_schema_create_the_table() {
                 "hoodie.datasource.write.recordkey.field=id",
                 "hoodie.datasource.write.partitionpath.field=region",
                 "hoodie.datasource.write.precombine.field=",
+                // The deletes carry whole rows (partitioned by `region`, keyed by `id`).
+                "hudi.sink.debezium.replica.identity=full",
             ],
         );
         assert_eq!(

@@ -7,6 +7,8 @@ mod debezium;
 mod debezium_avro;
 mod debezium_connect;
 mod debezium_connect_flat;
+mod debezium_example;
+mod debezium_meta;
 mod debezium_toast;
 mod ingest;
 mod kafka_columns;

@@ -116,7 +116,6 @@ impl TableOpener for FaultyOpener {
                 } else {
                     ServicesConfig::default()
                 },
-                ..CoordinatorConfig::default()
             },
         );
         if self.catalogs {
@@ -399,11 +398,9 @@ async fn catalog_syncs_and_failed_commits_are_reported_per_table() {
             .always(),
     );
     for op in [Operation::Put, Operation::PutIfAbsent] {
-        s.opener.store("customers").add_rule(
-            FaultRule::fail(op)
-                .path_suffix(".clean.requested")
-                .always(),
-        );
+        s.opener
+            .store("customers")
+            .add_rule(FaultRule::fail(op).path_suffix(".clean.requested").always());
     }
     deliver(&s.router, &batches[1])
         .await
