@@ -13,10 +13,16 @@ archived before it is read) and samples:
   largest count over the partitions;
 - CPU seconds of the ingest processes (user + system) so far.
 
-Writes the samples to bench/results.json ("clustering_curve", other keys kept) and prints them as the table of
-docs/performance.md. Nothing is asserted.
+Writes the samples to bench/results.json ("clustering_curve", and "clustering_rewrite_ratio": bytes rewritten
+over bytes written at the last sample; other keys kept) and prints them as the table of docs/performance.md.
+
+`--cpu-share RUNS` measures what inline clustering costs in CPU instead: one workload of 40 files of 5,000
+records (one instant per file), ingested RUNS times into a fresh table with the default services and RUNS times
+with `hoodie.clustering.inline=false`, interleaved; "clustering_cpu_share" is (median CPU with clustering − median
+without) / median without, the whole process's user + system CPU. Nothing is asserted.
 
     python bench/clustering.py [--batches 10000] [--chunk 500] [--bin target/debug/hudi-sink] [--out DIR]
+    python bench/clustering.py --cpu-share 5 [--bin target/release/hudi-sink]
 """
 
 import argparse
@@ -25,6 +31,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -103,6 +110,58 @@ class Table:
         return max(every.values(), default=0), max(small.values(), default=0), len(every)
 
 
+def cpu_of(argv):
+    """Runs `argv`; the user + system CPU seconds it used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run(argv, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise SystemExit(f"{argv[1]} failed: {(p.stdout + p.stderr)[-2000:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), p.stdout + p.stderr
+
+
+def cpu_share(args):
+    """Inline clustering's CPU over the ingest's, on one workload of 40 instants (see the module doc)."""
+    out = args.out + "-cpu"
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    events = os.path.join(out, "events")
+    subprocess.run([args.bin, "generate", "--schema", "bench", "--records", "200000", "--partitions", "16",
+                    "--records-per-file", "5000", "--update-ratio", "0", "--delete-ratio", "0",
+                    "--tombstone-ratio", "0", "--late-ratio", "0", "--topic", "bench", "--seed", "1",
+                    "--out", events], check=True, stdout=subprocess.DEVNULL)
+    files = sorted(glob.glob(os.path.join(events, "*.json")))
+    runs = {"clustering": [], "no_clustering": []}
+    replaced = {}
+    for _ in range(args.cpu_share):
+        for label, extra in (("clustering", []), ("no_clustering", ["hoodie.clustering.inline=false"])):
+            base = os.path.join(out, label)
+            shutil.rmtree(base, ignore_errors=True)
+            props = properties(os.path.join(out, f"{label}.properties"), base, len(files), args.set + extra)
+            cpu, text = cpu_of([args.bin, "ingest", "--config", props, "--commit-interval-ms", "0"] + files)
+            if f"{len(files)} commits" not in text:
+                raise SystemExit(f"not one instant per file: {text[-2000:]}")
+            runs[label].append(round(cpu, 3))
+            table = Table(base)
+            table.read_new_instants()
+            replaced[label] = {"written_mb": round(table.written / 1e6, 2),
+                               "rewritten_mb": round(table.rewritten / 1e6, 2),
+                               "clusterings": table.clusterings}
+    on, off = statistics.median(runs["clustering"]), statistics.median(runs["no_clustering"])
+    share = (on - off) / off
+    print("| inline clustering | CPU s per run | median CPU s | MB written | MB rewritten | clusterings |")
+    print("|---|---|---|---|---|---|")
+    for label in runs:
+        r = replaced[label]
+        print(f"| {label.replace('_', ' ')} | {', '.join(map(str, runs[label]))} | {statistics.median(runs[label]):.2f} "
+              f"| {r['written_mb']} | {r['rewritten_mb']} | {r['clusterings']} |")
+    print(f"clustering_cpu_share = {share:.3f}")
+    merge_results({"clustering_cpu_share": share,
+                   "clustering_cpu": {"binary": args.bin, "files": len(files), "records_per_file": 5000,
+                                      "runs_cpu_s": runs, "tables": replaced, "machine": machine()}})
+    shutil.rmtree(out, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batches", type=int, default=10_000)
@@ -112,7 +171,12 @@ def main():
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra table property")
     ap.add_argument("--label", default="clustering_curve", help="the key of bench/results.json to write")
     ap.add_argument("--out", default=OUT, help="work directory (e.g. on /dev/shm: no disk flushes)")
+    ap.add_argument("--cpu-share", type=int, default=0, metavar="RUNS",
+                    help="measure inline clustering's CPU share instead of the curve, RUNS runs each way")
     args = ap.parse_args()
+    if args.cpu_share:
+        cpu_share(args)
+        return
     out = args.out
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -163,7 +227,9 @@ def main():
               f"| {s['clusterings']} | {s['files_per_partition_max']} | {s['small_files_per_partition_max']} "
               f"| {s['ingest_cpu_s']} |")
     merge_results({args.label: {"binary": args.bin, "records_per_batch": args.records, "properties": args.set,
-                                "machine": machine(), "samples": samples}})
+                                "machine": machine(), "samples": samples},
+                   **({"clustering_rewrite_ratio": samples[-1]["rewritten_per_written"]}
+                      if samples and args.label == "clustering_curve" else {})})
 
 
 if __name__ == "__main__":
