@@ -563,28 +563,3 @@ fn debezium_streams_land_as_hoodiestreamer_rows_with_the_payloads_ordering() {
         assert_eq!(partition_dirs > 0, partitioned, "{name}: partition layout");
     }
 }
-
-/// The stage of every dead letter written beside `table`.
-fn dead_letter_stages(table: &Path) -> Vec<String> {
-    let dir = std::path::PathBuf::from(format!("{}-dead-letters", table.display()));
-    let mut stages = Vec::new();
-    let mut pending = vec![dir];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).expect("dead letters").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            for line in std::fs::read_to_string(&path).unwrap_or_default().lines() {
-                if let Ok(v) = serde_json::from_str::<Value>(line) {
-                    if let Some(stage) = v["stage"].as_str() {
-                        stages.push(stage.to_string());
-                    }
-                }
-            }
-        }
-    }
-    stages.sort();
-    stages
-}

@@ -656,31 +656,6 @@ pub(super) fn assert_rows(
     assert!(differ.is_empty(), "{case}:\n{}", differ.join("\n"));
 }
 
-/// The stage of every dead letter written beside `table`.
-pub(super) fn dead_letter_stages(table: &Path) -> Vec<String> {
-    let dir = std::path::PathBuf::from(format!("{}-dead-letters", table.display()));
-    let mut stages = Vec::new();
-    let mut pending = vec![dir];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).expect("dead letters").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            for line in std::fs::read_to_string(&path).unwrap_or_default().lines() {
-                if let Ok(v) = serde_json::from_str::<Value>(line) {
-                    if let Some(stage) = v["stage"].as_str() {
-                        stages.push(stage.to_string());
-                    }
-                }
-            }
-        }
-    }
-    stages.sort();
-    stages
-}
-
 #[test]
 fn a_connect_schema_change_hudi_refuses_fails_the_invocation() {
     let dir = tempfile::tempdir().expect("tempdir");

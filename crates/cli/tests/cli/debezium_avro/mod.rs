@@ -11,7 +11,7 @@ mod registry;
 mod schemas;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use base64::Engine as _;
@@ -445,30 +445,6 @@ fn differences(
     }
     out.dedup();
     out.join("\n")
-}
-
-/// The stage of every dead letter written beside `table`.
-fn dead_letter_stages(table: &Path) -> Vec<String> {
-    let mut stages = Vec::new();
-    let mut pending = vec![PathBuf::from(format!("{}-dead-letters", table.display()))];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).expect("dead letters").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            for line in std::fs::read_to_string(&path).unwrap_or_default().lines() {
-                if let Ok(v) = serde_json::from_str::<Value>(line) {
-                    if let Some(stage) = v["stage"].as_str() {
-                        stages.push(stage.to_string());
-                    }
-                }
-            }
-        }
-    }
-    stages.sort();
-    stages
 }
 
 /// Every log file of `table`, decoded by fastavro (`log_read.py`): the Avro the sink writes must be readable
