@@ -29,6 +29,7 @@
 //! - Bucket-index tables are never clustered: their file groups are fixed per bucket.
 
 mod complete;
+mod copy;
 mod execute;
 mod plan;
 mod schedule;

@@ -455,6 +455,69 @@ async fn execute_and_complete_replace_small_files_with_the_same_rows() {
 }
 
 #[tokio::test]
+async fn a_group_mixing_copied_and_decoded_files_keeps_every_row_and_key() {
+    let mut t = table("").await;
+    t.insert(0..10).await;
+    t.insert(10..20).await;
+    // Files of another codec are decoded and re-encoded; the table's own are copied.
+    let config = WriteConfig::from_properties_text(
+        "hoodie.table.name=t\nhoodie.base.path=mem://cluster/t\n\
+         hoodie.datasource.write.recordkey.field=uuid\n\
+         hoodie.datasource.write.partitionpath.field=city\n\
+         hoodie.datasource.write.operation=insert\nhoodie.parquet.compression.codec=snappy\n",
+    )
+    .expect("config");
+    let snappy = TableWriter::create_or_open(t.storage.clone(), t.clock.clone(), config, None)
+        .await
+        .expect("snappy writer");
+    let gzip = std::mem::replace(&mut t.writer, snappy);
+    t.insert(20..30).await;
+    t.insert(30..40).await;
+    t.writer = gzip;
+    let before = t.rows().await;
+    assert_eq!(before.len(), 40);
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
+    let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
+        .await
+        .expect("execute");
+    // Both paths ran: a switch between them closes the open output, so a group gives more than one file.
+    assert!(stats.len() > 2, "{} files", stats.len());
+    assert_eq!(
+        t.complete(&planned, stats.clone()).await,
+        Completion::Committed
+    );
+    assert_eq!(t.rows().await, before, "every row, its file name rewritten");
+    for stat in &stats {
+        let data = t.storage.get(&stat.path).await.expect("new file");
+        assert_eq!(data.len() as i64, stat.file_size_in_bytes);
+        let footer = read_footer(&data).expect("footer");
+        let (_, batches) = read_base_file(data).expect("rows");
+        let keys: Vec<String> = batches
+            .iter()
+            .flat_map(|b| {
+                b.column(2)
+                    .as_string::<i32>()
+                    .iter()
+                    .flatten()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(keys.len() as i64, stat.num_writes);
+        let bloom = footer.bloom_filter().expect("bloom").expect("a filter");
+        assert!(keys.iter().all(|k| bloom.might_contain(k.as_bytes())));
+        assert_eq!(
+            footer.min_record_key(),
+            keys.iter().min().map(String::as_str)
+        );
+        assert_eq!(
+            footer.max_record_key(),
+            keys.iter().max().map(String::as_str)
+        );
+    }
+}
+
+#[tokio::test]
 async fn outputs_are_split_at_the_target_size() {
     let t = table("").await;
     for i in 0..6 {
