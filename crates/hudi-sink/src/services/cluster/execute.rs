@@ -1,13 +1,15 @@
 //! Execution without the table lock: the input files of each group rewritten into new file groups.
 //!
 //! Two paths, chosen per input file:
-//! - copy (the usual case): a file whose Parquet columns, types and compression codec are the ones the
+//! - copy: a file whose Parquet columns, types and compression codec are the ones the
 //!   table's writer writes has its row groups copied whole into the output (see [`super::copy`]): the
 //!   column chunks are spliced as encoded, `_hoodie_file_name` is written fresh, and only
 //!   `_hoodie_record_key` is decoded, for the footer (bloom filter, min/max key), which is the one
 //!   `BaseFileWriter` writes for the same rows. Outputs are cut between row groups: a row group that would
 //!   take a non-empty output past the target size starts the next one.
-//! - decode: any other file (written under an older schema, with another codec, or by another writer) is
+//!   Only files whose row groups all hold at least `copy_min_row_group_bytes` are copied, so that an output
+//!   never keeps many tiny row groups (docs/performance.md, "Inline clustering's cost").
+//! - decode: any other file (small row groups, an older schema, another codec, another writer) is
 //!   read into Arrow batches, conformed to the table schema and re-encoded by `BaseFileWriter`, with outputs
 //!   cut by measured bytes per row.
 //!
@@ -270,7 +272,14 @@ pub async fn execute(
             let path = slice.path();
             let data = storage.get(&path).await?;
             let schema = writer.schema();
-            match CopyInput::open(data.clone(), &path, &schema, &writer.config().base_file)? {
+            let copyable =
+                CopyInput::open(data.clone(), &path, &schema, &writer.config().base_file)?.filter(
+                    |input| {
+                        (0..input.row_groups())
+                            .all(|rg| input.row_group_bytes(rg) >= planned.copy_min_row_group_bytes)
+                    },
+                );
+            match copyable {
                 Some(input) => copy_file(&mut out, partition, &mut open, &input).await?,
                 None => decode_file(&mut out, partition, &mut open, data).await?,
             }

@@ -229,6 +229,8 @@ impl Table {
 fn every_small_file() -> ServicesConfig {
     ServicesConfig {
         clustering_fan_out: 1,
+        // The test tables' files are tiny: copy them all.
+        clustering_copy_min_row_group_bytes: 0,
         ..ServicesConfig::default()
     }
 }
@@ -358,6 +360,44 @@ async fn nothing_is_scheduled_without_two_small_files_or_when_not_allowed() {
     // Bucket-index tables are never clustered.
     let b = table("hoodie.index.type=BUCKET\nhoodie.bucket.index.num.buckets=1\n").await;
     assert!(b.schedule(&every_small_file()).await.is_none());
+}
+
+/// Row groups of the base file at `path`.
+async fn row_groups_of(t: &Table, path: &str) -> usize {
+    let data = t.storage.get(path).await.expect("new file");
+    parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&data)
+        .expect("footer")
+        .num_row_groups()
+}
+
+#[tokio::test]
+async fn row_groups_below_the_copy_minimum_are_decoded_into_one() {
+    // Four files of a few rows per partition: copied, each output keeps the four input row groups; with
+    // the default minimum (1 MiB) they are decoded and re-encoded as one row group.
+    for (minimum, expected) in [(0u64, 4usize), (1024 * 1024, 1)] {
+        let t = small_files().await;
+        let before = t.rows().await;
+        let config = ServicesConfig {
+            clustering_copy_min_row_group_bytes: minimum,
+            ..every_small_file()
+        };
+        let planned = t.schedule(&config).await.expect("planned");
+        assert_eq!(planned.copy_min_row_group_bytes, minimum);
+        let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
+            .await
+            .expect("execute");
+        assert_eq!(stats.len(), 2, "one output file per group");
+        for stat in &stats {
+            assert_eq!(
+                row_groups_of(&t, &stat.path).await,
+                expected,
+                "minimum {minimum}"
+            );
+        }
+        assert_eq!(t.complete(&planned, stats).await, Completion::Committed);
+        assert_eq!(t.rows().await, before, "minimum {minimum}");
+    }
 }
 
 #[tokio::test]
@@ -556,6 +596,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
             instant: foreign_time.clone(),
             groups: Vec::new(),
             target_file_max_bytes: 1,
+            copy_min_row_group_bytes: 0,
         },
         "mem://cluster/t",
     );
