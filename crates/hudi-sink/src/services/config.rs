@@ -100,6 +100,11 @@ pub struct ServicesConfig {
     /// times its size (or of the target size), so that each rewrite multiplies the size of the file that
     /// holds a byte by the fan-out and every byte is rewritten about log_fan.out(target / batch file) times.
     pub clustering_fan_out: u32,
+    /// `hudi.sink.clustering.copy.min.row.group.bytes` (1 MiB): clustering copies an input file's row groups
+    /// as they are encoded only when every one holds at least this many bytes; smaller ones are decoded and
+    /// re-encoded into one large row group, so that copying never leaves the output as many tiny row groups
+    /// as it had inputs (readers pay per row group). `0` copies every file it can.
+    pub clustering_copy_min_row_group_bytes: u64,
     /// `hoodie.compact.inline` (true here, false in Hudi, where Spark streaming jobs run an async compactor
     /// beside the writer): compact merge-on-read tables inline, after a commit's lock is released (the merge
     /// holds no lock), once `compact_max_delta_commits` deltacommits appended to a file slice. A Lambda sink has no long-lived
@@ -146,6 +151,7 @@ impl Default for ServicesConfig {
             clustering_max_bytes_per_group: 2 * 1024 * 1024 * 1024,
             clustering_max_num_groups: 30,
             clustering_fan_out: 16,
+            clustering_copy_min_row_group_bytes: 1024 * 1024,
             compact_inline: true,
             compact_max_delta_commits: 5,
             compaction_max_file_groups: 8,
@@ -294,6 +300,10 @@ impl ServicesConfig {
         }
         if let Some(v) = get("hudi.sink.clustering.fan.out") {
             c.clustering_fan_out = parse_num("hudi.sink.clustering.fan.out", v)?;
+        }
+        if let Some(v) = get("hudi.sink.clustering.copy.min.row.group.bytes") {
+            c.clustering_copy_min_row_group_bytes =
+                parse_num("hudi.sink.clustering.copy.min.row.group.bytes", v)?;
         }
         if let Some(v) = get("hoodie.compact.inline") {
             c.compact_inline = parse_bool("hoodie.compact.inline", v)?;

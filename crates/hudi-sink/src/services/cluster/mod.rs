@@ -29,6 +29,7 @@
 //! - Bucket-index tables are never clustered: their file groups are fixed per bucket.
 
 mod complete;
+mod copy;
 mod execute;
 mod plan;
 mod schedule;
@@ -88,6 +89,9 @@ pub struct ClusteringPlanned {
     pub groups: Vec<PlannedGroup>,
     /// Size at which an output file is closed (`hoodie.clustering.plan.strategy.target.file.max.bytes`).
     pub target_file_max_bytes: u64,
+    /// Smallest row group copied as encoded (`hudi.sink.clustering.copy.min.row.group.bytes`); a file with
+    /// a smaller one is decoded.
+    pub copy_min_row_group_bytes: u64,
 }
 
 impl ClusteringPlanned {

@@ -224,6 +224,7 @@ impl ClusteringPlanned {
         instant: InstantTime,
         meta: &RequestedReplaceMetadata,
         target_file_max_bytes: u64,
+        copy_min_row_group_bytes: u64,
     ) -> Result<Self, WriteError> {
         let bad = |reason: String| WriteError::Data {
             reason: format!("clustering plan {instant}: {reason}"),
@@ -279,6 +280,7 @@ impl ClusteringPlanned {
             instant,
             groups,
             target_file_max_bytes,
+            copy_min_row_group_bytes,
         })
     }
 }
@@ -524,6 +526,7 @@ mod tests {
             instant: InstantTime::parse("20240101000000009").expect("t"),
             groups: plan_groups(&slices, &BTreeSet::new(), &config(100, 1000, 30)),
             target_file_max_bytes: 250,
+            copy_min_row_group_bytes: 0,
         };
         let meta = to_requested(&planned, "s3://bucket/table/");
         assert!(is_this_sinks(&meta));
@@ -540,8 +543,8 @@ mod tests {
         let bytes = meta.to_avro_bytes().expect("encode");
         let back = RequestedReplaceMetadata::from_avro_bytes(&bytes).expect("decode");
         assert_eq!(back, meta);
-        let rebuilt =
-            ClusteringPlanned::from_requested(planned.instant.clone(), &back, 250).expect("plan");
+        let rebuilt = ClusteringPlanned::from_requested(planned.instant.clone(), &back, 250, 0)
+            .expect("plan");
         let sizeless: Vec<PlannedGroup> = planned
             .groups
             .iter()
@@ -562,6 +565,6 @@ mod tests {
         foreign.extra_metadata.clear();
         assert!(!is_this_sinks(&foreign));
         foreign.operation_type = "INSERT_OVERWRITE".into();
-        assert!(ClusteringPlanned::from_requested(planned.instant, &foreign, 250).is_err());
+        assert!(ClusteringPlanned::from_requested(planned.instant, &foreign, 250, 0).is_err());
     }
 }

@@ -123,6 +123,7 @@ pub async fn schedule(
         instant: ctx.new_instant_time(timeline),
         groups,
         target_file_max_bytes: ctx.config.clustering_target_file_max_bytes,
+        copy_min_row_group_bytes: ctx.config.clustering_copy_min_row_group_bytes,
     };
     let body = to_requested(&planned, storage.base_uri())
         .to_avro_bytes()

@@ -229,6 +229,8 @@ impl Table {
 fn every_small_file() -> ServicesConfig {
     ServicesConfig {
         clustering_fan_out: 1,
+        // The test tables' files are tiny: copy them all.
+        clustering_copy_min_row_group_bytes: 0,
         ..ServicesConfig::default()
     }
 }
@@ -360,6 +362,44 @@ async fn nothing_is_scheduled_without_two_small_files_or_when_not_allowed() {
     assert!(b.schedule(&every_small_file()).await.is_none());
 }
 
+/// Row groups of the base file at `path`.
+async fn row_groups_of(t: &Table, path: &str) -> usize {
+    let data = t.storage.get(path).await.expect("new file");
+    parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&data)
+        .expect("footer")
+        .num_row_groups()
+}
+
+#[tokio::test]
+async fn row_groups_below_the_copy_minimum_are_decoded_into_one() {
+    // Four files of a few rows per partition: copied, each output keeps the four input row groups; with
+    // the default minimum (1 MiB) they are decoded and re-encoded as one row group.
+    for (minimum, expected) in [(0u64, 4usize), (1024 * 1024, 1)] {
+        let t = small_files().await;
+        let before = t.rows().await;
+        let config = ServicesConfig {
+            clustering_copy_min_row_group_bytes: minimum,
+            ..every_small_file()
+        };
+        let planned = t.schedule(&config).await.expect("planned");
+        assert_eq!(planned.copy_min_row_group_bytes, minimum);
+        let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
+            .await
+            .expect("execute");
+        assert_eq!(stats.len(), 2, "one output file per group");
+        for stat in &stats {
+            assert_eq!(
+                row_groups_of(&t, &stat.path).await,
+                expected,
+                "minimum {minimum}"
+            );
+        }
+        assert_eq!(t.complete(&planned, stats).await, Completion::Committed);
+        assert_eq!(t.rows().await, before, "minimum {minimum}");
+    }
+}
+
 #[tokio::test]
 async fn execute_and_complete_replace_small_files_with_the_same_rows() {
     let t = small_files().await;
@@ -455,6 +495,69 @@ async fn execute_and_complete_replace_small_files_with_the_same_rows() {
 }
 
 #[tokio::test]
+async fn a_group_mixing_copied_and_decoded_files_keeps_every_row_and_key() {
+    let mut t = table("").await;
+    t.insert(0..10).await;
+    t.insert(10..20).await;
+    // Files of another codec are decoded and re-encoded; the table's own are copied.
+    let config = WriteConfig::from_properties_text(
+        "hoodie.table.name=t\nhoodie.base.path=mem://cluster/t\n\
+         hoodie.datasource.write.recordkey.field=uuid\n\
+         hoodie.datasource.write.partitionpath.field=city\n\
+         hoodie.datasource.write.operation=insert\nhoodie.parquet.compression.codec=snappy\n",
+    )
+    .expect("config");
+    let snappy = TableWriter::create_or_open(t.storage.clone(), t.clock.clone(), config, None)
+        .await
+        .expect("snappy writer");
+    let gzip = std::mem::replace(&mut t.writer, snappy);
+    t.insert(20..30).await;
+    t.insert(30..40).await;
+    t.writer = gzip;
+    let before = t.rows().await;
+    assert_eq!(before.len(), 40);
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
+    let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
+        .await
+        .expect("execute");
+    // Both paths ran: a switch between them closes the open output, so a group gives more than one file.
+    assert!(stats.len() > 2, "{} files", stats.len());
+    assert_eq!(
+        t.complete(&planned, stats.clone()).await,
+        Completion::Committed
+    );
+    assert_eq!(t.rows().await, before, "every row, its file name rewritten");
+    for stat in &stats {
+        let data = t.storage.get(&stat.path).await.expect("new file");
+        assert_eq!(data.len() as i64, stat.file_size_in_bytes);
+        let footer = read_footer(&data).expect("footer");
+        let (_, batches) = read_base_file(data).expect("rows");
+        let keys: Vec<String> = batches
+            .iter()
+            .flat_map(|b| {
+                b.column(2)
+                    .as_string::<i32>()
+                    .iter()
+                    .flatten()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(keys.len() as i64, stat.num_writes);
+        let bloom = footer.bloom_filter().expect("bloom").expect("a filter");
+        assert!(keys.iter().all(|k| bloom.might_contain(k.as_bytes())));
+        assert_eq!(
+            footer.min_record_key(),
+            keys.iter().min().map(String::as_str)
+        );
+        assert_eq!(
+            footer.max_record_key(),
+            keys.iter().max().map(String::as_str)
+        );
+    }
+}
+
+#[tokio::test]
 async fn outputs_are_split_at_the_target_size() {
     let t = table("").await;
     for i in 0..6 {
@@ -493,6 +596,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
             instant: foreign_time.clone(),
             groups: Vec::new(),
             target_file_max_bytes: 1,
+            copy_min_row_group_bytes: 0,
         },
         "mem://cluster/t",
     );
