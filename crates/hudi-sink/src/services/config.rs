@@ -187,6 +187,7 @@ pub const KEYS: &[&str] = &[
     "hoodie.clustering.plan.strategy.max.num.groups",
     "hoodie.clustering.plan.strategy.small.file.limit",
     "hudi.sink.clustering.fan.out",
+    "hudi.sink.clustering.copy.min.row.group.bytes",
     "hoodie.compact.inline",
     "hoodie.compact.inline.max.delta.commits",
     "hudi.sink.compaction.max.file.groups",
