@@ -13,20 +13,7 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use crate::common::*;
-use crate::debezium_meta::assert_meta_columns;
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Db {
-    Postgres,
-    MySql,
-}
-
-/// An event's position: the LSN (Postgres, `None` for an incremental snapshot) or (binlog file, pos).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-enum Position {
-    Lsn(Option<i64>),
-    Binlog(u32, i64),
-}
+use crate::debezium_meta::{assert_meta_columns, city, extracted, Db, Lcg, Position};
 
 /// One Kafka record of the stream.
 #[derive(Clone, Debug)]
@@ -36,22 +23,6 @@ struct Event {
     value: Option<Value>,
     /// What the event does to the model: the row the table holds after it (None: a delete), and its position.
     effect: Option<(Option<Map<String, Value>>, Position)>,
-}
-
-/// A small deterministic generator (no dependency on a random crate's stream).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
-
-fn city(key: usize) -> &'static str {
-    ["lisbon", "oslo", "quito"][key % 3]
 }
 
 /// The value of one change event in one of the three forms, and the row (meta columns included) it writes.
@@ -69,35 +40,7 @@ fn render(
     };
     let value = if form == 2 {
         // ExtractNewRecordState, delete.tombstone.handling.mode=rewrite-with-tombstone, add.fields listed.
-        let mut flat = image.clone();
-        flat.insert("__op".into(), op.into());
-        flat.insert("__source_ts_ms".into(), (ts - 7).into());
-        flat.insert("__deleted".into(), (op == "d").to_string().into());
-        meta("_change_operation_type", op.into());
-        meta("_upstream_event_processed_ts_ms", Value::Null);
-        meta("db_shard_source_partition", Value::Null);
-        match (db, pos) {
-            (Db::Postgres, Position::Lsn(lsn)) => {
-                flat.insert("__lsn".into(), lsn.into());
-                meta("db_schema_source_partition", Value::Null);
-                meta("_event_origin_ts_ms", (ts - 7).into());
-                meta("_event_tx_id", Value::Null);
-                meta("_event_lsn", lsn.into());
-                meta("_event_xmin", Value::Null);
-            }
-            (_, Position::Binlog(file, p)) => {
-                flat.insert("__file".into(), format!("mysql-bin.{file:06}").into());
-                flat.insert("__pos".into(), p.into());
-                flat.insert("__row".into(), 0.into());
-                meta("_event_origin_ts_ms", (ts - 7).into());
-                meta("_event_bin_file", format!("mysql-bin.{file:06}").into());
-                meta("_event_pos", p.into());
-                meta("_event_row", 0.into());
-                meta("_event_seq", format!("{file:06}.{p}").into());
-            }
-            _ => unreachable!("position of another connector"),
-        }
-        Value::Object(flat)
+        Value::Object(extracted(db, pos, op, ts, image.clone(), &mut meta))
     } else {
         meta("_change_operation_type", op.into());
         meta("_upstream_event_processed_ts_ms", ts.into());

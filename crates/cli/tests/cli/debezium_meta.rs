@@ -1,6 +1,7 @@
 //! What the Debezium end-to-end tests share: HoodieStreamer's Debezium meta columns per connector (names and
 //! Avro types, as `PostgresDebeziumSource` and `MysqlDebeziumSource` add them), the committed schema's fields,
-//! and a hudi-rs read keyed by any column.
+//! a hudi-rs read keyed by any column, and the streams' building blocks (connectors, positions, a generator,
+//! the `ExtractNewRecordState` form).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -9,6 +10,78 @@ use std::process::Command;
 use serde_json::{Map, Value};
 
 use crate::common::{python, workspace_root};
+
+/// The connector of a test stream.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Db {
+    Postgres,
+    MySql,
+}
+
+/// An event's position: the LSN (Postgres, `None` for an incremental snapshot) or (binlog file, pos).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Position {
+    Lsn(Option<i64>),
+    Binlog(u32, i64),
+}
+
+/// A small deterministic generator (no dependency on a random crate's stream).
+pub struct Lcg(pub u64);
+impl Lcg {
+    pub fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// The city (partition) of key number `key`.
+pub fn city(key: usize) -> &'static str {
+    ["lisbon", "oslo", "quito"][key % 3]
+}
+
+/// An event as `ExtractNewRecordState` writes it (`delete.tombstone.handling.mode=rewrite-with-tombstone`,
+/// `add.fields` listed): `flat` (the row image) gains the `__` fields, and `meta` is given the meta columns
+/// HoodieStreamer derives from them (the envelope-only ones null).
+pub fn extracted(
+    db: Db,
+    pos: Position,
+    op: &str,
+    ts: i64,
+    mut flat: Map<String, Value>,
+    meta: &mut dyn FnMut(&str, Value),
+) -> Map<String, Value> {
+    flat.insert("__op".into(), op.into());
+    flat.insert("__source_ts_ms".into(), (ts - 7).into());
+    flat.insert("__deleted".into(), (op == "d").to_string().into());
+    meta("_change_operation_type", op.into());
+    meta("_upstream_event_processed_ts_ms", Value::Null);
+    meta("db_shard_source_partition", Value::Null);
+    match (db, pos) {
+        (Db::Postgres, Position::Lsn(lsn)) => {
+            flat.insert("__lsn".into(), lsn.into());
+            meta("db_schema_source_partition", Value::Null);
+            meta("_event_origin_ts_ms", (ts - 7).into());
+            meta("_event_tx_id", Value::Null);
+            meta("_event_lsn", lsn.into());
+            meta("_event_xmin", Value::Null);
+        }
+        (_, Position::Binlog(file, p)) => {
+            flat.insert("__file".into(), format!("mysql-bin.{file:06}").into());
+            flat.insert("__pos".into(), p.into());
+            flat.insert("__row".into(), 0.into());
+            meta("_event_origin_ts_ms", (ts - 7).into());
+            meta("_event_bin_file", format!("mysql-bin.{file:06}").into());
+            meta("_event_pos", p.into());
+            meta("_event_row", 0.into());
+            meta("_event_seq", format!("{file:06}.{p}").into());
+        }
+        (Db::MySql, Position::Lsn(_)) => unreachable!("an LSN in a MySQL stream"),
+    }
+    flat
+}
 
 /// HoodieStreamer's Debezium meta columns, in order, with their Avro types: the four both connectors have,
 /// then Postgres's (`db_schema_source_partition`, `_event_tx_id`, `_event_lsn`, `_event_xmin`, with the

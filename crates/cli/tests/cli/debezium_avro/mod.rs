@@ -18,23 +18,10 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use crate::common::*;
-use crate::debezium_meta::assert_meta_columns;
+use crate::debezium_meta::{assert_meta_columns, city, extracted, Db, Lcg, Position};
 
 use registry::{encode, StubRegistry};
 use schemas::{envelope_schema, extracted_schema, namespace};
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Db {
-    Postgres,
-    MySql,
-}
-
-/// An event's position: the LSN (Postgres, `None` for an incremental snapshot) or (binlog file, pos).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-enum Position {
-    Lsn(Option<i64>),
-    Binlog(u32, i64),
-}
 
 /// The registry ids of one connector's writer schemas.
 const V1: i32 = 1;
@@ -49,22 +36,6 @@ struct Event {
     value: Option<(i32, Value)>,
     /// What the event does to the model: the row the table holds after it (None: a delete), and its position.
     effect: Option<(Option<Map<String, Value>>, Position)>,
-}
-
-/// A small deterministic generator.
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
-
-fn city(key: usize) -> &'static str {
-    ["lisbon", "oslo", "quito"][key % 3]
 }
 
 /// A decimal(·, 4)'s text from its unscaled value.
@@ -98,35 +69,7 @@ fn render(
         datum_image.remove("note");
     }
     let datum = if id == EXTRACTED {
-        let mut flat = datum_image;
-        flat.insert("__op".into(), op.into());
-        flat.insert("__source_ts_ms".into(), (ts - 7).into());
-        flat.insert("__deleted".into(), (op == "d").to_string().into());
-        meta("_change_operation_type", op.into());
-        meta("_upstream_event_processed_ts_ms", Value::Null);
-        meta("db_shard_source_partition", Value::Null);
-        match (db, pos) {
-            (Db::Postgres, Position::Lsn(lsn)) => {
-                flat.insert("__lsn".into(), lsn.into());
-                meta("db_schema_source_partition", Value::Null);
-                meta("_event_origin_ts_ms", (ts - 7).into());
-                meta("_event_tx_id", Value::Null);
-                meta("_event_lsn", lsn.into());
-                meta("_event_xmin", Value::Null);
-            }
-            (_, Position::Binlog(file, p)) => {
-                flat.insert("__file".into(), format!("mysql-bin.{file:06}").into());
-                flat.insert("__pos".into(), p.into());
-                flat.insert("__row".into(), 0.into());
-                meta("_event_origin_ts_ms", (ts - 7).into());
-                meta("_event_bin_file", format!("mysql-bin.{file:06}").into());
-                meta("_event_pos", p.into());
-                meta("_event_row", 0.into());
-                meta("_event_seq", format!("{file:06}.{p}").into());
-            }
-            _ => unreachable!("position of another connector"),
-        }
-        Value::Object(flat)
+        Value::Object(extracted(db, pos, op, ts, datum_image, &mut meta))
     } else {
         meta("_change_operation_type", op.into());
         meta("_upstream_event_processed_ts_ms", ts.into());
