@@ -82,6 +82,7 @@ mod routing;
 mod runs;
 mod scenarios;
 mod toast_scenarios;
+mod window_invariant;
 mod window_scenarios;
 
 use fakes::*;
