@@ -54,18 +54,27 @@ pub(super) struct CopyInput {
 }
 
 impl CopyInput {
-    /// `data` (the file at `path`) opened for copying, or `None` when its columns, their types or its
-    /// compression codec differ from what the table's writer writes (the file is then decoded instead).
+    /// `data` (the file at `path`) opened for copying, or `None` when a row group holds fewer than
+    /// `min_row_group_bytes`, or its columns, their types or its compression codec differ from what the
+    /// table's writer writes (the file is then decoded instead).
     pub(super) fn open(
         data: Bytes,
         path: &str,
         schema: &TableSchema,
         options: &BaseFileOptions,
+        min_row_group_bytes: u64,
     ) -> Result<Option<Self>, WriteError> {
         let metadata = ParquetMetaDataReader::new()
             .with_page_index_policy(PageIndexPolicy::Optional)
             .parse_and_finish(&data)
             .map_err(parquet_err(format!("read footer of {path}")))?;
+        let small = metadata
+            .row_groups()
+            .iter()
+            .any(|rg| u64::try_from(rg.compressed_size()).unwrap_or(0) < min_row_group_bytes);
+        if small {
+            return Ok(None);
+        }
         let stored = metadata.file_metadata().schema_descr().root_schema();
         if stored.get_fields() != schema.parquet.root_schema().get_fields() {
             return Ok(None);

@@ -110,7 +110,7 @@ fn copied_row_groups_carry_the_footer_base_file_writer_writes_for_the_same_rows(
     let mut out = CopyFile::try_new(&schema, &options, NEW_NAME).expect("copy file");
     let mut input_chunks = Vec::new();
     for (i, data) in files.iter().enumerate() {
-        let input = CopyInput::open(data.clone(), &format!("in-{i}"), &schema, &options)
+        let input = CopyInput::open(data.clone(), &format!("in-{i}"), &schema, &options, 0)
             .expect("open")
             .expect("same schema and codec: copied");
         for rg in 0..input.row_groups() {
@@ -189,10 +189,10 @@ fn another_codec_or_schema_is_not_copied() {
         ..options.clone()
     };
     let data = write(&schema, &snappy, &rows);
-    assert!(CopyInput::open(data.clone(), "a", &schema, &options)
+    assert!(CopyInput::open(data.clone(), "a", &schema, &options, 0)
         .expect("open")
         .is_none());
-    assert!(CopyInput::open(data, "a", &schema, &snappy)
+    assert!(CopyInput::open(data, "a", &schema, &snappy, 0)
         .expect("open")
         .is_some());
 
@@ -205,10 +205,10 @@ fn another_codec_or_schema_is_not_copied() {
     )
     .expect("schema");
     let data = write(&schema, &options, &rows);
-    assert!(CopyInput::open(data.clone(), "b", &wider, &options)
+    assert!(CopyInput::open(data.clone(), "b", &wider, &options, 0)
         .expect("open")
         .is_none());
-    assert!(CopyInput::open(data, "b", &schema, &options)
+    assert!(CopyInput::open(data, "b", &schema, &options, 0)
         .expect("open")
         .is_some());
 }

@@ -272,13 +272,13 @@ pub async fn execute(
             let path = slice.path();
             let data = storage.get(&path).await?;
             let schema = writer.schema();
-            let copyable =
-                CopyInput::open(data.clone(), &path, &schema, &writer.config().base_file)?.filter(
-                    |input| {
-                        (0..input.row_groups())
-                            .all(|rg| input.row_group_bytes(rg) >= planned.copy_min_row_group_bytes)
-                    },
-                );
+            let copyable = CopyInput::open(
+                data.clone(),
+                &path,
+                &schema,
+                &writer.config().base_file,
+                planned.copy_min_row_group_bytes,
+            )?;
             match copyable {
                 Some(input) => copy_file(&mut out, partition, &mut open, &input).await?,
                 None => decode_file(&mut out, partition, &mut open, data).await?,
