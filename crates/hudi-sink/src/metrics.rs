@@ -141,14 +141,6 @@ pub fn catalog_emf(report: &crate::catalog::CatalogSyncReport, context: &EmfCont
     )
 }
 
-/// Prints the EMF line of a catalog sync to stdout (see [`emit`]).
-pub fn emit_catalog(report: &crate::catalog::CatalogSyncReport, table: &str, request_id: &str) {
-    println!(
-        "{}",
-        catalog_emf(report, &EmfContext::now(table, request_id))
-    );
-}
-
 /// An EMF document: the metadata directive naming every metric, the dimension, the request id, `properties`
 /// and one member per metric.
 fn document<const N: usize>(
