@@ -114,7 +114,8 @@ fmt:
 # Side-by-side benchmark (bench/run.py -> bench/results.json, bench/chart.svg): this writer's core and whole
 # process against pyarrow and delta-rs on one generated workload, and `hudi-sink ingest` against Spark 3.5 with
 # Hudi 0.15.0 (bench/spark_hudi.py: the interop venv and jars) on BENCH_SPARK_RECORDS of the same kind, each
-# contender pinned to one CPU, in one run. Not in CI. BENCH_RECORDS=100000 for a quick run; `make bench-spark`
+# contender pinned to one CPU, then inline clustering with the release CLI (bench/clustering.py: its CPU share,
+# and its long run of CLUSTERING_BATCHES one-file batches, 0 to skip), in one run. Not in CI. BENCH_RECORDS=100000 for a quick run; `make bench-spark`
 # runs the Spark comparison alone. `make bench-micro` runs the criterion micro-benchmarks.
 VENV_BENCH := .venv-bench
 BENCH_RECORDS ?= 1000000
@@ -129,7 +130,7 @@ $(VENV_BENCH)/.stamp: tests/python/requirements-bench.txt
 bench: $(VENV_BENCH)/.stamp $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp
 	$(CARGO) build --release -p hudi-sink --no-default-features --example bench_writer
 	$(CARGO) build --release -p hudi-sink-cli -p hudi-sink-writer
-	$(VENV_BENCH)/bin/python bench/run.py --records $(BENCH_RECORDS) --spark-records $(BENCH_SPARK_RECORDS)
+	$(VENV_BENCH)/bin/python bench/run.py --records $(BENCH_RECORDS) --spark-records $(BENCH_SPARK_RECORDS) --clustering-batches $(CLUSTERING_BATCHES)
 
 bench-spark: $(VENV_BENCH)/.stamp $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp
 	$(CARGO) build --release -p hudi-sink-cli

@@ -120,25 +120,26 @@ def cpu_of(argv):
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), p.stdout + p.stderr
 
 
-def cpu_share(args):
-    """Inline clustering's CPU over the ingest's, on one workload of 40 instants (see the module doc)."""
-    out = args.out + "-cpu"
+def cpu_share(binary, runs_each, work, extra=()):
+    """Inline clustering's CPU over the ingest's, on one workload of 40 instants (see the module doc).
+    Merges "clustering_cpu_share" and "clustering_cpu" into bench/results.json and returns them."""
+    out = work + "-cpu"
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     events = os.path.join(out, "events")
-    subprocess.run([args.bin, "generate", "--schema", "bench", "--records", "200000", "--partitions", "16",
+    subprocess.run([binary, "generate", "--schema", "bench", "--records", "200000", "--partitions", "16",
                     "--records-per-file", "5000", "--update-ratio", "0", "--delete-ratio", "0",
                     "--tombstone-ratio", "0", "--late-ratio", "0", "--topic", "bench", "--seed", "1",
                     "--out", events], check=True, stdout=subprocess.DEVNULL)
     files = sorted(glob.glob(os.path.join(events, "*.json")))
     runs = {"clustering": [], "no_clustering": []}
     replaced = {}
-    for _ in range(args.cpu_share):
-        for label, extra in (("clustering", []), ("no_clustering", ["hoodie.clustering.inline=false"])):
+    for _ in range(runs_each):
+        for label, off in (("clustering", []), ("no_clustering", ["hoodie.clustering.inline=false"])):
             base = os.path.join(out, label)
             shutil.rmtree(base, ignore_errors=True)
-            props = properties(os.path.join(out, f"{label}.properties"), base, len(files), args.set + extra)
-            cpu, text = cpu_of([args.bin, "ingest", "--config", props, "--commit-interval-ms", "0"] + files)
+            props = properties(os.path.join(out, f"{label}.properties"), base, len(files), list(extra) + off)
+            cpu, text = cpu_of([binary, "ingest", "--config", props, "--commit-interval-ms", "0"] + files)
             if f"{len(files)} commits" not in text:
                 raise SystemExit(f"not one instant per file: {text[-2000:]}")
             runs[label].append(round(cpu, 3))
@@ -156,47 +157,38 @@ def cpu_share(args):
         print(f"| {label.replace('_', ' ')} | {', '.join(map(str, runs[label]))} | {statistics.median(runs[label]):.2f} "
               f"| {r['written_mb']} | {r['rewritten_mb']} | {r['clusterings']} |")
     print(f"clustering_cpu_share = {share:.3f}")
-    merge_results({"clustering_cpu_share": share,
-                   "clustering_cpu": {"binary": args.bin, "files": len(files), "records_per_file": 5000,
-                                      "runs_cpu_s": runs, "tables": replaced, "machine": machine()}})
+    update = {"clustering_cpu_share": share,
+              "clustering_cpu": {"binary": os.path.relpath(binary, ROOT), "files": len(files), "records_per_file": 5000,
+                                 "properties": list(extra), "runs_cpu_s": runs, "tables": replaced,
+                                 "machine": machine()}}
+    merge_results(update)
     shutil.rmtree(out, ignore_errors=True)
+    return update
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--batches", type=int, default=10_000)
-    ap.add_argument("--chunk", type=int, default=500, help="batches per ingest process (and per sample)")
-    ap.add_argument("--records", type=int, default=500, help="records per batch")
-    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "debug", "hudi-sink"))
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra table property")
-    ap.add_argument("--label", default="clustering_curve", help="the key of bench/results.json to write")
-    ap.add_argument("--out", default=OUT, help="work directory (e.g. on /dev/shm: no disk flushes)")
-    ap.add_argument("--cpu-share", type=int, default=0, metavar="RUNS",
-                    help="measure inline clustering's CPU share instead of the curve, RUNS runs each way")
-    args = ap.parse_args()
-    if args.cpu_share:
-        cpu_share(args)
-        return
-    out = args.out
+def curve(binary, batches, work, chunk=500, records=500, extra=(), label="clustering_curve"):
+    """The long run of one-file batches (see the module doc): samples after every `chunk` batches. Merges
+    `label` (and "clustering_rewrite_ratio" for the default label) into bench/results.json and returns them."""
+    out = work
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     base = os.path.join(out, "table")
-    props = properties(os.path.join(out, "table.properties"), base, args.chunk, args.set)
+    props = properties(os.path.join(out, "table.properties"), base, chunk, list(extra))
     table = Table(base)
     samples = []
     done = 0
-    while done < args.batches:
-        n = min(args.chunk, args.batches - done)
+    while done < batches:
+        n = min(chunk, batches - done)
         events = os.path.join(out, "events")
         shutil.rmtree(events, ignore_errors=True)
-        subprocess.run([args.bin, "generate", "--schema", "bench", "--records", str(n * args.records),
-                        "--partitions", "16", "--records-per-file", str(args.records), "--update-ratio", "0",
+        subprocess.run([binary, "generate", "--schema", "bench", "--records", str(n * records),
+                        "--partitions", "16", "--records-per-file", str(records), "--update-ratio", "0",
                         "--delete-ratio", "0", "--tombstone-ratio", "0", "--late-ratio", "0",
                         "--topic", f"bench-{done}", "--seed", str(done), "--out", events],
                        check=True, stdout=subprocess.DEVNULL)
         files = sorted(glob.glob(os.path.join(events, "*.json")))
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        p = subprocess.run([args.bin, "ingest", "--config", props, "--commit-interval-ms", "0"] + files,
+        p = subprocess.run([binary, "ingest", "--config", props, "--commit-interval-ms", "0"] + files,
                            capture_output=True, text=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if p.returncode != 0 or f"{len(files)} commits" not in p.stdout + p.stderr:
@@ -226,10 +218,31 @@ def main():
         print(f"| {s['batches']:,} | {s['written_mb']} | {s['rewritten_mb']} | {s['rewritten_per_written']} "
               f"| {s['clusterings']} | {s['files_per_partition_max']} | {s['small_files_per_partition_max']} "
               f"| {s['ingest_cpu_s']} |")
-    merge_results({args.label: {"binary": args.bin, "records_per_batch": args.records, "properties": args.set,
-                                "machine": machine(), "samples": samples},
-                   **({"clustering_rewrite_ratio": samples[-1]["rewritten_per_written"]}
-                      if samples and args.label == "clustering_curve" else {})})
+    update = {label: {"binary": os.path.relpath(binary, ROOT), "records_per_batch": records, "properties": list(extra),
+                      "machine": machine(), "samples": samples},
+              **({"clustering_rewrite_ratio": samples[-1]["rewritten_per_written"]}
+                 if samples and label == "clustering_curve" else {})}
+    merge_results(update)
+    shutil.rmtree(out, ignore_errors=True)
+    return update
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batches", type=int, default=10_000)
+    ap.add_argument("--chunk", type=int, default=500, help="batches per ingest process (and per sample)")
+    ap.add_argument("--records", type=int, default=500, help="records per batch")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "debug", "hudi-sink"))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra table property")
+    ap.add_argument("--label", default="clustering_curve", help="the key of bench/results.json to write")
+    ap.add_argument("--out", default=OUT, help="work directory (e.g. on /dev/shm: no disk flushes)")
+    ap.add_argument("--cpu-share", type=int, default=0, metavar="RUNS",
+                    help="measure inline clustering's CPU share instead of the curve, RUNS runs each way")
+    args = ap.parse_args()
+    if args.cpu_share:
+        cpu_share(args.bin, args.cpu_share, args.out, args.set)
+    else:
+        curve(args.bin, args.batches, args.out, args.chunk, args.records, args.set, args.label)
 
 
 if __name__ == "__main__":

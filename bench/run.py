@@ -328,6 +328,13 @@ def process_section(files, events_dir, records):
     return process
 
 
+def vs_process(process):
+    """Whole-process ratios against the pyarrow script: at the default settings (`vs_pyarrow_process`, the
+    commit interval pacing instants) and at one instant per event file."""
+    return {"vs_pyarrow_process": process["pyarrow_seconds"] / process["default_interval_seconds"],
+            "vs_pyarrow_process_interval_0": process["pyarrow_seconds"] / process["ours_seconds"]}
+
+
 def workload(records, partitions):
     """The bench workload of `records` generated records (ESM payloads of at most 6 MB): its directory and files,
     generated once and kept in bench/out."""
@@ -472,6 +479,18 @@ def vs_spark(section):
             "vs_hoodiestreamer": {"blocked": True, "reason": HOODIESTREAMER_BLOCKED}}
 
 
+def git_commit():
+    """The checked-out commit, with "+dirty" when the work tree differs from it."""
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                             text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except OSError:
+        return ""
+
+
 def merge_results(update):
     """Merges `update` into bench/results.json (the keys of the other bench targets stay)."""
     path = os.path.join(ROOT, "bench", "results.json")
@@ -497,6 +516,10 @@ def main():
                     help="records of the Spark Hudi comparison (its own workload, generated alike)")
     ap.add_argument("--spark-only", action="store_true",
                     help="run only the Spark Hudi comparison and merge it into bench/results.json")
+    ap.add_argument("--clustering-runs", type=int, default=5,
+                    help="runs each way of inline clustering's CPU share (bench/clustering.py --cpu-share)")
+    ap.add_argument("--clustering-batches", type=int, default=10_000,
+                    help="one-file batches of inline clustering's long run (bench/clustering.py); 0 skips it")
     ap.add_argument("--bin-dir", default=REL,
                     help="where hudi-sink, hudi-sink-writer and examples/bench_writer are (default target/release)")
     args = ap.parse_args()
@@ -513,7 +536,7 @@ def main():
     print(f"workload: {len(files)} ESM payloads, {payload_bytes / 1e6:.0f} MB, {args.records:,} records", flush=True)
     if args.process_only:
         process = process_section(files, events_dir, args.records)
-        merge_results({"process": process, "vs_pyarrow_process": process["pyarrow_seconds"] / process["ours_seconds"]})
+        merge_results({"process": process, **vs_process(process)})
         print(json.dumps(process, indent=2))
         return
     if args.avro_only:
@@ -577,7 +600,7 @@ def main():
         "vs_pyarrow_without_envelope": ours["records"] / (ours["seconds"] - ours["envelope_seconds"])
         / pyarrow["records_per_s"],
         "stage_seconds": {k: ours[k] for k in ("envelope_seconds", "values_seconds", "write_seconds")},
-        "vs_pyarrow_process": process["pyarrow_seconds"] / process["ours_seconds"],
+        **vs_process(process),
         "vs_deltalake": ours["records_per_s"] / delta["records_per_s"],
         "peak_rss_mb_6mb_payload": rss6,
         "payload_6mb": {"file": os.path.basename(largest), "bytes": len(event),
@@ -600,7 +623,17 @@ def main():
     # The Spark Hudi comparison, on its own (smaller) workload: Spark in local[1] takes minutes per operation.
     section = spark_section(args.spark_records, args.partitions)
     results.update({"spark_hudi": section, **vs_spark(section)})
-    # The keys of the other bench targets (longrun, mor_vs_cow, writers, ...) stay.
+    # Inline clustering with the release CLI: its CPU share, then its long run (bench/clustering.py).
+    import clustering
+    cli = os.path.join(REL, "hudi-sink")
+    work = "/dev/shm/hudi-sink-bench-clustering" if os.path.isdir("/dev/shm") else os.path.join(OUT, "clustering")
+    results.update(clustering.cpu_share(cli, args.clustering_runs, work))
+    if args.clustering_batches:
+        results.update(clustering.curve(cli, args.clustering_batches, work))
+    # Which keys this run wrote: the keys of the other bench targets (longrun, mor_vs_cow, writers, ...) stay
+    # from their own runs.
+    results["run"] = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": git_commit(),
+                      "records": args.records, "spark_records": args.spark_records, "keys": sorted(results)}
     results = merge_results(results)
     chart(results, os.path.join(ROOT, "bench", "chart.svg"))
     print(json.dumps({k: v for k, v in results.items() if not isinstance(v, dict)}, indent=2))
