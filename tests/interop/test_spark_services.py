@@ -4,7 +4,8 @@ services on the sink's tables").
 The sink writes with its own services off; Hudi's Java compaction, clustering, cleaner and archival run
 through Spark SQL procedures (the same executors as `HoodieCompactor`, `HoodieClusteringJob` and
 `HoodieCleaner`), the sink writes again, also while a Java compaction is pending, and Spark and hudi-rs must
-both read the generator's model row for row.
+both read the generator's model row for row, or, where keys are deleted and re-created below their stored
+versions, the merge-on-read model of `table_model.py`.
 """
 
 import json
@@ -93,7 +94,7 @@ def check(spark, table, model):
 def test_java_compaction_while_the_sink_writes(spark, tmp_path):
     """Java plans a compaction, the sink writes while it is pending (to the compaction's slice, as Hudi's
     writers do), Java executes it (carrying nothing), the sink writes again. No late events: a key re-created
-    below its stored version is the difference pinned by the test after the next."""
+    below its stored version reads by the merge-on-read model (the test after the next)."""
     files, model = generate(tmp_path, records=600, keys=120, per_file=30, gen_args=("--late-ratio", 0))
     config = table_config(tmp_path, table_type="MERGE_ON_READ", props=SINK_SERVICES_OFF)
     table = Table(tmp_path / "table", model, "MERGE_ON_READ")
@@ -308,7 +309,7 @@ def spark_upsert(df, table, table_type, extra=None):
 def test_spark_writer_alternates_with_the_sink(spark, tmp_path, table_type):
     """A Spark upsert (bucket index, the same key generator and payload) into a table the sink created,
     alternating with the sink's ingests; Spark's keys share the sink's buckets and file groups."""
-    # No late events: a key re-created below its base version is the known difference pinned above.
+    # No late events: a key re-created below its base version reads by the merge-on-read model (tested above).
     files, model = generate(tmp_path, records=600, keys=120, per_file=30, seed=13, gen_args=("--late-ratio", 0))
     config = table_config(tmp_path, table_type=table_type, props=SINK_SERVICES_OFF)
     table = Table(tmp_path / "table", model, table_type)
