@@ -65,11 +65,11 @@ class TableModel:
     without a file group write nothing); every later batch appends to the group's log: a delete record for a
     tombstone or a forced `_hoodie_is_deleted` version, a data row for any other version (the forced mark is
     not written). A compaction of every file group replaces each base file with the slice it planned, merged;
-    logs written while it was pending stay, on the new base file. Merging a slice, per key: the log records in order, a delete record replacing
-    whatever came before it, a data row replacing a delete or a data row with an ordering value not larger
-    (Hudi's `preCombine`); then the result against the base file's version: a delete record deletes, a data row
-    with a smaller ordering value than the base version loses to it (the base version shows again, with its
-    commit time), otherwise the data row wins; a winning `_hoodie_is_deleted` row deletes.
+    logs written while it was pending stay, on the new base file. Merging a slice, per key: the log records in
+    order, a delete record replacing whatever came before it, a data row replacing a delete or a data row with an
+    ordering value not larger (Hudi's `preCombine`); then the result against the base file's version: a delete
+    record deletes, a data row with a smaller ordering value than the base version loses to it (the base version
+    shows again, with its commit time), otherwise the data row wins; a winning `_hoodie_is_deleted` row deletes.
     """
 
     def __init__(self, table_type, num_buckets=4, key_field="uuid", partition_field="city", ordering_field="ts"):
@@ -96,8 +96,9 @@ class TableModel:
     # -- reading event files --------------------------------------------------------------------------------
 
     def deliver(self, path):
-        """The records of the event file at `path` that are not redeliveries, as (key, value or None), in the
-        order the sink reads them; advances the checkpoint."""
+        """The records of the event file at `path` that are not redeliveries, as (record key, value or None), in
+        the order the sink reads them; advances the checkpoint. A value's record key is its key field; a
+        tombstone's, the Kafka key."""
         event = json.loads(path.read_text())
         kept = []
         seen = {}
@@ -107,9 +108,11 @@ class TableModel:
                 if r["offset"] < self.checkpoint.get(tp, 0):
                     continue
                 seen[tp] = max(seen.get(tp, 0), r["offset"] + 1)
-                key = base64.b64decode(r["key"]).decode()
-                value = None if r["value"] is None else json.loads(base64.b64decode(r["value"]))
-                kept.append((key, value))
+                if r["value"] is None:
+                    kept.append((base64.b64decode(r["key"]).decode(), None))
+                else:
+                    value = json.loads(base64.b64decode(r["value"]))
+                    kept.append((value[self.key_field], value))
         self.checkpoint.update(seen)
         return kept
 

@@ -165,7 +165,8 @@ def ingest_modelled(config, table, model, files):
 
     def instant():
         commit_time = next(instants, None)
-        assert commit_time is not None, f"the sink committed {len(new)} batches of {len(files)} files, fewer than the model"
+        assert commit_time is not None, (f"the sink committed {len(new)} batches of {len(files)} files, "
+                                         "fewer than the model")
         return commit_time
 
     for f in files:
@@ -252,7 +253,8 @@ def test_a_key_recreated_below_its_base_version_after_a_tombstone(spark, tmp_pat
                 for r in rows_of_spark(spark_incremental(spark, table, begin, end))}
     written = [r for r in got if r["_hoodie_commit_time"] > begin]
     missing = [r for r in written if (r["_hoodie_record_key"], r["_hoodie_commit_time"]) not in returned]
-    assert written and not missing, f"{len(missing)} of {len(written)} records in ({begin}, {end}] missing: {missing[:4]}"
+    assert written and not missing, (
+        f"{len(missing)} of {len(written)} records in ({begin}, {end}] missing: {missing[:4]}")
 
 
 def test_the_table_model_on_copy_on_write_equals_the_generators_model(tmp_path):
