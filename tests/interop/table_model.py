@@ -217,18 +217,23 @@ class TableModel:
             return None
         return version
 
-    def plan_compaction(self):
-        """Plans a compaction of every file group: it merges each slice as it is now. The logs written until it
-        completes go to the slices it makes, and until then readers merge them with the planned slice as one
-        slice (its base file, then all the logs): a snapshot of the model is unchanged by the plan."""
-        assert self.table_type == "MERGE_ON_READ" and self.plan is None
-        self.plan = {k: len(log) for k, log in self.logs.items()}
+    def group_of(self, key):
+        """The (partition path, bucket) of the key's file group."""
+        return self.partition_of[key], bucket_of(key, self.num_buckets)
 
-    def compact(self):
-        """Completes the planned compaction (planning one of every file group first if none is): each base file
+    def plan_compaction(self, groups=None):
+        """Plans a compaction of the file groups `groups` ((partition path, bucket) pairs; None: every group): it
+        merges each slice as it is now. The logs written until it completes go to the slices it makes, and until
+        then readers merge them with the planned slice as one slice (its base file, then all the logs): a snapshot
+        of the model is unchanged by the plan."""
+        assert self.table_type == "MERGE_ON_READ" and self.plan is None
+        self.plan = {k: len(log) for k, log in self.logs.items() if groups is None or self.group_of(k) in groups}
+
+    def compact(self, groups=None):
+        """Completes the planned compaction (planning one of `groups` first if none is): each planned base file
         becomes its planned slice merged, and the logs written since the plan stay, on the new base."""
         if self.plan is None:
-            self.plan_compaction()
+            self.plan_compaction(groups)
         plan, self.plan = self.plan, None
         base = {}
         for key in set(self.base) | set(self.logs):

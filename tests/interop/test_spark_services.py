@@ -155,23 +155,48 @@ def recreate_steps(files):
             [files[8], *files[10:16], files[12], files[16]], files[17:]]
 
 
-def ingest_modelled(config, table, model, files):
+def compaction_groups(table, instant):
+    """The (partition path, bucket) file groups the compaction `instant` planned (its Avro
+    `HoodieCompactionPlan`)."""
+    import fastavro
+
+    with open(table.path / ".hoodie" / f"{instant}.compaction.requested", "rb") as f:
+        plan = next(iter(fastavro.reader(f)))
+    return {(op["partitionPath"], int(op["fileId"][:8])) for op in plan["operations"]}
+
+
+def ingest_modelled(config, table, model, files, history=None):
     """Ingests `files` (one instant per file) and applies them to `model`, each batch with the commit time of its
-    deltacommit."""
+    deltacommit, and each compaction the sink ran inline to the groups it planned, in timeline order. With
+    `history`, the model's snapshot after each instant, by instant."""
     before = set(table.timeline()) if table.path.exists() else set()
     ingest(config, files)
-    new = [t for t, a in table.timeline() if a == "deltacommit" and (t, a) not in before]
-    instants = iter(new)
+    new = sorted((t, a) for t, a in table.timeline() if (t, a) not in before and a in ("deltacommit", "commit"))
+    pending = list(new)
 
-    def instant():
-        commit_time = next(instants, None)
-        assert commit_time is not None, (f"the sink committed {len(new)} batches of {len(files)} files, "
-                                         "fewer than the model")
-        return commit_time
+    def completed(instant):
+        if history is not None:
+            history[instant] = model.snapshot()
+
+    def compactions():
+        while pending and pending[0][1] == "commit":
+            instant = pending.pop(0)[0]
+            model.compact(compaction_groups(table, instant))
+            completed(instant)
 
     for f in files:
-        model.ingest(f, instant)
-    assert next(instants, None) is None, f"the sink committed {len(new)} batches, more than the model"
+        taken = []
+
+        def instant():
+            compactions()
+            assert pending, f"the sink committed {new} for {len(files)} files, fewer batches than the model"
+            taken.append(pending.pop(0)[0])
+            return taken[-1]
+
+        if model.ingest(f, instant):
+            completed(taken[-1])
+    compactions()
+    assert not pending, f"the sink committed {new}, more than the model: {pending}"
 
 
 def check_model(spark, table, model, hudi_rs=True):
@@ -249,6 +274,42 @@ def test_a_key_recreated_below_its_base_version_after_a_tombstone(spark, tmp_pat
     # Every record written after `begin` that the snapshot shows comes back from the incremental query over the
     # three compactions.
     end = table.data_instants()[-1]
+    returned = {(r["_hoodie_record_key"], r["_hoodie_commit_time"])
+                for r in rows_of_spark(spark_incremental(spark, table, begin, end))}
+    written = [r for r in got if r["_hoodie_commit_time"] > begin]
+    missing = [r for r in written if (r["_hoodie_record_key"], r["_hoodie_commit_time"]) not in returned]
+    assert written and not missing, (
+        f"{len(missing)} of {len(written)} records in ({begin}, {end}] missing: {missing[:4]}")
+
+
+def test_the_sinks_compaction_of_keys_recreated_below_their_base_versions(spark, tmp_path):
+    """The same workload with the sink's inline compaction (of a file group once four deltacommits appended to
+    it) instead of Java's: Spark's snapshot equals hudi-rs's and the model's, which compacts the file groups each compaction
+    planned, after every step; Spark's time travel just before each compaction and at it equal the model's
+    snapshot then; Spark's incremental query over the compactions returns every record written in its range."""
+    files, generator_model = generate(tmp_path, **RECREATE_WORKLOAD)
+    props = {**SINK_SERVICES_OFF, "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "4"}
+    config = table_config(tmp_path, table_type="MERGE_ON_READ", props=props)
+    table = Table(tmp_path / "table", generator_model, "MERGE_ON_READ")
+    model = TableModel("MERGE_ON_READ", num_buckets=4)
+    history = {}
+    for step in recreate_steps(files):
+        ingest_modelled(config, table, model, step, history)
+        got = check_model(spark, table, model)
+    live = {r["uuid"]: r for r in data_only(got)}
+    cow = {r["uuid"]: r for r in data_only(generator_model)}
+    differing = sorted(k for k in live.keys() | cow.keys() if live.get(k) != cow.get(k))
+    assert len(differing) >= 3, differing
+    instants = table.data_instants()
+    compactions = [t for t, a in table.timeline() if a == "commit"]
+    assert len(compactions) >= 3, table.timeline()
+    for instant in compactions:
+        previous = instants[instants.index(instant) - 1]
+        before = rows_of_spark(spark_read(spark, table, **{"as.of.instant": previous}))
+        assert not diff(f"spark as of {previous}", before, "model", sorted(history[previous], key=row_key))
+        after = rows_of_spark(spark_read(spark, table, **{"as.of.instant": instant}))
+        assert not diff(f"spark before compaction {instant}", before, "spark after it", after)
+    begin, end = instants[0], instants[-1]
     returned = {(r["_hoodie_record_key"], r["_hoodie_commit_time"])
                 for r in rows_of_spark(spark_incremental(spark, table, begin, end))}
     written = [r for r in got if r["_hoodie_commit_time"] > begin]
