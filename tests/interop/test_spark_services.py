@@ -284,9 +284,10 @@ def test_a_key_recreated_below_its_base_version_after_a_tombstone(spark, tmp_pat
 
 def test_the_sinks_compaction_of_keys_recreated_below_their_base_versions(spark, tmp_path):
     """The same workload with the sink's inline compaction (of a file group once four deltacommits appended to
-    it) instead of Java's: Spark's snapshot equals hudi-rs's and the model's, which compacts the file groups each compaction
-    planned, after every step; Spark's time travel just before each compaction and at it equal the model's
-    snapshot then; Spark's incremental query over the compactions returns every record written in its range."""
+    it) instead of Java's: Spark's snapshot equals hudi-rs's and the model's, which compacts the file groups each
+    compaction planned, after every step; Spark's time travel just before each compaction and at it equal the
+    model's snapshot then; Spark's incremental query over the compactions returns every record written in its
+    range."""
     files, generator_model = generate(tmp_path, **RECREATE_WORKLOAD)
     props = {**SINK_SERVICES_OFF, "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "4"}
     config = table_config(tmp_path, table_type="MERGE_ON_READ", props=props)
