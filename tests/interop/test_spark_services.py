@@ -443,10 +443,10 @@ if "{LOCK_TABLE}" not in db.list_tables()["TableNames"]:
 
 
 @pytest.mark.skipif(os.environ.get("HUDI_SINK_INTEROP_CONCURRENT") != "1", reason=(
-    "known break, run with HUDI_SINK_INTEROP_CONCURRENT=1: a Spark writer and the sink that create file groups "
-    "for the same new bucket at the same time both commit (Hudi's conflict check compares file ids), leaving "
-    "two file groups in one bucket, and a Spark write into such a bucket can go missing; timing-dependent, so "
-    "not a strict expected failure (docs/compatibility.md, limit 9)"))
+    "known break, run with HUDI_SINK_INTEROP_CONCURRENT=1: Spark's retry of a write refused for a conflict "
+    "takes the refused attempt's uncommitted file group for its bucket (Hudi 0.15's bucket index reads "
+    "uncommitted slices), then fails on two file groups in one bucket or appends to a slice readers drop; "
+    "timing-dependent, so not a strict expected failure (docs/compatibility.md, limit 9)"))
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, moto_endpoint, monkeypatch):
     """Spark upserts (optimistic concurrency, Hudi's DynamoDBBasedLockProvider) while the sink ingests under

@@ -68,11 +68,14 @@ pub enum Mutation {
     /// A Postgres TOAST placeholder takes the value of the version it supersedes (in the batch, the stored
     /// row, or the merged file slice), never replacing a stored value.
     ToastBackfill,
+    /// A commit is checked also against the writes that were pending below its base when it began and
+    /// completed since (another engine's writer completes out of instant order).
+    PendingBelowBaseChecked,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 23] = [
+    pub const ALL: [Mutation; 24] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -96,6 +99,7 @@ impl Mutation {
         Mutation::ForeignCompactionSlice,
         Mutation::RouterAwaitsEveryTable,
         Mutation::ToastBackfill,
+        Mutation::PendingBelowBaseChecked,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -124,6 +128,7 @@ impl Mutation {
             Mutation::ForeignCompactionSlice => "foreign-compaction-slice",
             Mutation::RouterAwaitsEveryTable => "router-awaits-every-table",
             Mutation::ToastBackfill => "toast-backfill",
+            Mutation::PendingBelowBaseChecked => "pending-below-base-checked",
         }
     }
 

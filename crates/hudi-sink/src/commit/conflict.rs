@@ -23,6 +23,11 @@
 //! completion order of deltacommits; it may complete after newer deltacommits (its merge runs outside the
 //! lock), which is why a pending compaction holds every writer's base below it ([`writer_base`]).
 //!
+//! "After the base" means: not in the candidate's view when it began. That is every commit newer than the base,
+//! and also a write that was pending below the base then and completed since ([`Candidate::pending`]): another
+//! engine's writer (Spark) completes its instants out of instant order, so an instant it requested before the
+//! base completed may complete after it. Its file groups would otherwise never be checked.
+//!
 //! The checker is pure: it sees the candidate's write stats and base, and the completed instants with their
 //! write stats, never storage. The coordinator reads the metadata of one completed commit at a time and stops
 //! at the first conflict ([`Candidate::check_order`], then [`Candidate::check_against`] per commit after the
@@ -160,6 +165,8 @@ pub struct CompletedWrite {
 pub struct Candidate<'a> {
     instant: &'a InstantTime,
     base: Option<&'a InstantTime>,
+    /// Writes pending below the base when the candidate began: they were not in its view.
+    pending: BTreeSet<&'a InstantTime>,
     groups: BTreeSet<(&'a str, &'a str)>,
     buckets: BTreeSet<(&'a str, u32)>,
     /// Buckets of the groups it creates or rewrites (not merge-on-read appends).
@@ -171,7 +178,7 @@ pub struct Candidate<'a> {
 }
 
 use crate::table::timeline::orders_writes;
-pub use crate::table::timeline::writer_base;
+pub use crate::table::timeline::{pending_below, writer_base};
 
 /// The (partition, file group) and (partition, bucket) keys of a file group.
 fn bucket_of<'s>(partition: &'s str, file_id: &str) -> Option<(&'s str, u32)> {
@@ -237,6 +244,7 @@ impl<'a> Candidate<'a> {
         Self {
             instant,
             base,
+            pending: BTreeSet::new(),
             groups,
             buckets,
             rewritten_buckets,
@@ -251,9 +259,19 @@ impl<'a> Candidate<'a> {
         self
     }
 
-    /// Whether `done` completed after the candidate's base (the commits it must be checked against).
+    /// The write instants that were pending below the base when the candidate began ([`pending_below`]):
+    /// whichever of them completed since is checked too.
+    pub fn pending(mut self, pending: &'a [InstantTime]) -> Self {
+        if !crate::mutation::is_disabled(crate::mutation::Mutation::PendingBelowBaseChecked) {
+            self.pending = pending.iter().collect();
+        }
+        self
+    }
+
+    /// Whether `done` completed after the candidate's base (the commits it must be checked against): newer
+    /// than the base, or pending below it when the candidate began.
     pub fn is_after_base(&self, done: &Instant) -> bool {
-        self.base.is_none_or(|b| done.time > *b)
+        self.base.is_none_or(|b| done.time > *b) || self.pending.contains(&done.time)
     }
 
     /// Completion follows instant order: refused when a newer commit completed. Replacecommits do not count,

@@ -67,6 +67,8 @@ impl From<Conflict> for Stop {
 struct Proposed {
     instant: InstantTime,
     base: Option<InstantTime>,
+    /// Writes pending below the base when the writer began.
+    pending: Vec<InstantTime>,
     operation: OperationType,
     /// `commit`, or `deltacommit` on merge-on-read tables.
     action: Action,
@@ -221,6 +223,7 @@ impl Coordinator {
             proposed.base.as_ref(),
             &proposed.request.write_stats,
         )
+        .pending(&proposed.pending)
         .deltacommit(proposed.action == Action::DeltaCommit);
         let completed = timeline.completed_commits();
         candidate.check_order(completed.iter().copied())?;
@@ -360,6 +363,11 @@ fn parse_request(request: CommitRequest, action: Action) -> Result<Proposed, Wri
         .as_deref()
         .map(parse_instant)
         .transpose()?;
+    let pending = request
+        .pending
+        .iter()
+        .map(|t| parse_instant(t))
+        .collect::<Result<Vec<_>, _>>()?;
     let operation: OperationType = request.operation.parse()?;
     let commit_file = format!(
         ".hoodie/{}",
@@ -368,6 +376,7 @@ fn parse_request(request: CommitRequest, action: Action) -> Result<Proposed, Wri
     Ok(Proposed {
         instant,
         base,
+        pending,
         operation,
         action,
         commit_file,

@@ -41,6 +41,7 @@ struct Begun {
     instant: String,
     time: InstantTime,
     base_instant: Option<String>,
+    pending: Vec<String>,
     checkpoint: String,
     heartbeat_ms: Option<i64>,
 }
@@ -78,10 +79,8 @@ impl KafkaSink {
             begun.heartbeat_ms,
         );
         // The batch's timeline still shows the table as of the instant's base when its latest commit is that
-        // base and nothing but writes is pending (writes complete in instant order, or below a lowered base:
-        // `commit/conflict.rs` `writer_base`): then the write need not list `.hoodie/` again.
-        let delta = self.table()?.properties().is_merge_on_read();
-        let (stats, counts) = if shows_base(timeline, begun.base_instant.as_deref(), delta) {
+        // base and nothing but newer writes is pending: then the write need not list `.hoodie/` again.
+        let (stats, counts) = if shows_base(timeline, begun.base_instant.as_deref()) {
             self.table()?
                 .write_files_with_timeline(&begun.time, &prepared.write, timeline)
                 .await?
@@ -101,6 +100,7 @@ impl KafkaSink {
             .call(CoordinatorRequest::Commit(CommitRequest {
                 instant: begun.instant.clone(),
                 base_instant: begun.base_instant,
+                pending: begun.pending,
                 operation: op.as_str().to_string(),
                 write_stats: stats,
                 schema: self.table()?.schema().avro_json.clone(),
@@ -164,6 +164,7 @@ impl KafkaSink {
         let CoordinatorResponse::Begun {
             instant,
             base_instant,
+            pending,
             checkpoint,
             heartbeat_ms,
         } = answer
@@ -175,6 +176,7 @@ impl KafkaSink {
             instant,
             time,
             base_instant,
+            pending,
             checkpoint,
             heartbeat_ms,
         })
@@ -205,13 +207,13 @@ pub(super) fn operation_of(operation: crate::write::WriteOperation) -> Operation
 }
 
 /// Whether `timeline` shows the committed table as of `base` (the instant's base at begin): same latest
-/// commit and nothing but writes pending. On merge-on-read (`delta`) also none of them older than the base:
-/// one may have completed since, below the base, after a newer compaction (`commit/conflict.rs`
-/// `writer_base`); on copy-on-write writes complete in instant order, so an older one never completes.
-pub(super) fn shows_base(timeline: &Timeline, base: Option<&str>, delta: bool) -> bool {
+/// commit and nothing but writes pending, none of them older than the base: one may have completed since,
+/// below the base (after a newer compaction, `commit/conflict.rs` `writer_base`, or another engine's write,
+/// which completes out of instant order).
+pub(super) fn shows_base(timeline: &Timeline, base: Option<&str>) -> bool {
     timeline.latest_completed().map(|i| i.time.as_str()) == base
         && timeline
             .pending()
             .iter()
-            .all(|i| i.action.is_write() && (!delta || base.is_none_or(|b| i.time.as_str() > b)))
+            .all(|i| i.action.is_write() && base.is_none_or(|b| i.time.as_str() > b))
 }

@@ -127,9 +127,8 @@ impl KafkaSink {
             joined.lease_ms,
             &member,
         );
-        let delta = self.table()?.properties().is_merge_on_read();
         let write = async {
-            if shows_base(timeline, joined.base_instant.as_deref(), delta) {
+            if shows_base(timeline, joined.base_instant.as_deref()) {
                 self.table()?
                     .write_files_with_timeline(&joined.time, &prepared.write, timeline)
                     .await

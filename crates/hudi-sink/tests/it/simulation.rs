@@ -28,7 +28,8 @@
 //! model (the stream applied batch by batch as the commits' checkpoints cut it, each cut checked against a
 //! delivered batch) row for row with no duplicate key; the checkpoint never moves backwards in timeline order
 //! and ends at the acknowledged offsets; every file of a completed commit exists with its recorded size; nothing of a failed
-//! instant is left after the final commit; the timeline is valid. Every coordinator also syncs a Glue
+//! instant is left after the final commit; the timeline is valid; on a bucket-indexed table each bucket has
+//! one live file group. Every coordinator also syncs a Glue
 //! catalog ([`catalog`]) whose calls fail or lose their answers at random: no watermark it is given may cover
 //! a partition it lacks, and after the run it equals the table. A sample of seeds also runs on the local
 //! file system and is read back with hudi-rs.
@@ -75,6 +76,7 @@ mod catalog;
 mod compaction_scenarios;
 mod evolution_scenarios;
 mod fakes;
+mod foreign_writer_scenarios;
 mod invariants;
 mod invocation;
 use invocation::{invoke, poller, Outcome};

@@ -505,11 +505,16 @@ impl Decided {
             .as_deref()
             .map(InstantTime::parse)
             .transpose()?;
+        let pending = window
+            .pending
+            .iter()
+            .map(|t| InstantTime::parse(t))
+            .collect::<Result<Vec<_>, _>>()?;
         let completed = timeline.completed_commits();
         let mut after_base = Vec::new();
         for done in completed
             .iter()
-            .filter(|d| base.as_ref().is_none_or(|b| d.time > *b))
+            .filter(|d| base.as_ref().is_none_or(|b| d.time > *b) || pending.contains(&d.time))
         {
             after_base.push(completed_write(coordinator, timeline, done).await?);
         }
@@ -519,6 +524,7 @@ impl Decided {
             WindowOf {
                 instant,
                 base: base.as_ref(),
+                pending: &pending,
                 action,
                 planned: &planned,
             },

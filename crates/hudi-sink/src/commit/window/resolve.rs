@@ -60,6 +60,8 @@ pub struct WindowOf<'a> {
     pub instant: &'a InstantTime,
     /// Its base instant.
     pub base: Option<&'a InstantTime>,
+    /// The writes pending below the base when it opened.
+    pub pending: &'a [InstantTime],
     /// Its action (`commit`, or `deltacommit` on merge-on-read).
     pub action: Action,
     /// The groups pending compactions plan (another engine's take appends to their own slice only).
@@ -150,8 +152,9 @@ fn check_contribution(
     after_base: &[CompletedWrite],
     accepted: &[Contribution],
 ) -> Result<(), Conflict> {
-    let candidate =
-        Candidate::new(window.instant, window.base, &contribution.write_stats).deltacommit(delta);
+    let candidate = Candidate::new(window.instant, window.base, &contribution.write_stats)
+        .pending(window.pending)
+        .deltacommit(delta);
     crate::commit::conflict::check(&candidate, completed.iter().copied(), after_base)?;
     candidate.check_planned(window.planned)?;
     if accepted.is_empty() {
@@ -205,6 +208,7 @@ mod tests {
         WindowOf {
             instant,
             base: None,
+            pending: &[],
             action,
             planned: &crate::table::planned_groups::NOTHING_PLANNED,
         }

@@ -52,9 +52,11 @@ struct Seen {
 /// it merges.
 type PlannedGroups = BTreeMap<(String, String), (String, BTreeSet<String>)>;
 
+mod buckets;
 mod compaction;
 mod retention;
 
+use buckets::check_one_group_per_bucket;
 use retention::check_retention;
 
 /// The instant in a base file's name (`<fileId>_<token>_<t>.parquet`), for data files outside `.hoodie/`.
@@ -657,6 +659,7 @@ pub(super) async fn check_invariants(
             }
         }
     }
+    check_one_group_per_bucket(&commits)?;
     check_retention(store, &timeline, &commits, services).await?;
     check_windows(&commits)?;
 

@@ -78,10 +78,10 @@ impl Storage for HeldCommitCreate {
 
 /// Writer 0's transport: its commit waits until the script lets it go.
 #[derive(Debug)]
-struct GatedCommit {
-    inner: InProcessClient,
-    at_commit: Arc<Notify>,
-    go: Arc<Notify>,
+pub(super) struct GatedCommit {
+    pub(super) inner: InProcessClient,
+    pub(super) at_commit: Arc<Notify>,
+    pub(super) go: Arc<Notify>,
 }
 
 #[async_trait]
@@ -476,6 +476,10 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "another-engines-compaction-is-pending-while-windows-commit",
         super::compaction_scenarios::another_engines_compaction_is_pending_while_windows_commit_boxed,
+    ),
+    (
+        "a-foreign-write-completes-below-a-writers-base",
+        super::foreign_writer_scenarios::a_foreign_write_completes_below_a_writers_base_boxed,
     ),
     (
         "toast-placeholders-keep-stored-values",
