@@ -77,6 +77,7 @@ class Catalog:
         self.env = dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_REGION="us-east-1",
                         AWS_ENDPOINT_URL_GLUE=endpoint)
         self.synced = set()
+        self.dumps = {}
 
     def hive(self, table, name, suffix="", timestamps=False):
         """The registered table `name + suffix`, synced with `support_timestamp` = `timestamps`."""
@@ -92,8 +93,11 @@ class Catalog:
                 "--set", f"hoodie.datasource.hive_sync.table={name}",
                 "--set", f"hoodie.datasource.hive_sync.support_timestamp={str(timestamps).lower()}", env=self.env)
             self.synced.add((database, name))
-        dump = json.loads(run(READERS_PYTHON, ROOT / "tests" / "python" / "glue_dump.py", self.endpoint, database,
-                              name + suffix, env=self.env))
+        if (database, name + suffix) not in self.dumps:
+            self.dumps[database, name + suffix] = json.loads(run(
+                READERS_PYTHON, ROOT / "tests" / "python" / "glue_dump.py", self.endpoint, database, name + suffix,
+                env=self.env))
+        dump = self.dumps[database, name + suffix]
         assert dump["table"], f"{database}.{name}{suffix} is not in the catalog"
         return HiveTable(table, dump)
 
