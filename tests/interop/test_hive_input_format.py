@@ -53,7 +53,7 @@ TABLES = {
 }
 
 
-# 600 events on 150 keys where a late `_hoodie_is_deleted` row meets a compacted base row (limit 12), else 300 on 75.
+# 600 events on 150 keys where late records meet compacted base rows (limit 12), else 300 on 75.
 SIZES = {"mor_nonpartitioned": (600, 150)}
 
 
