@@ -68,11 +68,14 @@ pub enum Mutation {
     /// A Postgres TOAST placeholder takes the value of the version it supersedes (in the batch, the stored
     /// row, or the merged file slice), never replacing a stored value.
     ToastBackfill,
+    /// A merge-on-read batch that deletes a key (tombstone) and then re-creates it writes the delete in a
+    /// delete block ahead of the re-created record, so that the key's earlier log versions are removed.
+    RecreateWritesDelete,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 23] = [
+    pub const ALL: [Mutation; 24] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -96,6 +99,7 @@ impl Mutation {
         Mutation::ForeignCompactionSlice,
         Mutation::RouterAwaitsEveryTable,
         Mutation::ToastBackfill,
+        Mutation::RecreateWritesDelete,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -124,6 +128,7 @@ impl Mutation {
             Mutation::ForeignCompactionSlice => "foreign-compaction-slice",
             Mutation::RouterAwaitsEveryTable => "router-awaits-every-table",
             Mutation::ToastBackfill => "toast-backfill",
+            Mutation::RecreateWritesDelete => "recreate-drops-delete",
         }
     }
 
