@@ -77,6 +77,7 @@ mod evolution_scenarios;
 mod fakes;
 mod invariants;
 mod invocation;
+mod recreate_scenarios;
 use invocation::{invoke, poller, Outcome};
 mod routing;
 mod runs;
