@@ -14,7 +14,8 @@ use super::invariants::table_rows;
 use super::window_scenarios::{batch_of, Table};
 use super::*;
 
-fn trip(offset: i64, uuid: &str, ts: i64, rider: &str) -> Msg {
+/// A `sf` trip of `uuid` at Kafka `offset` (partition 0) with ordering value `ts`.
+pub(super) fn trip(offset: i64, uuid: &str, ts: i64, rider: &str) -> Msg {
     Msg {
         topic: TOPIC.into(),
         partition: 0,
@@ -34,7 +35,8 @@ fn trip(offset: i64, uuid: &str, ts: i64, rider: &str) -> Msg {
     }
 }
 
-fn tombstone(offset: i64, uuid: &str) -> Msg {
+/// A Kafka tombstone of `uuid` at `offset` (partition 0).
+pub(super) fn tombstone(offset: i64, uuid: &str) -> Msg {
     Msg {
         topic: TOPIC.into(),
         partition: 0,
