@@ -63,8 +63,8 @@ class TableModel:
     from the record key. The first batch that has a live version for a (partition, bucket) creates its file
     group with a base file holding that batch's live versions (deleted versions and tombstones of a bucket
     without a file group write nothing); every later batch appends to the group's log: a delete record for a
-    tombstone or a forced `_hoodie_is_deleted` version, a data row for any other version (the forced mark is
-    not written). A compaction of every file group replaces each base file with the slice it planned, merged;
+    tombstone or a forced `_hoodie_is_deleted` version, a delete record then a data row for another forced
+    version (the batch's tombstone, then the re-creation), a data row for any other version. A compaction of every file group replaces each base file with the slice it planned, merged;
     logs written while it was pending stay, on the new base file. Merging a slice, per key: the log records in
     order, a delete record replacing whatever came before it, a data row replacing a delete or a data row with an
     ordering value not larger (Hudi's `preCombine`); then the result against the base file's version: a delete
@@ -189,6 +189,8 @@ class TableModel:
                 log = self.logs.setdefault(key, [])
                 if version.row is None or (version.forced and version.row.get("_hoodie_is_deleted")):
                     log.append(DELETE)
+                elif version.forced:
+                    log += [DELETE, version.row]
                 else:
                     log.append(version.row)
 

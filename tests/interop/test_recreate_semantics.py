@@ -170,9 +170,9 @@ def write_case(flow, kind, layout, recreate_ts, compacted=None):
         flow.write("i1", v1)
     else:
         flow.write("i1", v1 + neighbour)
-    if layout == "v2_in_log":
+    if layout in ("v2_in_log", "v2_one_batch"):
         flow.write("i1b", [(KEY, row(KEY, V2_TS, "v2"))])
-    if layout == "one_batch":
+    if layout in ("one_batch", "v2_one_batch"):
         flow.write("i2", delete_records(kind) + recreate)
         return flow
     flow.write("i2", delete_records(kind))
@@ -200,7 +200,8 @@ def v3(ts, label="i3"):
 # Layouts: `two_instants` V1 in the base file, the delete and V3 in two later deltacommits (logs of the same
 # slice); `one_batch` the delete and V3 in one batch; `compaction_between` a compaction after the delete;
 # `v1_in_log` V1 in a log (the base file holds only the neighbour); `v2_in_log` V1 in the base file, V2 (ts 300)
-# in a log before the delete.
+# in a log before the delete; `v2_one_batch` the same V1 and V2, then the delete and V3 in one batch (the
+# batch's log holds a delete block ahead of its data block, so V2 is deleted as in `v2_in_log`).
 CASES = {
     ("tombstone", "two_instants", 50): ([V1], [v3(50)]),
     ("tombstone", "two_instants", 100): ([v3(100)], [v3(100)]),
@@ -213,6 +214,10 @@ CASES = {
     ("tombstone", "v1_in_log", 50): ([v3(50)], [v3(50)]),
     ("tombstone", "v2_in_log", 50): ([V1], [v3(50)]),
     ("tombstone", "v2_in_log", 120): ([v3(120)], [v3(120)]),
+    ("tombstone", "v2_one_batch", 50): ([V1], [v3(50, "i2")]),
+    ("tombstone", "v2_one_batch", 100): ([v3(100, "i2")], [v3(100, "i2")]),
+    ("tombstone", "v2_one_batch", 200): ([v3(200, "i2")], [v3(200, "i2")]),
+    ("tombstone", "v2_one_batch", 400): ([v3(400, "i2")], [v3(400, "i2")]),
     ("is_deleted", "two_instants", 50): ([], [v3(50)]),
     ("is_deleted", "two_instants", 120): ([], [v3(120)]),
     ("is_deleted", "two_instants", 200): ([v3(200)], [v3(200)]),

@@ -71,11 +71,14 @@ pub enum Mutation {
     /// A commit is checked also against the writes that were pending below its base when it began and
     /// completed since (another engine's writer completes out of instant order).
     PendingBelowBaseChecked,
+    /// A merge-on-read batch that deletes a key (tombstone) and then re-creates it writes the delete in a
+    /// delete block ahead of the re-created record, so that the key's earlier log versions are removed.
+    RecreateWritesDelete,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 24] = [
+    pub const ALL: [Mutation; 25] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -100,6 +103,7 @@ impl Mutation {
         Mutation::RouterAwaitsEveryTable,
         Mutation::ToastBackfill,
         Mutation::PendingBelowBaseChecked,
+        Mutation::RecreateWritesDelete,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -129,6 +133,7 @@ impl Mutation {
             Mutation::RouterAwaitsEveryTable => "router-awaits-every-table",
             Mutation::ToastBackfill => "toast-backfill",
             Mutation::PendingBelowBaseChecked => "pending-below-base-checked",
+            Mutation::RecreateWritesDelete => "recreate-drops-delete",
         }
     }
 

@@ -27,6 +27,7 @@ mod log_file_golden;
 mod model;
 mod mor_clean;
 mod mor_merge_golden;
+mod mor_recreate;
 mod mor_slices;
 mod request_counts;
 mod request_counts_window;

@@ -79,6 +79,7 @@ mod fakes;
 mod foreign_writer_scenarios;
 mod invariants;
 mod invocation;
+mod recreate_scenarios;
 use invocation::{invoke, poller, Outcome};
 mod routing;
 mod runs;

@@ -143,6 +143,70 @@ fn export_for_interop() {
     }
 }
 
+/// Where [`export_recreated_across_the_carry`] writes its table, before and after the compaction completes.
+const RECREATE_OUT: &str = "HUDI_SINK_INTEROP_RECREATE_OUT";
+
+/// Writes to `$HUDI_SINK_INTEROP_RECREATE_OUT/{before,after}` a table whose key is deleted in the logs a
+/// compaction of this sink plans and re-created (below its base version) in a log committed while the
+/// compaction merges, just before and just after the compaction completes (it carries that log), for the
+/// JVM interop suite (`tests/interop/test_carried_logs.py`). Does nothing without the variable.
+#[test]
+fn export_recreated_across_the_carry() {
+    if std::env::var_os(RECREATE_OUT).is_none() {
+        return;
+    }
+    super::scenarios::run_scenario(recreated_across_the_carry_boxed, None)
+        .unwrap_or_else(|f| panic!("export failed: {f:?}"));
+}
+
+fn recreated_across_the_carry_boxed(
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>>>> {
+    Box::pin(recreated_across_the_carry())
+}
+
+/// See [`export_recreated_across_the_carry`]: `trip-k` has V1 (`ts` 100) in the base file and its tombstone
+/// in a log; the compaction plans that slice and pauses; V3 (`ts` 50) commits into the old slice.
+async fn recreated_across_the_carry() -> Result<(), Failure> {
+    use super::recreate_scenarios::{tombstone, trip};
+    let out = std::env::var_os(RECREATE_OUT)
+        .map(std::path::PathBuf::from)
+        .ok_or_else(|| fail("setup", "no output directory"))?;
+    let table = Table::with_props(
+        true,
+        &[
+            ("hudi.sink.heartbeat.tolerable.misses", "600"),
+            ("hoodie.bucket.index.num.buckets", "1"),
+        ],
+    )?;
+    let store: Arc<dyn Storage> = table.recorder.clone();
+    let first = [trip(0, "trip-k", 100, "v1"), trip(1, "trip-n", 100, "v1")];
+    let second = [tombstone(2, "trip-k")];
+    base_and_log(&table, &[&first, &second]).await?;
+    let held_merge = HeldAt::new(store.clone(), ".marker.MERGE", None);
+    let compactor = spawn_compaction(&table, held_merge.clone(), BEAT_MS * 600);
+    held_merge.held.notified().await;
+    let a = table
+        .sink(store.clone(), table.clocks[2].clone(), "a")
+        .await?;
+    a.process(batch_of(&[trip(3, "trip-k", 50, "v3")])?)
+        .await
+        .map_err(|e| fail("the re-creation commits during the merge", e.to_string()))?;
+    export(table.recorder.as_ref(), &out.join("before")).await?;
+    held_merge.release.notify_one();
+    let report = compactor
+        .await
+        .map_err(|e| fail("no panic", e.to_string()))?
+        .map_err(|e| fail("the compaction completes", e.to_string()))?
+        .ok_or_else(|| fail("the compaction completes", "nothing compacted"))?;
+    if report.carried == 0 {
+        return Err(fail(
+            "the compaction carries the re-creation",
+            format!("{report:?}"),
+        ));
+    }
+    export(table.recorder.as_ref(), &out.join("after")).await
+}
+
 /// See the module doc.
 async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
     // A heartbeat tolerance far beyond the script's pauses: the paused compaction stays alive.

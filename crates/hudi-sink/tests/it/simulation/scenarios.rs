@@ -485,6 +485,10 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         "toast-placeholders-keep-stored-values",
         super::toast_scenarios::toast_placeholders_keep_stored_values_boxed,
     ),
+    (
+        "keys-recreated-in-their-tombstones-batch",
+        super::recreate_scenarios::keys_recreated_in_their_tombstones_batch_boxed,
+    ),
 ];
 
 fn uncleaned_replacecommit_stays_on_the_timeline_boxed(
