@@ -484,7 +484,8 @@ def git_commit():
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                              text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":!bench/results.json", ":!bench/chart.svg"], cwd=ROOT,
                                capture_output=True, text=True).stdout.strip()
         return rev + ("+dirty" if dirty else "")
     except OSError:
@@ -524,6 +525,7 @@ def main():
                     help="where hudi-sink, hudi-sink-writer and examples/bench_writer are (default target/release)")
     args = ap.parse_args()
     REL = os.path.abspath(args.bin_dir)
+    commit = git_commit()  # the code the run starts from
     os.makedirs(OUT, exist_ok=True)
     if args.spark_only:
         section = spark_section(args.spark_records, args.partitions)
@@ -632,7 +634,7 @@ def main():
         results.update(clustering.curve(cli, args.clustering_batches, work))
     # Which keys this run wrote: the keys of the other bench targets (longrun, mor_vs_cow, writers, ...) stay
     # from their own runs.
-    results["run"] = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": git_commit(),
+    results["run"] = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit,
                       "records": args.records, "spark_records": args.spark_records, "keys": sorted(results)}
     results = merge_results(results)
     chart(results, os.path.join(ROOT, "bench", "chart.svg"))
