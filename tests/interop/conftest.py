@@ -60,6 +60,33 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="module")
+def moto_endpoint():
+    """moto (S3, DynamoDB, Glue) on 127.0.0.1, run by the readers' venv (`tests/python/moto_server.py`)."""
+    server = subprocess.Popen([READERS_PYTHON, str(ROOT / "tests" / "python" / "moto_server.py")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    port = server.stdout.readline().strip()
+    if not port.isdigit():
+        server.kill()
+        pytest.fail("moto did not start")
+    yield f"http://127.0.0.1:{port}"
+    server.stdin.close()
+    server.wait(timeout=30)
+
+
+# Retention small enough that cleaning, archival and compaction run within a test's 20 instants.
+SMALL_RETENTION = {
+    "hoodie.cleaner.commits.retained": "3",
+    "hoodie.keep.min.commits": "5",
+    "hoodie.keep.max.commits": "7",
+    "hoodie.compact.inline.max.delta.commits": "3",
+}
+NONPARTITIONED = {
+    "hoodie.datasource.write.partitionpath.field": "",
+    "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+}
+
+
 def run_sink(*args, cwd=ROOT):
     """Runs the `hudi-sink` binary; fails the test with its output when it fails."""
     out = subprocess.run([SINK, *map(str, args)], cwd=cwd, capture_output=True, text=True)

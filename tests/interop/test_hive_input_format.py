@@ -20,8 +20,8 @@ import subprocess
 
 import pytest
 
-from conftest import (READERS_PYTHON, ROOT, SINK, canon, data_only, diff, rows_of_spark, row_key, spark_incremental,
-                      spark_read, table_config, write_table)
+from conftest import (NONPARTITIONED, READERS_PYTHON, ROOT, SINK, SMALL_RETENTION, canon, data_only, diff, rows_of_spark,
+                      row_key, spark_incremental, spark_read, table_config, write_table)
 from test_carried_logs import compaction_carried_logs, export
 
 COW = "COPY_ON_WRITE"
@@ -30,17 +30,7 @@ READ_OPTIMIZED = "org.apache.hudi.hadoop.HoodieParquetInputFormat"
 REALTIME = "org.apache.hudi.hadoop.realtime.HoodieParquetRealtimeInputFormat"
 
 # Few buckets and instants keep the reads short; retention small enough that cleaning and archival run.
-SERVICES = {
-    "hoodie.bucket.index.num.buckets": "4",
-    "hoodie.cleaner.commits.retained": "3",
-    "hoodie.keep.min.commits": "5",
-    "hoodie.keep.max.commits": "7",
-    "hoodie.compact.inline.max.delta.commits": "3",
-}
-NONPARTITIONED = {
-    "hoodie.datasource.write.partitionpath.field": "",
-    "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
-}
+SERVICES = {**SMALL_RETENTION, "hoodie.bucket.index.num.buckets": "4"}
 
 # name: (table type, properties), all of the wide `bench` schema (every type the tests convert). `mor_hive_logs`:
 # compaction off, so every file group's logs since its first base file are still to be merged;
@@ -110,17 +100,9 @@ def run(*args, env):
 
 
 @pytest.fixture(scope="module")
-def catalog():
-    """moto on 127.0.0.1, run by the readers' venv (`tests/python/moto_server.py`)."""
-    server = subprocess.Popen([READERS_PYTHON, str(ROOT / "tests" / "python" / "moto_server.py")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    port = server.stdout.readline().strip()
-    if not port.isdigit():
-        server.kill()
-        pytest.fail("moto did not start")
-    yield Catalog(f"http://127.0.0.1:{port}")
-    server.stdin.close()
-    server.wait(timeout=30)
+def catalog(moto_endpoint):
+    """The Glue catalog of moto on 127.0.0.1 (conftest's `moto_endpoint`)."""
+    yield Catalog(moto_endpoint)
 
 
 class HiveTable:

@@ -12,23 +12,14 @@ import json
 
 import pytest
 
-from conftest import (HUDI_VERSION, data_only, diff, hudi_rs_read, incremental_oracle, rows_of_arrow,
-                      rows_of_spark, spark_incremental, spark_read, write_table)
+from conftest import (HUDI_VERSION, NONPARTITIONED, SMALL_RETENTION, data_only, diff, hudi_rs_read, incremental_oracle,
+                      rows_of_arrow, rows_of_spark, spark_incremental, spark_read, write_table)
 
 COW = "COPY_ON_WRITE"
 MOR = "MERGE_ON_READ"
 
 # Small retention so that every table is cleaned and archived during its 20 instants.
-SERVICES = {
-    "hoodie.cleaner.commits.retained": "3",
-    "hoodie.keep.min.commits": "5",
-    "hoodie.keep.max.commits": "7",
-    "hoodie.compact.inline.max.delta.commits": "3",
-}
-NONPARTITIONED = {
-    "hoodie.datasource.write.partitionpath.field": "",
-    "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
-}
+SERVICES = SMALL_RETENTION
 URLENCODED = {
     "hoodie.datasource.write.hive_style_partitioning": "false",
     "hoodie.datasource.write.partitionpath.urlencode": "true",

@@ -400,20 +400,6 @@ def test_spark_writer_alternates_with_the_sink(spark, tmp_path, table_type):
     assert not doubled, f"buckets with more than one file group: {doubled}"
 
 
-@pytest.fixture(scope="module")
-def moto_endpoint():
-    """moto (DynamoDB) on 127.0.0.1, run by the readers' venv (`tests/python/moto_server.py`)."""
-    server = subprocess.Popen([READERS_PYTHON, str(ROOT / "tests" / "python" / "moto_server.py")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    port = server.stdout.readline().strip()
-    if not port.isdigit():
-        server.kill()
-        pytest.fail("moto did not start")
-    yield f"http://127.0.0.1:{port}"
-    server.stdin.close()
-    server.wait(timeout=30)
-
-
 LOCK_TABLE = "hudi-locks"
 
 
