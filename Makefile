@@ -22,7 +22,7 @@ sys.exit(0 if got == want else 1)
 endef
 export DEMO_CHECK
 
-.PHONY: demo test test-interop jvm-jars venv lint fmt bench bench-avro bench-micro bench-longrun bench-mor bench-writers clean-demo mutants sim test-deploy
+.PHONY: demo test test-interop jvm-jars venv lint fmt bench bench-spark bench-instants bench-avro bench-micro bench-longrun bench-mor bench-writers bench-clustering clean-demo mutants sim test-deploy
 
 $(VENV)/.stamp: tests/python/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -70,13 +70,22 @@ $(JVM_DIR)/jars/.stamp: jvm/pom.xml
 		-DincludeScope=runtime -DoutputDirectory=$(JVM_DIR)/jars
 	touch $@
 
-jvm-jars: $(JVM_DIR)/jars/.stamp
+$(JVM_DIR)/jars-hudi1/.stamp: jvm/pom-hudi1.xml
+	rm -rf $(JVM_DIR)/jars-hudi1
+	$(MVN) -q -B -f jvm/pom-hudi1.xml -Dmaven.repo.local=$(JVM_DIR)/m2 dependency:copy-dependencies \
+		-DincludeScope=runtime -DoutputDirectory=$(JVM_DIR)/jars-hudi1
+	touch $@
+
+jvm-jars: $(JVM_DIR)/jars/.stamp $(JVM_DIR)/jars-hudi1/.stamp
 
 # The build step is `cargo test --workspace --no-run`, not `cargo build -p …`: the same feature set as `make test`'s
 # cargo run, so after it nothing is compiled again (a `-p` build unifies other features and rebuilds the AWS SDK).
-test-interop: $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp
+test-interop: $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp $(JVM_DIR)/jars-hudi1/.stamp
 	$(CARGO) test --workspace --no-run --quiet
 	HUDI_SINK_BIN=$(CURDIR)/target/debug/hudi-sink $(VENV_INTEROP)/bin/python -m pytest tests/interop -q -rsx -p no:cacheprovider
+	# The read suite again with Hudi 1.0's bundle: a second JVM, since one Spark session holds one Hudi.
+	HUDI_SINK_BIN=$(CURDIR)/target/debug/hudi-sink HUDI_SINK_INTEROP_JARS=$(JVM_DIR)/jars-hudi1 \
+		$(VENV_INTEROP)/bin/python -m pytest tests/interop/test_reads.py -q -rsx -p no:cacheprovider
 
 # Deployment packaging checks (template.yaml, infra/): cfn-lint, sam validate --lint, checkov and the
 # least-privilege / SAM-Terraform parity tests of tests/deploy. Own venv: aws-sam-cli and checkov pin many
@@ -103,10 +112,14 @@ fmt:
 	$(CARGO) fmt --all
 
 # Side-by-side benchmark (bench/run.py -> bench/results.json, bench/chart.svg): this writer's core and whole
-# process against pyarrow and delta-rs on one generated workload, each pinned to one CPU, in one run. Not in CI.
-# BENCH_RECORDS=100000 for a quick run. `make bench-micro` runs the criterion micro-benchmarks.
+# process against pyarrow and delta-rs on one generated workload, and `hudi-sink ingest` against Spark 3.5 with
+# Hudi 0.15.0 (bench/spark_hudi.py: the interop venv and jars) on BENCH_SPARK_RECORDS of the same kind, each
+# contender pinned to one CPU, then inline clustering with the release CLI (bench/clustering.py: its CPU share,
+# and its long run of CLUSTERING_BATCHES one-file batches, 0 to skip), in one run. Not in CI. BENCH_RECORDS=100000 for a quick run; `make bench-spark`
+# runs the Spark comparison alone. `make bench-micro` runs the criterion micro-benchmarks.
 VENV_BENCH := .venv-bench
 BENCH_RECORDS ?= 1000000
+BENCH_SPARK_RECORDS ?= 200000
 
 $(VENV_BENCH)/.stamp: tests/python/requirements-bench.txt
 	rm -rf $(VENV_BENCH)
@@ -114,10 +127,14 @@ $(VENV_BENCH)/.stamp: tests/python/requirements-bench.txt
 	$(VENV_BENCH)/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements-bench.txt
 	touch $@
 
-bench: $(VENV_BENCH)/.stamp
+bench: $(VENV_BENCH)/.stamp $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp
 	$(CARGO) build --release -p hudi-sink --no-default-features --example bench_writer
 	$(CARGO) build --release -p hudi-sink-cli -p hudi-sink-writer
-	$(VENV_BENCH)/bin/python bench/run.py --records $(BENCH_RECORDS)
+	$(VENV_BENCH)/bin/python bench/run.py --records $(BENCH_RECORDS) --spark-records $(BENCH_SPARK_RECORDS) --clustering-batches $(CLUSTERING_BATCHES)
+
+bench-spark: $(VENV_BENCH)/.stamp $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp
+	$(CARGO) build --release -p hudi-sink-cli
+	$(VENV_BENCH)/bin/python bench/run.py --spark-only --spark-records $(BENCH_SPARK_RECORDS)
 
 # The Avro comparison alone (bench/run.py --avro-only -> bench/results.json "avro"): the same records as
 # Confluent-framed Avro values through the writer core and through fastavro + pyarrow.
@@ -140,6 +157,23 @@ LONGRUN_S3_BATCHES ?= 1000
 bench-longrun: venv
 	CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 $(CARGO) build --release -p hudi-sink-cli
 	LONGRUN_BATCHES=$(LONGRUN_BATCHES) LONGRUN_S3_BATCHES=$(LONGRUN_S3_BATCHES) $(VENV_PY) bench/longrun.py
+
+# Inline clustering over a long run (bench/clustering.py -> bench/results.json "clustering_curve", the table in
+# docs/performance.md): CLUSTERING_BATCHES one-file insert batches of 500 records through `hudi-sink ingest
+# --commit-interval-ms 0`, sampled every 500: bytes rewritten against bytes written, files per partition, CPU.
+# The debug CLI of `cargo test --workspace --no-run`; the work directory on /dev/shm (no disk flushes). Not in CI.
+CLUSTERING_BATCHES ?= 10000
+
+bench-clustering:
+	$(CARGO) test --workspace --no-run --quiet
+	$(PYTHON) bench/clustering.py --batches $(CLUSTERING_BATCHES) --bin target/debug/hudi-sink --out /dev/shm/hudi-sink-bench-clustering
+
+# Per-instant overhead (bench/instants.py -> bench/results.json "per_instant"): wall and CPU time of
+# `hudi-sink ingest --commit-interval-ms 0` over 10, 40 and 160 one-file instants on the embedded default, with
+# strace's system-call counts per instant where strace is installed. A minute or two; not in CI.
+bench-instants:
+	$(CARGO) build --profile profiling -p hudi-sink-cli --no-default-features --bin hudi-sink
+	$(PYTHON) bench/instants.py --bin-dir target/profiling
 
 # Merge-on-read against copy-on-write (bench/mor_growth.py -> bench/results.json "mor_vs_cow" and "compaction",
 # bench/mor_growth.svg): the cost of one upsert batch as the table grows to MOR_LEVELS x MOR_LOAD_ROWS rows, and

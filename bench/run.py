@@ -1,12 +1,14 @@
 """`make bench`: one workload, every contender single-threaded (pinned to one CPU) in one run, side by side.
 
 Writes bench/results.json and bench/chart.svg. Ratios are taken within this run only (the machine is noisy:
-other builds may be running), so compare ratios, not absolute figures, across runs. Nothing is asserted.
+other builds may be running), so compare ratios, not absolute figures, across runs. No figure is asserted; the
+tables of the Spark Hudi comparison must hold the same rows (a difference stops the run).
 
-    python bench/run.py [--records N] [--skip-build]
+    python bench/run.py [--records N] [--spark-records N] [--bin-dir DIR] [--spark-only|--process-only|--avro-only]
 
 Needs the release binaries (`make bench` builds them): target/release/hudi-sink, target/release/hudi-sink-writer,
-target/release/examples/bench_writer.
+target/release/examples/bench_writer; for the Spark Hudi comparison (spark_section, bench/spark_hudi.py), the
+interop venv .venv-interop (pyspark) and the Hudi jars in target/jvm/jars (`make jvm-jars`).
 """
 
 import argparse
@@ -27,6 +29,15 @@ OUT = os.path.join(ROOT, "bench", "out")
 REL = os.path.join(ROOT, "target", "release")
 PROPS = os.path.join(ROOT, "examples", "bench.properties")
 PY = sys.executable
+INTEROP_PY = os.path.join(ROOT, ".venv-interop", "bin", "python")
+SPARK_HUDI = os.path.join(ROOT, "bench", "spark_hudi.py")
+# HoodieStreamer (org.apache.hudi.utilities.streamer.HoodieStreamer) ships only in hudi-utilities(-slim)-bundle,
+# which Maven Central does not serve to this project's machines (tried once with `mvn dependency:get`).
+HOODIESTREAMER_BLOCKED = (
+    "org.apache.hudi:hudi-utilities-slim-bundle_2.12:0.15.0 (HoodieStreamer's bundle) cannot be resolved on this "
+    "project's machines: `mvn dependency:get -Dartifact=org.apache.hudi:hudi-utilities-slim-bundle_2.12:0.15.0` "
+    "fails with \"Could not find artifact org.apache.hudi:hudi-utilities-slim-bundle_2.12:jar:0.15.0 in central "
+    "(https://repo.maven.apache.org/maven2)\"; without it there is no HoodieStreamer to run")
 # Arm64 Lambda: price per GB-second and the memory size that gives one full vCPU.
 PRICE_GB_S = 0.0000133334
 LAMBDA_MB = 1769
@@ -38,20 +49,34 @@ def cpu():
     return cpus[-1]
 
 
-def run_measured(cmd, env=None):
-    """Like run_child, with the peak RSS from wait4 (the child's own, not this process's)."""
+def run_usage(cmd, env=None):
+    """Runs `cmd` pinned to one CPU and returns its stdout and stderr with the rusage of wait4: the child's CPU
+    time and peak RSS, with those of the descendants it waited for (a JVM the child started and waited for
+    counts; the peak RSS is then the largest single process's), not this process's."""
     started = time.perf_counter()
     p = subprocess.Popen(["taskset", "-c", str(cpu())] + cmd, cwd=ROOT, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # One reader thread per pipe: a child that fills stderr while stdout is read would block.
+    err = []
+    reader = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
+    reader.start()
     stdout = p.stdout.read()
-    stderr = p.stderr.read()
+    reader.join()
     _, status, usage = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
     if p.returncode != 0:
-        sys.stderr.write(stderr.decode(errors="replace")[-4000:])
+        sys.stderr.write(err[0].decode(errors="replace")[-4000:])
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}")
-    return stdout.decode(), wall, usage.ru_maxrss / 1024.0
+    return {"stdout": stdout.decode(), "stderr": err[0].decode(errors="replace"), "wall_s": wall,
+            "user_s": usage.ru_utime, "sys_s": usage.ru_stime, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "peak_rss_mb": usage.ru_maxrss / 1024.0}
+
+
+def run_measured(cmd, env=None):
+    """Like run_usage: (stdout, wall seconds, peak RSS MB)."""
+    u = run_usage(cmd, env)
+    return u["stdout"], u["wall_s"], u["peak_rss_mb"]
 
 
 def last_json(text):
@@ -303,7 +328,183 @@ def process_section(files, events_dir, records):
     return process
 
 
+def vs_process(process):
+    """Whole-process ratios against the pyarrow script: at the default settings (`vs_pyarrow_process`, the
+    commit interval pacing instants) and at one instant per event file."""
+    return {"vs_pyarrow_process": process["pyarrow_seconds"] / process["default_interval_seconds"],
+            "vs_pyarrow_process_interval_0": process["pyarrow_seconds"] / process["ours_seconds"]}
+
+
+def workload(records, partitions):
+    """The bench workload of `records` generated records (ESM payloads of at most 6 MB): its directory and files,
+    generated once and kept in bench/out."""
+    events_dir = os.path.join(OUT, f"events-{records}")
+    if not os.path.isdir(events_dir):
+        subprocess.run([os.path.join(REL, "hudi-sink"), "generate", "--schema", "bench", "--records",
+                        str(records), "--partitions", str(partitions), "--records-per-file", "10000",
+                        "--update-ratio", "0", "--delete-ratio", "0", "--tombstone-ratio", "0",
+                        "--late-ratio", "0", "--out", events_dir], check=True)
+    return events_dir, sorted(os.path.join(events_dir, f) for f in os.listdir(events_dir) if f.endswith(".json"))
+
+
+def tree_bytes(path):
+    """Bytes of every file under `path`, and of the data files alone (parquet base files and log files)."""
+    total = data = 0
+    for d, _, names in os.walk(path):
+        for name in names:
+            n = os.path.getsize(os.path.join(d, name))
+            total += n
+            if ".hoodie" not in d.split(os.sep) and (name.endswith(".parquet") or ".log." in name):
+                data += n
+    return total, data
+
+
+def contender(usage, records, path):
+    """One contender's figures: whole-process CPU, wall time, peak RSS, bytes on storage, records per core-second."""
+    table_bytes, data_bytes = tree_bytes(path)
+    return {"cpu_s": usage["cpu_s"], "user_s": usage["user_s"], "sys_s": usage["sys_s"], "wall_s": usage["wall_s"],
+            "peak_rss_mb": usage["peak_rss_mb"], "table_bytes": table_bytes, "data_bytes": data_bytes,
+            "records_per_core_s": records / usage["cpu_s"]}
+
+
+# The sink's tables for the Spark comparison: (name, properties added, properties dropped, ingest options).
+# Defaults first (one table per Spark peer), then one commit per 6 MB payload (`--commit-interval-ms 0`), which is
+# what a writer Lambda invoked with 6 MB ESM batches does: the Lambda view's figures.
+INSERT_PROPS = (["hoodie.datasource.write.operation=insert"],
+                ("hoodie.datasource.write.operation", "hoodie.index.type", "hoodie.bucket.index"))
+MOR_PROPS = (["hoodie.table.type=MERGE_ON_READ"], ("hoodie.table.type",))
+SINK_TABLES = (("insert",) + INSERT_PROPS + ([],),
+               ("upsert_cow", [], (), []),
+               ("upsert_mor",) + MOR_PROPS + ([],),
+               ("insert_per_batch",) + INSERT_PROPS + (["--commit-interval-ms", "0"],),
+               ("upsert_mor_per_batch",) + MOR_PROPS + (["--commit-interval-ms", "0"],))
+# Spark's writes through the Hudi datasource: (name, operation, table type).
+SPARK_WRITES = (("bulk_insert", "bulk_insert", "COPY_ON_WRITE"), ("insert", "insert", "COPY_ON_WRITE"),
+                ("upsert_cow", "upsert", "COPY_ON_WRITE"), ("upsert_mor", "upsert", "MERGE_ON_READ"))
+
+
+def spark_section(records, partitions):
+    """The same events through `hudi-sink ingest` and through Spark 3.5 + Hudi 0.15.0 (`local[1]`, one datasource
+    write per operation, bench/spark_hudi.py), each a child process pinned to one CPU; Spark's start-up (a
+    session started and stopped) is measured apart. Every table is then read back (hudi-rs all of them, Spark its
+    own) and must hold exactly the rows of the sink's insert table."""
+    if not os.path.exists(INTEROP_PY):
+        raise SystemExit(f"no {INTEROP_PY}: `make bench` installs it (make's $(VENV_INTEROP)/.stamp)")
+    events_dir, files = workload(records, partitions)
+    out = os.path.join(OUT, "spark")
+    os.makedirs(out, exist_ok=True)
+    sink = {}
+    for name, extra, drop, options in SINK_TABLES:
+        base = fresh(os.path.join(out, f"sink-{name}"))
+        props = write_props(os.path.join(out, f"sink-{name}.properties"), base, extra, drop)
+        usage = run_usage([os.path.join(REL, "hudi-sink"), "ingest", "--config", props] + options + [events_dir])
+        sink[name] = contender(usage, records, base)
+        commits = re.search(r"(\d+) commits", usage["stdout"] + usage["stderr"])
+        sink[name]["commits"] = int(commits.group(1)) if commits else None
+        print(f"sink {name}:", sink[name], flush=True)
+    startup = run_usage([INTEROP_PY, SPARK_HUDI, "empty"])
+    startup = {"cpu_s": startup["cpu_s"], "wall_s": startup["wall_s"], "peak_rss_mb": startup["peak_rss_mb"],
+               **last_json(startup["stdout"])}
+    print("spark start-up (empty session):", startup, flush=True)
+    spark = {}
+    for name, op, table_type in SPARK_WRITES:
+        base = fresh(os.path.join(out, f"spark-{name}"))
+        usage = run_usage([INTEROP_PY, SPARK_HUDI, "write", op, table_type, base,
+                           fresh(os.path.join(out, "staging"))] + files)
+        inside = last_json(usage["stdout"])
+        if inside["records"] != records:
+            raise SystemExit(f"spark {name} staged {inside['records']} records, not {records}")
+        c = contender(usage, records, base)
+        steady = usage["cpu_s"] - startup["cpu_s"]
+        c.update({"commits": 1, "inside": inside, "steady_cpu_s": steady, "records_per_core_s_steady": records / steady,
+                  "records_per_core_s_write_only": records / inside["jvm_cpu_write"]})
+        spark[name] = c
+        print(f"spark {name}:", c, flush=True)
+    json_bytes = spark["insert"]["inside"]["json_bytes"]
+
+    # Read back: hudi-rs every table, Spark its own; all must hold the sink's insert table's rows.
+    named = [f"sink-{n}={os.path.join(out, f'sink-{n}')}" for n, *_ in SINK_TABLES]
+    named += [f"+spark-{n}={os.path.join(out, f'spark-{n}')}" for n, *_ in SPARK_WRITES]
+    p = subprocess.run([INTEROP_PY, SPARK_HUDI, "check"] + named, cwd=ROOT, capture_output=True, text=True)
+    try:
+        checked = last_json(p.stdout)
+    except ValueError:
+        sys.stderr.write(p.stderr[-4000:])
+        raise SystemExit("the read-back check of the Spark comparison failed")
+    if p.returncode != 0 or checked["mismatches"]:
+        raise SystemExit(f"ROW MISMATCH against {checked['reference']}: {json.dumps(checked['mismatches'], indent=1)}")
+    print(f"read back: {len(checked['readings'])} readings hold the same {checked['rows']:,} rows", flush=True)
+
+    gb = json_bytes / 1e9
+    lambda_view = {}
+    for name in ("insert_per_batch", "upsert_mor_per_batch"):
+        c = sink[name]
+        gb_s = c["wall_s"] / gb * LAMBDA_MB / 1024.0
+        lambda_view[name] = {"wall_s_per_gb": c["wall_s"] / gb, "core_s_per_gb": c["cpu_s"] / gb,
+                             "gb_s_per_gb": gb_s, "usd_per_gb": gb_s * PRICE_GB_S}
+    lambda_view["spark_core_s_per_gb"] = {n: c["cpu_s"] / gb for n, c in spark.items()}
+    lambda_view["spark_core_s_per_gb_steady"] = {n: c["steady_cpu_s"] / gb for n, c in spark.items()}
+    lambda_view["sink_core_s_per_gb"] = {n: c["cpu_s"] / gb for n, c in sink.items()}
+    return {"records": records, "json_mb": json_bytes / 1e6, "event_files": len(files),
+            "payload_mb": sum(os.path.getsize(f) for f in files) / 1e6, "rows_checked": checked["rows"],
+            "readings_checked": checked["readings"], "hudi_rs_reader": checked["hudi_rs"],
+            "machine": machine(), "single_cpu": cpu(), "sink": sink, "spark_startup": startup,
+            "spark": spark, "lambda": lambda_view}
+
+
+def vs_spark(section):
+    """results.json's `vs_spark_hudi_*`: records per core-second, the sink's (default settings) ÷ Spark's, the
+    whole process on both sides and Spark less its start-up; with both sides' peak memory."""
+    sink, spark = section["sink"], section["spark"]
+
+    def versus(ours, peers):
+        mine = sink[ours]
+        out = {"ours": f"hudi-sink ingest ({ours}, default settings)", "ours_peak_rss_mb": mine["peak_rss_mb"],
+               "ours_records_per_core_s": mine["records_per_core_s"]}
+        for peer in peers:
+            p = spark[peer]
+            out[peer] = {"ratio": mine["records_per_core_s"] / p["records_per_core_s"],
+                         "ratio_vs_steady_state": mine["records_per_core_s"] / p["records_per_core_s_steady"],
+                         "peer_records_per_core_s": p["records_per_core_s"], "peer_peak_rss_mb": p["peak_rss_mb"],
+                         "memory_ratio": mine["peak_rss_mb"] / p["peak_rss_mb"]}
+        # The headline is against the stronger peer.
+        best = max(peers, key=lambda q: spark[q]["records_per_core_s"])
+        out.update({"ratio": out[best]["ratio"], "ratio_vs_steady_state": out[best]["ratio_vs_steady_state"],
+                    "peer": f"spark {best}", "peer_peak_rss_mb": spark[best]["peak_rss_mb"]})
+        return out
+
+    return {"vs_spark_hudi_insert": versus("insert", ["bulk_insert", "insert"]),
+            "vs_spark_hudi_upsert_cow": versus("upsert_cow", ["upsert_cow"]),
+            "vs_spark_hudi_upsert_mor": versus("upsert_mor", ["upsert_mor"]),
+            "vs_hoodiestreamer": {"blocked": True, "reason": HOODIESTREAMER_BLOCKED}}
+
+
+def git_commit():
+    """The checked-out commit, with "+dirty" when the work tree differs from it."""
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                             text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":!bench/results.json", ":!bench/chart.svg"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except OSError:
+        return ""
+
+
+def merge_results(update):
+    """Merges `update` into bench/results.json (the keys of the other bench targets stay)."""
+    path = os.path.join(ROOT, "bench", "results.json")
+    results = json.load(open(path)) if os.path.exists(path) else {}
+    results.update(update)
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1)
+        f.write("\n")
+    return results
+
+
 def main():
+    global REL
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=16)
@@ -312,35 +513,37 @@ def main():
                     help="run only the whole-process comparison and merge it into bench/results.json")
     ap.add_argument("--avro-only", action="store_true",
                     help="run only the Avro comparison and merge it into bench/results.json")
+    ap.add_argument("--spark-records", type=int, default=200_000,
+                    help="records of the Spark Hudi comparison (its own workload, generated alike)")
+    ap.add_argument("--spark-only", action="store_true",
+                    help="run only the Spark Hudi comparison and merge it into bench/results.json")
+    ap.add_argument("--clustering-runs", type=int, default=5,
+                    help="runs each way of inline clustering's CPU share (bench/clustering.py --cpu-share)")
+    ap.add_argument("--clustering-batches", type=int, default=10_000,
+                    help="one-file batches of inline clustering's long run (bench/clustering.py); 0 skips it")
+    ap.add_argument("--bin-dir", default=REL,
+                    help="where hudi-sink, hudi-sink-writer and examples/bench_writer are (default target/release)")
     args = ap.parse_args()
+    REL = os.path.abspath(args.bin_dir)
+    commit = git_commit()  # the code the run starts from
     os.makedirs(OUT, exist_ok=True)
-    events_dir = os.path.join(OUT, f"events-{args.records}")
-    if not os.path.isdir(events_dir):
-        subprocess.run([os.path.join(REL, "hudi-sink"), "generate", "--schema", "bench", "--records",
-                        str(args.records), "--partitions", str(args.partitions), "--records-per-file", "10000",
-                        "--update-ratio", "0", "--delete-ratio", "0", "--tombstone-ratio", "0",
-                        "--late-ratio", "0", "--out", events_dir], check=True)
-    files = sorted(os.path.join(events_dir, f) for f in os.listdir(events_dir) if f.endswith(".json"))
+    if args.spark_only:
+        section = spark_section(args.spark_records, args.partitions)
+        update = {"spark_hudi": section, **vs_spark(section)}
+        merge_results(update)
+        print(json.dumps({k: v for k, v in update.items() if k != "spark_hudi"}, indent=2))
+        return
+    events_dir, files = workload(args.records, args.partitions)
     payload_bytes = sum(os.path.getsize(f) for f in files)
     print(f"workload: {len(files)} ESM payloads, {payload_bytes / 1e6:.0f} MB, {args.records:,} records", flush=True)
     if args.process_only:
-        path = os.path.join(ROOT, "bench", "results.json")
-        results = json.load(open(path))
-        results["process"] = process_section(files, events_dir, args.records)
-        results["vs_pyarrow_process"] = results["process"]["pyarrow_seconds"] / results["process"]["ours_seconds"]
-        with open(path, "w") as f:
-            json.dump(results, f, indent=1)
-            f.write("\n")
-        print(json.dumps(results["process"], indent=2))
+        process = process_section(files, events_dir, args.records)
+        merge_results({"process": process, **vs_process(process)})
+        print(json.dumps(process, indent=2))
         return
     if args.avro_only:
-        path = os.path.join(ROOT, "bench", "results.json")
-        results = json.load(open(path)) if os.path.exists(path) else {}
-        results["avro"] = avro_section(files, args.records)
-        with open(path, "w") as f:
-            json.dump(results, f, indent=1)
-            f.write("\n")
-        print(json.dumps({k: v for k, v in results["avro"].items() if not isinstance(v, dict)}, indent=2))
+        avro = merge_results({"avro": avro_section(files, args.records)})["avro"]
+        print(json.dumps({k: v for k, v in avro.items() if not isinstance(v, dict)}, indent=2))
         return
 
     # (a) writer core, insert; (b) pyarrow; (c) delta-rs — alternated so that a burst of other load hits all.
@@ -399,7 +602,7 @@ def main():
         "vs_pyarrow_without_envelope": ours["records"] / (ours["seconds"] - ours["envelope_seconds"])
         / pyarrow["records_per_s"],
         "stage_seconds": {k: ours[k] for k in ("envelope_seconds", "values_seconds", "write_seconds")},
-        "vs_pyarrow_process": process["pyarrow_seconds"] / process["ours_seconds"],
+        **vs_process(process),
         "vs_deltalake": ours["records_per_s"] / delta["records_per_s"],
         "peak_rss_mb_6mb_payload": rss6,
         "payload_6mb": {"file": os.path.basename(largest), "bytes": len(event),
@@ -419,14 +622,21 @@ def main():
     }
     gb_s_per_gb = (1000.0 / results["json_mb_per_s"]) * (LAMBDA_MB / 1024.0)
     results["lambda_cost_per_gb_json_usd"] = gb_s_per_gb * PRICE_GB_S
-    # Keep what `make bench-longrun` (bench/longrun.py) merged into the same file.
-    previous_path = os.path.join(ROOT, "bench", "results.json")
-    if os.path.exists(previous_path):
-        previous = json.load(open(previous_path))
-        results.update({k: previous[k] for k in ("longrun", "longrun_growth") if k in previous})
-    with open(os.path.join(ROOT, "bench", "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
+    # The Spark Hudi comparison, on its own (smaller) workload: Spark in local[1] takes minutes per operation.
+    section = spark_section(args.spark_records, args.partitions)
+    results.update({"spark_hudi": section, **vs_spark(section)})
+    # Inline clustering with the release CLI: its CPU share, then its long run (bench/clustering.py).
+    import clustering
+    cli = os.path.join(REL, "hudi-sink")
+    work = "/dev/shm/hudi-sink-bench-clustering" if os.path.isdir("/dev/shm") else os.path.join(OUT, "clustering")
+    results.update(clustering.cpu_share(cli, args.clustering_runs, work))
+    if args.clustering_batches:
+        results.update(clustering.curve(cli, args.clustering_batches, work))
+    # Which keys this run wrote: the keys of the other bench targets (longrun, mor_vs_cow, writers, ...) stay
+    # from their own runs.
+    results["run"] = {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit,
+                      "records": args.records, "spark_records": args.spark_records, "keys": sorted(results)}
+    results = merge_results(results)
     chart(results, os.path.join(ROOT, "bench", "chart.svg"))
     print(json.dumps({k: v for k, v in results.items() if not isinstance(v, dict)}, indent=2))
 

@@ -68,6 +68,7 @@ for _short, _full in {
     "And": "Fn::And",
     "Or": "Fn::Or",
     "Condition": "Condition",
+    "EachMemberEquals": "Fn::EachMemberEquals",
 }.items():
     _CfnLoader.add_constructor("!" + _short, _tag(_full))
 
@@ -78,12 +79,49 @@ def load_template(text: str | None = None) -> dict:
 
 _NOVALUE = object()
 
+_FOREACH = "Fn::ForEach::"
+
+
+def _substitute(node, name: str, value: str):
+    """A loop's fragment for one value, as the AWS::LanguageExtensions transform makes it: ${name} becomes the
+    value, &{name} the value without its non-alphanumeric characters, in keys and strings alike."""
+    stripped = re.sub(r"[^A-Za-z0-9]", "", value)
+
+    def text(s):
+        return s.replace("${" + name + "}", value).replace("&{" + name + "}", stripped)
+
+    if isinstance(node, str):
+        return text(node)
+    if isinstance(node, list):
+        return [_substitute(x, name, value) for x in node]
+    if isinstance(node, dict):
+        if node == {"Ref": name}:
+            return value
+        return {text(k): _substitute(v, name, value) for k, v in node.items()}
+    return node
+
+
+def expand_foreach(section: dict, collection) -> dict:
+    """`section` (Resources, Conditions or Outputs) with its Fn::ForEach loops expanded; `collection(node)`
+    evaluates a loop's collection to a list of strings."""
+    out = {}
+    for key, value in section.items():
+        if not key.startswith(_FOREACH):
+            out[key] = value
+            continue
+        name, items, fragment = value
+        for item in collection(items):
+            for k, v in _substitute(fragment, name, str(item)).items():
+                if k in out or k in section:
+                    raise Unsupported(f"{key}: logical id {k} twice")
+                out[k] = v
+    return out
+
 
 class CfnEvaluator:
     """Resolves intrinsic functions of `template` for the parameter values `params` (strings)."""
 
     def __init__(self, template: dict, params: dict, account: str, region: str, partition: str = "aws"):
-        self.t = template
         self.params = {}
         for name, spec in template["Parameters"].items():
             if name in params:
@@ -102,6 +140,11 @@ class CfnEvaluator:
             "AWS::StackName": "stack",
         }
         self._conditions: dict[str, bool] = {}
+        # The template as CloudFormation sees it after AWS::LanguageExtensions: the loops expanded.
+        self.t = dict(template)
+        for section in ("Resources", "Conditions", "Outputs"):
+            if section in template:
+                self.t[section] = expand_foreach(template[section], self.eval)
 
     def condition(self, name: str) -> bool:
         if name not in self._conditions:
@@ -114,10 +157,20 @@ class CfnEvaluator:
         if name in self.pseudo:
             return self.pseudo[name]
         if name in self.params:
+            if self.t["Parameters"][name]["Type"] == "CommaDelimitedList":
+                return self.params[name].split(",")
             return self.params[name]
         res = self.t["Resources"].get(name)
         if res is None:
             raise Unsupported(f"Ref {name}")
+        if res["Type"] == "AWS::IAM::RolePolicy":
+            self._check_exists(name)
+            return f"<ref:{name}>"
+        if res["Type"] == "AWS::Lambda::EventSourceMapping":
+            # Its UUID, named by its topic so that Terraform's mapping of the same topic compares equal.
+            self._check_exists(name)
+            (topic,) = self.eval(res["Properties"]["Topics"])
+            return f"<event-source-mapping:{topic}>"
         self._check_exists(name)
         props = res.get("Properties", {})
         kind = res["Type"]
@@ -209,6 +262,9 @@ class CfnEvaluator:
                 return str(self.eval(arg[1])).split(arg[0])
             if key == "Fn::Join":
                 return arg[0].join(str(x) for x in self.eval(arg[1]))
+            if key == "Fn::EachMemberEquals":
+                members, value = (self.eval(x) for x in arg)
+                return all(str(m) == str(value) for m in members)
             if key == "Fn::Equals":
                 a, b = (self.eval(x) for x in arg)
                 return str(a) == str(b)
@@ -256,27 +312,55 @@ def normalise_statement(st: dict) -> dict:
 SAM_ROLES = {"WriterRole": "writer", "CoordinatorRole": "coordinator", "SchedulerRole": "scheduler"}
 
 
+def merge_statement(statements: dict, n: dict, where: str):
+    """Adds `n` to {sid: statement}. A Sid repeated with the same actions and condition keys (a per-topic policy
+    granting its own topic, table and lock key) adds its resources and condition values; anything else twice is
+    an error."""
+    old = statements.get(n["sid"])
+    if old is None:
+        statements[n["sid"]] = n
+        return
+    same_keys = (old["condition"] or {}).keys() == (n["condition"] or {}).keys() and all(
+        old["condition"][op].keys() == n["condition"][op].keys() for op in old["condition"] or {})
+    if old["actions"] != n["actions"] or not same_keys:
+        raise Unsupported(f"{where}: duplicate Sid {n['sid']}")
+    cond = None
+    if old["condition"]:
+        cond = {op: {k: sorted(set(v) | set(n["condition"][op][k])) for k, v in kv.items()}
+                for op, kv in old["condition"].items()}
+    statements[n["sid"]] = dict(old, resources=sorted(set(old["resources"]) | set(n["resources"])), condition=cond)
+
+
 def sam_policies(template: dict, params: dict, account: str, region: str) -> dict:
-    """role -> {sid: statement} granted by the template for these parameters."""
+    """role -> {sid: statement} granted by the template for these parameters (the roles that exist)."""
     ev = CfnEvaluator(template, params, account, region)
     out = {}
-    roles = {n: r for n, r in template["Resources"].items() if r["Type"] == "AWS::IAM::Role"}
+    resources = ev.t["Resources"]
+    roles = {n: r for n, r in resources.items() if r["Type"] == "AWS::IAM::Role"}
     if set(roles) != set(SAM_ROLES):
         raise Unsupported(f"roles in template.yaml: {sorted(roles)}, expected {sorted(SAM_ROLES)}")
     if any(r.get("Properties", {}).get("ManagedPolicyArns") for r in roles.values()):
         raise Unsupported("managed policies are not part of the least-privilege list")
+    attached = {}
+    for name, res in resources.items():
+        if res["Type"] == "AWS::IAM::RolePolicy" and ev.resource_exists(name):
+            role = res["Properties"]["RoleName"]
+            if not (isinstance(role, dict) and set(role) == {"Ref"} and role["Ref"] in roles):
+                raise Unsupported(f"{name}: a role policy must name a role of the template")
+            attached.setdefault(role["Ref"], []).append(ev.eval(res["Properties"]))
     for name, role in roles.items():
+        if not ev.resource_exists(name):
+            if name in attached:
+                raise Unsupported(f"policies attached to {name}, which does not exist")
+            continue
         statements = {}
-        for policy in ev.eval(role["Properties"].get("Policies", [])):
+        for policy in ev.eval(role["Properties"].get("Policies", [])) + attached.get(name, []):
             for st in _as_list(policy["PolicyDocument"]["Statement"]):
-                n = normalise_statement(st)
-                if n["sid"] in statements:
-                    raise Unsupported(f"{name}: duplicate Sid {n['sid']}")
-                statements[n["sid"]] = n
+                merge_statement(statements, normalise_statement(st), name)
         out[SAM_ROLES[name]] = statements
     # Functions: no inline SAM policies, roles as declared, the ones a user would expect.
     for fn, role in (("WriterFunction", "WriterRole"), ("CoordinatorFunction", "CoordinatorRole")):
-        props = template["Resources"][fn]["Properties"]
+        props = resources[fn]["Properties"]
         if "Policies" in props:
             raise Unsupported(f"{fn} has SAM Policies outside the least-privilege list")
         if props.get("Role") != {"Fn::GetAtt": [role, "Arn"]}:
@@ -391,6 +475,15 @@ class TfEvaluator:
         self.resources = blocks(module, "resource")
         self.data = blocks(module, "data")
         self.account, self.region, self.partition = account, region, partition
+        self.scope: dict = {}  # for-expression variables
+        self.each = None  # each.key of the for_each instance being evaluated
+
+    def instances(self, body) -> list:
+        """The keys of a for_each resource (sorted, as Terraform orders a set), or [None]."""
+        if "for_each" not in body:
+            return [None]
+        keys = self.value(body["for_each"])
+        return sorted(keys.keys() if isinstance(keys, dict) else keys)
 
     # -- values as python-hcl2 gives them: '"literal ${interp}"', '${expr}', numbers, lists, dicts
     def value(self, v):
@@ -458,6 +551,15 @@ class TfEvaluator:
             count = self.value(body["count"])
             if index is None or index >= count:
                 raise Unsupported(f"{rtype}.{rname}[{index}] with count {count}")
+        if "for_each" in body and index not in self.instances(body):
+            raise Unsupported(f"{rtype}.{rname}[{index!r}]: no such for_each instance")
+        if rtype == "aws_lambda_event_source_mapping" and attr == "uuid":
+            outer, self.each = self.each, index
+            try:
+                (topic,) = self.value(body["topics"])
+            finally:
+                self.each = outer
+            return f"<event-source-mapping:{topic}>"
         p, r, a = self.partition, self.region, self.account
         arg = lambda key: self.value(body[key])  # noqa: E731
         if rtype == "aws_s3_bucket":
@@ -486,6 +588,12 @@ class TfEvaluator:
 
     def reference(self, path: list):
         head = path[0]
+        if len(path) == 1 and head in self.scope:
+            return self.scope[head]
+        if path == ["each", "key"] or path == ["each", "value"]:
+            if self.each is None:
+                raise Unsupported("each outside a for_each resource")
+            return self.each
         if head == "var":
             return self.vars[path[1]]
         if head == "local":
@@ -504,7 +612,7 @@ class TfEvaluator:
             raise Unsupported(".".join(map(str, path)))
         rtype, rname, rest = path[0], path[1], path[2:]
         index = None
-        if rest and isinstance(rest[0], int):
+        if rest and (isinstance(rest[0], int) or (len(rest) == 2 and "for_each" in self.resources.get((rtype, rname), {}))):
             index, rest = rest[0], rest[1:]
         if len(rest) != 1:
             raise Unsupported(".".join(map(str, path)))
@@ -523,6 +631,9 @@ def _balanced(s: str) -> bool:
         if depth < 0:
             return False
     return depth == 0
+
+
+_UNBOUND = object()
 
 
 class _Parser:
@@ -635,6 +746,8 @@ class _Parser:
                     self.take(",")
             self.take("}")
             return obj
+        if val == "[" and self.peek("for"):
+            return self.for_expression()
         if val == "[":
             items = []
             while not self.peek("]"):
@@ -646,6 +759,8 @@ class _Parser:
         if kind == "id":
             if val in ("true", "false"):
                 return val == "true"
+            if val == "null":
+                return None
             if self.peek("("):
                 self.take("(")
                 args = []
@@ -662,14 +777,44 @@ class _Parser:
                     path.append(self.take()[1])
                 elif self.peek("[") and path[0] not in ("var", "local") and len(path) == 2:
                     self.take("[")
-                    path.append(int(self.take()[1]))
+                    path.append(self.ternary())
                     self.take("]")
                 else:
                     break
             return self.ev.reference(path)
         raise Unsupported(f"unexpected {val!r}")
 
+    def for_expression(self):
+        """[for x in LIST : EXPR] (the `[` taken): the body is parsed again for every element."""
+        self.take("for")
+        name = self.take()[1]
+        self.take("in")
+        items = self.ternary()
+        self.take(":")
+        start, out = self.i, []
+        outer = self.ev.scope.get(name, _UNBOUND)
+        for item in (sorted(items) if isinstance(items, (set, frozenset)) else items):
+            self.i = start
+            self.ev.scope[name] = item
+            out.append(self.ternary())
+        if outer is _UNBOUND:
+            self.ev.scope.pop(name, None)
+        else:
+            self.ev.scope[name] = outer
+        if not items:
+            self.skip()
+        self.take("]")
+        return out
+
     def call(self, fn, args):
+        if fn == "replace":
+            if args[1].startswith("/"):
+                raise Unsupported("replace() with a regular expression")
+            return args[0].replace(args[1], args[2])
+        if fn == "concat":
+            return [x for a in args for x in a]
+        if fn == "toset":
+            return sorted(set(args[0]))
         if fn == "split":
             return args[1].split(args[0])
         if fn == "length":
@@ -691,10 +836,10 @@ def tf_policies(module: dict, variables: dict, account: str, region: str) -> dic
             raise Unsupported(f"{rtype}.{rname}: policies outside the least-privilege list")
         if rtype == "aws_iam_role" and ("managed_policy_arns" in body or "inline_policy" in body):
             raise Unsupported(f"aws_iam_role.{rname}: inline/managed policies outside the list")
-        if rtype != "aws_iam_role_policy":
+        if rtype != "aws_iam_role_policy" or not ev.resource_exists(rtype, rname):
             continue
-        role = re.fullmatch(r"\$\{aws_iam_role\.(\w+)\.id\}", body["role"])
-        doc = re.fullmatch(r"\$\{data\.aws_iam_policy_document\.(\w+)\.json\}", body["policy"])
+        role = re.fullmatch(r"\$\{aws_iam_role\.(\w+)(?:\[0\])?\.id\}", body["role"])
+        doc = re.fullmatch(r"\$\{data\.aws_iam_policy_document\.(\w+)(?:\[0\])?\.json\}", body["policy"])
         if not role or not doc:
             raise Unsupported(f"aws_iam_role_policy.{rname}: role/policy must reference a role and a policy document")
         statements = out.setdefault(role.group(1), {})
@@ -744,7 +889,7 @@ def sam_alarms(template: dict, params: dict, account: str, region: str) -> dict:
     """alarm name -> normalised alarm of template.yaml for these parameters (only the alarms that exist)."""
     ev = CfnEvaluator(template, params, account, region)
     out = {}
-    for name, res in template["Resources"].items():
+    for name, res in ev.t["Resources"].items():
         if res["Type"] != "AWS::CloudWatch::Alarm" or not ev.resource_exists(name):
             continue
         p = ev.eval(res["Properties"])
@@ -786,9 +931,11 @@ def tf_alarms(module: dict, variables: dict, account: str, region: str) -> dict:
     """alarm name -> normalised alarm of the Terraform module for these variables (only those that exist)."""
     ev = TfEvaluator(module, variables, account, region)
     out = {}
-    for (rtype, rname), body in ev.resources.items():
-        if rtype != "aws_cloudwatch_metric_alarm" or not ev.resource_exists(rtype, rname):
-            continue
+    instances = [(rtype, rname, body, key) for (rtype, rname), body in ev.resources.items()
+                 if rtype == "aws_cloudwatch_metric_alarm" and ev.resource_exists(rtype, rname)
+                 for key in ev.instances(body)]
+    for rtype, rname, body, key in instances:
+        ev.each = key
         get = lambda key, default=None: ev.value(body[key]) if key in body else default  # noqa: E731
         queries = []
         for q in body.get("metric_query", []):
@@ -822,6 +969,7 @@ def tf_alarms(module: dict, variables: dict, account: str, region: str) -> dict:
             "ok_actions": get("ok_actions", []),
             "queries": queries,
         }
+    ev.each = None
     return out
 
 
@@ -835,8 +983,8 @@ def alarm_metrics(alarm: dict) -> list[tuple]:
 
 def sam_dashboard(template: dict, params: dict, account: str, region: str) -> dict:
     ev = CfnEvaluator(template, params, account, region)
-    (name,) = [n for n, r in template["Resources"].items() if r["Type"] == "AWS::CloudWatch::Dashboard"]
-    p = ev.eval(template["Resources"][name]["Properties"])
+    (name,) = [n for n, r in ev.t["Resources"].items() if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    p = ev.eval(ev.t["Resources"][name]["Properties"])
     return {"name": p["DashboardName"], "body": json.loads(p["DashboardBody"])}
 
 
@@ -880,21 +1028,31 @@ def expected_policies(values: dict, flags: dict) -> dict:
     spec = json.loads(LEAST_PRIVILEGE.read_text())
 
     def fill(s):
-        return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], s)
+        """The strings `s` stands for: one per element when it names a list placeholder ({topics})."""
+        lists = {m for m in re.findall(r"\{(\w+)\}", s) if isinstance(values[m], list)}
+        if len(lists) > 1:
+            raise Unsupported(f"{s}: more than one list placeholder")
+        items = values[lists.pop()] if lists else [None]
+        return [re.sub(r"\{(\w+)\}", lambda m: item if isinstance(values[m.group(1)], list) else values[m.group(1)], s)
+                for item in items]
 
     out = {}
     for role, statements in spec["roles"].items():
+        if role in spec.get("role_when", {}) and not flags[spec["role_when"][role]]:
+            continue
         out[role] = {}
         for st in statements:
             if "when" in st and not flags[st["when"]]:
                 continue
+            if st["sid"] in out[role]:
+                raise Unsupported(f"least_privilege.json: {role}.{st['sid']} twice under the same flags")
             cond = st.get("condition")
             if cond:
-                cond = {op: {k: sorted(fill(x) for x in v) for k, v in kv.items()} for op, kv in cond.items()}
+                cond = {op: {k: sorted(y for x in v for y in fill(x)) for k, v in kv.items()} for op, kv in cond.items()}
             out[role][st["sid"]] = {
                 "sid": st["sid"],
                 "actions": sorted(st["actions"]),
-                "resources": sorted(fill(r) for r in st["resources"]),
+                "resources": sorted(y for r in st["resources"] for y in fill(r)),
                 "condition": cond or None,
             }
     return out

@@ -1,6 +1,6 @@
-"""Deployment packaging checks (issue 4, acceptance 1 and 2): template.yaml and infra/ are valid for the tools
-AWS users run (cfn-lint, sam validate --lint, checkov) and grant exactly the least-privilege list of
-tests/deploy/least_privilege.json, SAM and Terraform alike, for every supported deployment shape.
+"""Deployment packaging checks: template.yaml and infra/ are valid for the tools AWS users run (cfn-lint, sam
+validate --lint, checkov) and grant exactly the least-privilege list of tests/deploy/least_privilege.json, SAM and
+Terraform alike, for every supported deployment shape (tests/deploy/scenarios.py).
 
 Run with `make test-deploy` (creates .venv-deploy). No AWS account or network is used.
 """
@@ -8,10 +8,8 @@ Run with `make test-deploy` (creates .venv-deploy). No AWS account or network is
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -19,215 +17,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import iac  # noqa: E402
-
-ROOT = iac.ROOT
-BIN = Path(sys.executable).parent
-ACCOUNT = "111122223333"
-REGION = "eu-west-1"
-CLUSTER = f"arn:aws:kafka:{REGION}:{ACCOUNT}:cluster/trips-cluster/3f1c2a9e-7b4d-4c1e-9a55-0d6e2f8b1c77-3"
-SECRET = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:AmazonMSK_trips-AbCdEf"
-KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0"
-QUEUE = f"arn:aws:sqs:{REGION}:{ACCOUNT}:trips-sink-failures"
-ALARM_TOPIC = f"arn:aws:sns:{REGION}:{ACCOUNT}:data-platform-alarms"
-
-# Deployment shapes, as SAM parameters. The Terraform variables are derived with `tf_variables`.
-SCENARIOS = {
-    "msk-iam-new-bucket": {
-        "AppName": "trips-sink",
-        "MskClusterArn": CLUSTER,
-        "Topic": "trips",
-        "ConsumerGroupId": "hudi-sink-trips",
-        "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
-        "HoodieTableName": "trips",
-    },
-    "msk-scram-existing-bucket-everything": {
-        "AppName": "orders",
-        "MskClusterArn": CLUSTER,
-        "Topic": "orders.v1",
-        "ConsumerGroupId": "orders-group",
-        "KafkaSecretArn": SECRET,
-        "KafkaSecretKmsKeyArn": KEY,
-        "ExistingBucketName": "lake.example",
-        "TablePrefix": "warehouse/orders",
-        "DeadLetterPrefix": "dlq/orders",
-        "TablePropertiesUri": "s3://lake.example/config/orders.properties",
-        "SchemaUri": "s3://lake.example/config/orders.avsc",
-        "OnFailureDestinationArn": QUEUE,
-        "MinimumPollers": "2",
-        "MaximumPollers": "8",
-        "GlueDatabaseName": "lakehouse",
-        "GlueTableName": "orders_v1",
-        "GlueSchemaRegistry": "true",
-        "HoodieTableName": "orders",
-        "AlarmEmail": "data-oncall@example.com",
-        "AlarmPeriod": "60",
-        "ErrorAlarmEvaluationPeriods": "2",
-        "LagAlarmEvaluationPeriods": "5",
-        "OffsetLagThreshold": "250000",
-        "WriterErrorsThreshold": "3",
-        "WriterThrottlesThreshold": "1",
-        "CoordinatorErrorsThreshold": "2",
-        "DeadLetterThreshold": "10",
-        "CatalogSyncFailuresThreshold": "1",
-        "CommitFailuresThreshold": "4",
-        "ServiceFailuresThreshold": "5",
-        "CoordinatorDurationThresholdPercent": "90",
-        "CoordinatorTimeout": "600",
-    },
-    "self-managed-scram-vpc": {
-        "AppName": "trips-sink",
-        "KafkaBootstrapServers": "kafka-1.internal:9096,kafka-2.internal:9096",
-        "Topic": "trips",
-        "ConsumerGroupId": "hudi-sink-trips",
-        "KafkaSecretArn": SECRET,
-        "KafkaAuthType": "SASL_SCRAM_256_AUTH",
-        "SelfManagedSubnet1": "subnet-0a1b2c3d",
-        "SelfManagedSubnet2": "subnet-0e1f2a3b",
-        "SelfManagedSecurityGroupId": "sg-0123abcd",
-        "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
-        "GlueDatabaseName": "streaming-lake",
-        "GlueTableName": "trips",
-        "HoodieTableName": "trips",
-        "AlarmTopicArn": ALARM_TOPIC,
-    },
-    "self-managed-public-no-auth": {
-        "KafkaBootstrapServers": "kafka.example.com:9092",
-        "Topic": "trips",
-        "ConsumerGroupId": "hudi-sink-trips",
-        "TablePropertiesUri": "s3://config-bucket/sinks/trips.properties",
-        "HoodieTableName": "trips_v2",
-    },
-}
-
-# SAM parameter -> Terraform variable where the name is not simply the snake_case of the parameter.
-PARAMETER_RENAMES = {
-    "AppName": "name",
-    "SelfManagedSubnet1": "self_managed_subnet_ids",
-    "SelfManagedSubnet2": "self_managed_subnet_ids",
-    "SelfManagedSubnet3": "self_managed_subnet_ids",
-}
-TF_ONLY_VARIABLES = {"writer_zip", "coordinator_zip", "tags"}
-
-# Outputs a user needs, in both (SAM name -> Terraform name), and the Terraform-only convenience output.
-OUTPUTS = {
-    "WriterFunctionName": "writer_function_name",
-    "WriterFunctionArn": "writer_function_arn",
-    "CoordinatorFunctionName": "coordinator_function_name",
-    "CoordinatorFunctionArn": "coordinator_function_arn",
-    "EventSourceMappingId": "event_source_mapping_id",
-    "LockTableName": "lock_table_name",
-    "LockTableArn": "lock_table_arn",
-    "BucketName": "bucket_name",
-    "BasePath": "base_path",
-    "DeadLetterPath": "dead_letter_path",
-    "WriterRoleArn": "writer_role_arn",
-    "CoordinatorRoleArn": "coordinator_role_arn",
-    "WriterLogGroupName": "writer_log_group_name",
-    "CoordinatorLogGroupName": "coordinator_log_group_name",
-    "GlueDatabaseName": "glue_database_name",
-    "GlueTableName": "glue_table_name",
-    "AlarmTopicArn": "alarm_topic_arn",
-    "DashboardName": "dashboard_name",
-}
-TF_ONLY_OUTPUTS = {"deployment_properties"}
-
-
-def snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
-
-
-def tf_variables(params: dict) -> dict:
-    out = {"writer_zip": "w.zip", "coordinator_zip": "c.zip"}
-    subnets = []
-    for key, value in params.items():
-        if key.startswith("SelfManagedSubnet"):
-            subnets.append(value)
-            continue
-        name = PARAMETER_RENAMES.get(key, snake(key))
-        out[name] = int(value) if re.fullmatch(r"\d+", value) and name != "name" else value
-    if subnets:
-        out["self_managed_subnet_ids"] = subnets
-    return out
-
-
-def placeholders(params: dict, template: dict) -> tuple[dict, dict]:
-    """Placeholder values and `when` flags of least_privilege.json for a scenario."""
-    p = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
-    p.update(params)
-    name = p["AppName"]
-    cluster = p["MskClusterArn"]
-    values = {
-        "partition": "aws",
-        "region": REGION,
-        "account": ACCOUNT,
-        "name": name,
-        "bucket": p["ExistingBucketName"] or f"{name}-{ACCOUNT}-{REGION}",
-        "table_prefix": p["TablePrefix"],
-        "dead_letter_prefix": p["DeadLetterPrefix"],
-        "properties_path": p["TablePropertiesUri"].removeprefix("s3://"),
-        "schema_path": p["SchemaUri"].removeprefix("s3://"),
-        "msk_cluster_arn": cluster,
-        "kafka_arn_prefix": cluster.split(":cluster/")[0],
-        "kafka_cluster_path": cluster.split(":cluster/")[-1],
-        "topic": p["Topic"],
-        "consumer_group_id": p["ConsumerGroupId"],
-        "kafka_secret_arn": p["KafkaSecretArn"],
-        "kafka_secret_kms_key_arn": p["KafkaSecretKmsKeyArn"],
-        "on_failure_destination_arn": p["OnFailureDestinationArn"],
-        "glue_database": p["GlueDatabaseName"],
-        "glue_table": p["GlueTableName"],
-    }
-    is_msk = bool(cluster)
-    flags = {
-        "is_msk": is_msk,
-        "is_msk_iam": is_msk and not p["KafkaSecretArn"],
-        "needs_network_interfaces": is_msk or bool(p["SelfManagedSubnet1"]),
-        "has_secret": bool(p["KafkaSecretArn"]),
-        "has_secret_key": bool(p["KafkaSecretArn"]) and bool(p["KafkaSecretKmsKeyArn"]),
-        "has_on_failure_destination": bool(p["OnFailureDestinationArn"]),
-        "has_schema": bool(p["SchemaUri"]),
-        "has_glue": bool(p["GlueDatabaseName"]),
-        "has_glue_registry": p["GlueSchemaRegistry"] == "true",
-    }
-    return values, flags
-
-
-def drift(template_text: str | None = None, module_files: dict | None = None) -> list[str]:
-    """Every difference between the expected least-privilege list and what SAM / Terraform grant."""
-    template = iac.load_template(template_text)
-    module = iac.load_module(module_files)
-    problems = []
-    for scenario, params in SCENARIOS.items():
-        values, flags = placeholders(params, template)
-        want = iac.expected_policies(values, flags)
-        sam = iac.sam_policies(template, params, ACCOUNT, REGION)
-        tf = iac.tf_policies(module, tf_variables(params), ACCOUNT, REGION)
-        problems += iac.diff(f"{scenario} SAM", sam, want)
-        problems += iac.diff(f"{scenario} Terraform", tf, want)
-    return problems
-
-
-def run(cmd: list, **kw) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.update(
-        AWS_ACCESS_KEY_ID="test",
-        AWS_SECRET_ACCESS_KEY="testtesttest",
-        AWS_DEFAULT_REGION=REGION,
-        AWS_REGION=REGION,
-        AWS_EC2_METADATA_DISABLED="true",
-        SAM_CLI_TELEMETRY="0",
-        BC_SKIP_MAPPING="TRUE",
-    )
-    env.pop("AWS_PROFILE", None)
-    return subprocess.run(cmd, cwd=kw.pop("cwd", ROOT), env=env, capture_output=True, text=True, timeout=600, **kw)
-
-
-def tool(name: str) -> str:
-    path = BIN / name
-    if not path.exists():
-        raise AssertionError(f"{name} is not installed next to {sys.executable}; run `make test-deploy`")
-    return str(path)
-
+from scenarios import (  # noqa: E402
+    ACCOUNT,
+    OUTPUTS,
+    PARAMETER_RENAMES,
+    QUEUE,
+    REGION,
+    ROOT,
+    SCENARIOS,
+    SECRET,
+    TF_ONLY_OUTPUTS,
+    TF_ONLY_VARIABLES,
+    drift,
+    placeholders,
+    run,
+    snake,
+    tf_variables,
+    tool,
+)
 
 class LeastPrivilege(unittest.TestCase):
     def test_sam_and_terraform_grant_exactly_the_list(self):
@@ -273,6 +80,18 @@ class LeastPrivilege(unittest.TestCase):
             ("iam.tf", 'for_each = local.has_glue ? [1] : []', 'for_each = [1]'),
             # a Glue action too many
             ("iam.tf", '"glue:UpdateTable",', '"glue:UpdateTable",\n        "glue:DeleteTable",'),
+            # many tables: every lock item instead of the tables' own
+            ("iam.tf", 'values   = local.topic_tables', 'values   = ["${var.table_name_prefix}*"]'),
+            # many tables: every topic of the prefix instead of the listed ones
+            ("iam.tf", ':topic/${local.kafka_cluster_path}/${var.topic_prefix}${n}"]',
+             ':topic/${local.kafka_cluster_path}/${var.topic_prefix}*"]'),
+            # many tables: a table's merge-on-read _rt table missing from the writer's catalog sync
+            ("iam.tf", '\n        [for t in local.topic_tables : "${local.glue_arn_prefix}:table/${var.glue_database_name}/${t}_rt"],', ''),
+            # many tables: every schema file of the table prefix instead of the tables'
+            ("iam.tf", 'replace(local.schema_object_arn, "$table", t)', 'replace(local.schema_object_arn, "$table", "*")'),
+            # many tables: the coordinator still invoked although it does not exist
+            ("iam.tf", 'for_each = local.is_single ? [1] : []\n    content {\n      sid       = "InvokeCoordinator"',
+             'for_each = [1]\n    content {\n      sid       = "InvokeCoordinator"'),
         ]
         for file, old, new in broken_tf:
             self.assertIn(old, tf_files[file])
@@ -280,22 +99,38 @@ class LeastPrivilege(unittest.TestCase):
             self.assertNotEqual(drift(module_files=files), [], f"Terraform drift not caught: {new}")
         broken_sam = [
             ("Action: [dynamodb:GetItem, dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:DeleteItem]\n"
-             "                Resource: !GetAtt LockTable.Arn\n              - Sid: InvokeCoordinator",
+             "                  Resource: !GetAtt LockTable.Arn\n                - !Ref AWS::NoValue\n"
+             "              - !If\n                - IsSingle\n                - Sid: InvokeCoordinator",
              "Action: [dynamodb:GetItem, dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:DeleteItem, dynamodb:Query]\n"
-             "                Resource: !GetAtt LockTable.Arn\n              - Sid: InvokeCoordinator"),
+             "                  Resource: !GetAtt LockTable.Arn\n                - !Ref AWS::NoValue\n"
+             "              - !If\n                - IsSingle\n                - Sid: InvokeCoordinator"),
+            # many tables: every lock item instead of the table's own
+            ('dynamodb:LeadingKeys: [!Sub "${TableNamePrefix}${Name}"]', 'dynamodb:LeadingKeys: [!Sub "${TableNamePrefix}*"]'),
+            # many tables: every topic of the prefix instead of the listed ones
+            ("- ${Prefix}:topic/${NameUuid}/${TopicPrefix}${Name}", "- ${Prefix}:topic/${NameUuid}/${TopicPrefix}*"),
+            # many tables: every schema file instead of the tables'
+            ("arn:${AWS::Partition}:s3:::${Before}${TableNamePrefix}${Name}${After}", "arn:${AWS::Partition}:s3:::${Before}*${After}"),
+            # many tables: a table's merge-on-read _rt table missing from the writer's catalog sync
+            ("\n                    - !Sub arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}:table/${GlueDatabaseName}/${TableNamePrefix}${Name}_rt", ""),
+            # many tables: the coordinator still invoked although it does not exist, and uploads aborted by a
+            # single-table writer
+            ("- IsSingle\n                - Sid: InvokeCoordinator", "- IsMsk\n                - Sid: InvokeCoordinator"),
+            ("- IsRouted\n                - Sid: TableUploads", "- IsMsk\n                - Sid: TableUploads"),
             ("                  Resource: !Ref KafkaSecretArn", '                  Resource: "*"'),
             # the merge-on-read _rt table missing, and the _ro table widened to every table of the database
             ("\n                    - !Sub arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}:table/${GlueDatabaseName}/${GlueTableName}_rt", ""),
             ("table/${GlueDatabaseName}/${GlueTableName}_ro", "table/${GlueDatabaseName}/*"),
             # the catalog sync granted without a Glue database
-            ("              - !If\n                - HasGlue\n                - Sid: CatalogSync",
-             "              - !If\n                - IsMsk\n                - Sid: CatalogSync"),
+            ("<name>_ro and <name>_rt.\n              - !If\n                - HasGlue\n                - Sid: CatalogSync",
+             "<name>_ro and <name>_rt.\n              - !If\n                - IsMsk\n                - Sid: CatalogSync"),
             ("- Prefix: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
-             "                      NameUuid: !Select [1, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
-             "                - Sid: KafkaGroup",
+             "                        NameUuid: !Select [1, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
+             "                  - !Ref AWS::NoValue\n                - !If\n                  - IsSingle\n"
+             "                  - Sid: KafkaGroup",
              "- Prefix: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
-             "                      NameUuid: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
-             "                - Sid: KafkaGroup"),
+             "                        NameUuid: !Select [0, !Split [\":cluster/\", !Ref MskClusterArn]]\n"
+             "                  - !Ref AWS::NoValue\n                - !If\n                  - IsSingle\n"
+             "                  - Sid: KafkaGroup"),
         ]
         for old, new in broken_sam:
             self.assertEqual(template.count(old), 1, old)
@@ -312,8 +147,7 @@ class Parity(unittest.TestCase):
         expected = {PARAMETER_RENAMES.get(p, snake(p)) for p in self.template["Parameters"]}
         self.assertEqual(set(self.variables) - TF_ONLY_VARIABLES, expected)
         ev = iac.TfEvaluator(self.module, {"writer_zip": "w.zip", "coordinator_zip": "c.zip",
-                                           "topic": "t", "consumer_group_id": "g",
-                                           "table_properties_uri": "s3://b/k", "hoodie_table_name": "t"},
+                                           "consumer_group_id": "g", "table_properties_uri": "s3://b/k"},
                                 ACCOUNT, REGION)
         for param, spec in self.template["Parameters"].items():
             var = PARAMETER_RENAMES.get(param, snake(param))
@@ -322,7 +156,10 @@ class Parity(unittest.TestCase):
             if "Default" not in spec:
                 self.assertNotIn("default", self.variables[var], var)
                 continue
-            self.assertEqual(str(ev.vars[var]), str(spec["Default"]), f"default of {param} / {var}")
+            default = ev.vars[var]
+            if spec["Type"] == "CommaDelimitedList":
+                default = ",".join(default)  # the list the parameter's text stands for
+            self.assertEqual(str(default), str(spec["Default"]), f"default of {param} / {var}")
 
     def test_every_variable_has_a_description_and_inputs_a_validation(self):
         for name, spec in self.variables.items():
@@ -337,16 +174,49 @@ class Parity(unittest.TestCase):
         for name, spec in tf_outputs.items():
             self.assertTrue(iac.unquote(spec.get("description", "")).strip(), f"output {name}: no description")
 
-    def test_outputs_and_deployment_properties_agree(self):
-        params = SCENARIOS["msk-scram-existing-bucket-everything"]
+    def outputs_agree(self, params):
+        """SAM's outputs that exist for `params` equal Terraform's; Terraform's others are null."""
         sam = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
         tf = iac.TfEvaluator(self.module, tf_variables(params), ACCOUNT, REGION)
         outputs = iac.blocks(self.module, "output")
         for sam_name, tf_name in OUTPUTS.items():
-            value = self.template["Outputs"][sam_name]["Value"]
+            output = self.template["Outputs"][sam_name]
             if sam_name in ("EventSourceMappingId", "WriterRoleArn", "CoordinatorRoleArn"):
                 continue  # generated by AWS
-            self.assertEqual(sam.eval(value), tf.value(outputs[tf_name]["value"]), sam_name)
+            if "Condition" in output and not sam.condition(output["Condition"]):
+                if sam_name not in ("GlueDatabaseName", "GlueTableName", "AlarmTopicArn"):  # empty in Terraform
+                    self.assertIsNone(tf.value(outputs[tf_name]["value"]), sam_name)
+                continue
+            self.assertEqual(sam.eval(output["Value"]), tf.value(outputs[tf_name]["value"]), sam_name)
+        return sam, tf, outputs
+
+    def test_outputs_and_deployment_properties_agree_with_many_tables(self):
+        params = SCENARIOS["msk-iam-topics-glue"]
+        sam, tf, outputs = self.outputs_agree(params)
+        lines = tf.value(outputs["deployment_properties"]["value"]).splitlines()
+        props = dict(line.split("=", 1) for line in lines if line.strip())
+        self.assertTrue(all(line.strip() for line in lines), lines)
+        self.assertEqual(props["hoodie.base.path"], "s3://shop-sink-111122223333-eu-west-1/tables/$table")
+        self.assertEqual(props["hudi.sink.dead.letter.path"], "s3://shop-sink-111122223333-eu-west-1/dead-letters/$table")
+        self.assertEqual(props["hoodie.write.lock.dynamodb.table"], "shop-sink-lock")
+        # The route as a .properties file writes it (backslashes doubled), which routing.md documents.
+        self.assertEqual(props["hudi.sink.route.topics.topic.regex"], "pg\\\\.public\\\\.(.+)")
+        self.assertEqual(props["hudi.sink.route.topics.table"], "shop_$1")
+        self.assertEqual(sam.eval(self.template["Outputs"]["RouteProperties"]["Value"]),
+                         "hudi.sink.route.topics.topic.regex=pg\\\\.public\\\\.(.+)\nhudi.sink.route.topics.table=shop_$1")
+        # A routed configuration refuses the coordinator function and a single table's name.
+        self.assertNotIn("hudi.sink.coordinator.function", props)
+        self.assertNotIn("hoodie.datasource.hive_sync.table", props)
+        self.assertEqual(props["hoodie.datasource.hive_sync.database"], "lake")
+        sources = "".join(p.read_text() for p in (ROOT / "crates" / "hudi-sink" / "src").rglob("*.rs"))
+        for key in props:
+            if not key.startswith("hudi.sink.route."):
+                self.assertIn(f'"{key}"', sources, f"{key} is not a configuration key of crates/hudi-sink")
+        self.assertIn('"hudi.sink.route."', sources)
+
+    def test_outputs_and_deployment_properties_agree(self):
+        params = SCENARIOS["msk-scram-existing-bucket-everything"]
+        sam, tf, outputs = self.outputs_agree(params)
         props = dict(
             line.split("=", 1)
             for line in tf.value(outputs["deployment_properties"]["value"]).splitlines()
@@ -362,7 +232,7 @@ class Parity(unittest.TestCase):
         self.assertEqual(props["hoodie.datasource.hive_sync.database"], sam.eval(self.template["Outputs"]["GlueDatabaseName"]["Value"]))
         self.assertEqual(props["hoodie.datasource.hive_sync.table"], sam.eval(self.template["Outputs"]["GlueTableName"]["Value"]))
         self.assertEqual(self.template["Outputs"]["GlueDatabaseName"].get("Condition"), "HasGlue")
-        self.assertEqual(self.template["Outputs"]["GlueTableName"].get("Condition"), "HasGlue")
+        self.assertEqual(self.template["Outputs"]["GlueTableName"].get("Condition"), "HasGlueSingle")
         # Without a Glue database: no sync key, and no blank line.
         plain = iac.TfEvaluator(self.module, tf_variables(SCENARIOS["msk-iam-new-bucket"]), ACCOUNT, REGION)
         plain_lines = plain.value(outputs["deployment_properties"]["value"]).splitlines()
@@ -387,6 +257,40 @@ class Parity(unittest.TestCase):
             coordinator = iac.blocks(self.module, "resource")[("aws_lambda_function", "coordinator")]
             conditions = [tf.value(pre["condition"]) for lc in coordinator["lifecycle"] for pre in lc["precondition"]]
             self.assertEqual(conditions, [ok], (db, table))
+
+    def test_one_topic_or_a_list_of_topics(self):
+        # SAM: the rules' assertions; Terraform: the writer's preconditions (but the Kafka source's). A list of
+        # topics is routed: it names no single table and has no coordinator, which it could not serve.
+        routed = {k: v for k, v in SCENARIOS["msk-iam-topics-glue"].items() if k != "AlarmEmail"}
+        single = SCENARIOS["msk-iam-new-bucket"]
+        cases = [
+            ("one topic", single, {}, True),
+            ("a list of topics", routed, {}, True),
+            ("both", routed, {"Topic": "trips"}, False),
+            ("neither", single, {"Topic": ""}, False),
+            ("a list without a table name prefix", routed, {"TableNamePrefix": ""}, False),
+            ("a list with a single table's name", routed, {"HoodieTableName": "trips"}, False),
+            ("a list with a single Glue table", routed, {"GlueTableName": "trips"}, False),
+            ("one topic without its table's name", single, {"HoodieTableName": ""}, False),
+            ("one topic with a table name prefix", single, {"TableNamePrefix": "shop_"}, False),
+            ("one topic with a topic prefix", single, {"TopicPrefix": "pg.public."}, False),
+        ]
+        rules = [a for r in ("TopicsGiven", "CatalogSyncGiven") for a in self.template["Rules"][r]["Assertions"]]
+        writer = iac.blocks(self.module, "resource")[("aws_lambda_function", "writer")]
+        for case, base, change, ok in cases:
+            params = {k: v for k, v in dict(base, **change).items() if v != "" or k in ("Topic", "Topics")}
+            ev = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
+            refused = [a["AssertDescription"] for a in rules if not ev.eval(a["Assert"])]
+            self.assertEqual(not refused, ok, (case, refused))
+            tf = iac.TfEvaluator(self.module, tf_variables(params), ACCOUNT, REGION)
+            conditions = [tf.value(pre["condition"]) for lc in writer["lifecycle"] for pre in lc["precondition"]
+                          if "kafka" not in iac.unquote(pre["error_message"])]
+            self.assertEqual(all(conditions), ok, case)
+        # Terraform also refuses a list whose schema file does not name the table ($table).
+        for schema, ok in (("s3://config-bucket/schemas/$table.avsc", True), ("s3://config-bucket/shop.avsc", False)):
+            tf = iac.TfEvaluator(self.module, tf_variables(dict(routed, SchemaUri=schema)), ACCOUNT, REGION)
+            conditions = [tf.value(pre["condition"]) for lc in writer["lifecycle"] for pre in lc["precondition"]]
+            self.assertEqual(all(conditions), ok, schema)
 
     def test_functions_packages_and_environment(self):
         res = self.template["Resources"]
@@ -451,332 +355,75 @@ class Parity(unittest.TestCase):
         self.assertEqual([(iac.unquote(a["name"]), iac.unquote(a["type"])) for a in lock["attribute"]], [("key", "S")])
 
     def test_event_source_mappings(self):
-        res = self.template["Resources"]
         for params in SCENARIOS.values():
             ev = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
+            res = ev.t["Resources"]
             esms = [n for n, r in res.items() if r["Type"] == "AWS::Lambda::EventSourceMapping" and ev.resource_exists(n)]
-            self.assertEqual(len(esms), 1, params)
-            props = ev.eval(res[esms[0]]["Properties"])
-            self.assertEqual(props["Topics"], [params["Topic"]])
-            group = props.get("AmazonManagedKafkaEventSourceConfig") or props.get("SelfManagedKafkaEventSourceConfig")
-            self.assertEqual(group, {"ConsumerGroupId": params["ConsumerGroupId"]})
-            access = props.get("SourceAccessConfigurations", [])
-            if params.get("MskClusterArn"):
-                self.assertEqual(props["EventSourceArn"], params["MskClusterArn"])
-                want = [{"Type": "SASL_SCRAM_512_AUTH", "URI": SECRET}] if params.get("KafkaSecretArn") else []
-                self.assertEqual(access, want)
-            else:
-                self.assertEqual(props["SelfManagedEventSource"]["Endpoints"]["KafkaBootstrapServers"],
-                                 params["KafkaBootstrapServers"].split(","))
-                types = sorted(a["Type"] for a in access)
-                want = ([params["KafkaAuthType"]] if params.get("KafkaSecretArn") else [])
-                want += ["VPC_SUBNET"] * sum(1 for k in params if k.startswith("SelfManagedSubnet"))
-                want += ["VPC_SECURITY_GROUP"] if params.get("SelfManagedSecurityGroupId") else []
-                self.assertEqual(types, sorted(want))
-            if params.get("MinimumPollers"):
-                self.assertEqual(props["ProvisionedPollerConfig"],
-                                 {"MinimumPollers": params["MinimumPollers"], "MaximumPollers": params["MaximumPollers"]})
-            else:
-                self.assertNotIn("ProvisionedPollerConfig", props)
-            if params.get("OnFailureDestinationArn"):
-                self.assertEqual(props["DestinationConfig"], {"OnFailure": {"Destination": QUEUE}})
-            else:
-                self.assertNotIn("DestinationConfig", props)
-        esm = iac.blocks(self.module, "resource")[("aws_lambda_event_source_mapping", "writer")]
-        dynamic = {iac.unquote(k) for d in esm["dynamic"] for k in d}
-        self.assertTrue({"amazon_managed_kafka_event_source_config", "self_managed_event_source",
-                         "source_access_configuration", "provisioned_poller_config",
-                         "destination_config"} <= dynamic)
+            # One mapping per topic: the single topic with its group, or each listed topic with a group of its own.
+            names = [n for n in params.get("Topics", "").split(",") if n]
+            want = ([(params.get("TopicPrefix", "") + n, f"{params['ConsumerGroupId']}-{n}") for n in names]
+                    or [(params["Topic"], params["ConsumerGroupId"])])
+            got = []
+            for esm in esms:
+                props = ev.eval(res[esm]["Properties"])
+                group = props.get("AmazonManagedKafkaEventSourceConfig") or props.get("SelfManagedKafkaEventSourceConfig")
+                got.append((props["Topics"][0], group["ConsumerGroupId"]))
+                self.assertEqual(len(props["Topics"]), 1)
+                self.assertEqual(props["FunctionName"], f"{params.get('AppName', 'msk-hudi-sink')}-writer")
+                self.check_mapping(params, props)
+            self.assertEqual(sorted(got), sorted(want), params)
+            # Terraform: the same topics and groups.
+            tf = iac.TfEvaluator(self.module, tf_variables(params), ACCOUNT, REGION)
+            tf_got = []
+            for rname in ("writer", "topic"):
+                body = iac.blocks(self.module, "resource")[("aws_lambda_event_source_mapping", rname)]
+                if not tf.resource_exists("aws_lambda_event_source_mapping", rname):
+                    continue
+                for key in tf.instances(body):
+                    tf.each = key
+                    groups = [tf.value(b["content"][0]["consumer_group_id"]) for d in body["dynamic"]
+                              for k, b in d.items()
+                              if iac.unquote(k) in ("amazon_managed_kafka_event_source_config",
+                                                    "self_managed_kafka_event_source_config")
+                              and tf.value(b["for_each"])]
+                    (topic,) = tf.value(body["topics"])
+                    tf_got.append((topic, groups[0]))
+                tf.each = None
+            self.assertEqual(sorted(tf_got), sorted(want), params)
+        for rname in ("writer", "topic"):
+            esm = iac.blocks(self.module, "resource")[("aws_lambda_event_source_mapping", rname)]
+            dynamic = {iac.unquote(k) for d in esm["dynamic"] for k in d}
+            self.assertTrue({"amazon_managed_kafka_event_source_config", "self_managed_event_source",
+                             "source_access_configuration", "provisioned_poller_config",
+                             "destination_config"} <= dynamic)
+
+    def check_mapping(self, params, props):
+        """Source, access, pollers and destination of one mapping, as the parameters ask."""
+        access = props.get("SourceAccessConfigurations", [])
+        if params.get("MskClusterArn"):
+            self.assertEqual(props["EventSourceArn"], params["MskClusterArn"])
+            want = [{"Type": "SASL_SCRAM_512_AUTH", "URI": SECRET}] if params.get("KafkaSecretArn") else []
+            self.assertEqual(access, want)
+        else:
+            self.assertEqual(props["SelfManagedEventSource"]["Endpoints"]["KafkaBootstrapServers"],
+                             params["KafkaBootstrapServers"].split(","))
+            types = sorted(a["Type"] for a in access)
+            want = ([params.get("KafkaAuthType", "SASL_SCRAM_512_AUTH")] if params.get("KafkaSecretArn") else [])
+            want += ["VPC_SUBNET"] * sum(1 for k in params if k.startswith("SelfManagedSubnet"))
+            want += ["VPC_SECURITY_GROUP"] if params.get("SelfManagedSecurityGroupId") else []
+            self.assertEqual(types, sorted(want))
+        if params.get("MinimumPollers"):
+            self.assertEqual(props["ProvisionedPollerConfig"],
+                             {"MinimumPollers": params["MinimumPollers"], "MaximumPollers": params["MaximumPollers"]})
+        else:
+            self.assertNotIn("ProvisionedPollerConfig", props)
+        if params.get("OnFailureDestinationArn"):
+            self.assertEqual(props["DestinationConfig"], {"OnFailure": {"Destination": QUEUE}})
+        else:
+            self.assertNotIn("DestinationConfig", props)
 
 # Alarm name suffix -> (namespace, metric, dimension, function or None, statistic). "EMF" stands for the namespace
 # of crates/hudi-sink/src/metrics.rs, read from the source by iac.emf_metrics().
-ALARMS = {
-    "writer-offset-lag": ("AWS/Lambda", "OffsetLag", "FunctionName", "writer", "Maximum"),
-    "writer-errors": ("AWS/Lambda", "Errors", "FunctionName", "writer", "Sum"),
-    "writer-throttles": ("AWS/Lambda", "Throttles", "FunctionName", "writer", "Sum"),
-    "dead-letters": ("EMF", "RecordsDeadLettered", "EMF", None, "Sum"),
-    "catalog-sync-failures": ("EMF", "CatalogSyncFailures", "EMF", None, "Sum"),
-    "commit-failures": ("EMF", "CommitFailures", "EMF", None, "Sum"),
-    "service-failures": ("EMF", "ServiceFailures", "EMF", None, "Sum"),
-    "coordinator-errors": ("AWS/Lambda", "Errors", "FunctionName", "coordinator", "Sum"),
-    "coordinator-duration": ("AWS/Lambda", "Duration", "FunctionName", "coordinator", "Maximum"),
-}
-# Alarm suffix -> (threshold parameter, evaluation periods parameter).
-ALARM_PARAMETERS = {
-    "writer-offset-lag": ("OffsetLagThreshold", "LagAlarmEvaluationPeriods"),
-    "writer-errors": ("WriterErrorsThreshold", "ErrorAlarmEvaluationPeriods"),
-    "writer-throttles": ("WriterThrottlesThreshold", "ErrorAlarmEvaluationPeriods"),
-    "dead-letters": ("DeadLetterThreshold", "ErrorAlarmEvaluationPeriods"),
-    "catalog-sync-failures": ("CatalogSyncFailuresThreshold", "ErrorAlarmEvaluationPeriods"),
-    "commit-failures": ("CommitFailuresThreshold", "ErrorAlarmEvaluationPeriods"),
-    "service-failures": ("ServiceFailuresThreshold", "ErrorAlarmEvaluationPeriods"),
-    "coordinator-errors": ("CoordinatorErrorsThreshold", "ErrorAlarmEvaluationPeriods"),
-    "coordinator-duration": ("CoordinatorDurationThresholdPercent", "LagAlarmEvaluationPeriods"),
-}
-ALARM_TARGETS = {
-    "none": {},
-    "email": {"AlarmEmail": "data-oncall@example.com"},
-    "topic": {"AlarmTopicArn": ALARM_TOPIC},
-}
-
-
-def alarms_and_dashboard(template=None, module=None, template_text=None, module_files=None) -> list[str]:
-    """Every difference between the alarms, dashboards and alarm topics of SAM and Terraform, over the scenarios
-    and the three alarm targets."""
-    template = template or iac.load_template(template_text)
-    module = module or iac.load_module(module_files)
-    problems = []
-    for scenario, base in SCENARIOS.items():
-        for target, extra in ALARM_TARGETS.items():
-            params = {k: v for k, v in base.items() if k not in ("AlarmEmail", "AlarmTopicArn")}
-            params.update(extra)
-            name = f"{scenario}/{target}"
-            variables = tf_variables(params)
-            sam = iac.sam_alarms(template, params, ACCOUNT, REGION)
-            tf = iac.tf_alarms(module, variables, ACCOUNT, REGION)
-            for alarm in sorted(set(sam) | set(tf)):
-                s = dict(sam.get(alarm, {}), logical_id=None)
-                t = dict(tf.get(alarm, {}), logical_id=None)
-                if s != t:
-                    problems.append(f"{name}: alarm {alarm}: SAM {sam.get(alarm)} Terraform {tf.get(alarm)}")
-            sd = iac.sam_dashboard(template, params, ACCOUNT, REGION)
-            td = iac.tf_dashboard(module, variables, ACCOUNT, REGION)
-            if sd != td:
-                problems.append(f"{name}: dashboard: SAM {json.dumps(sd)} Terraform {json.dumps(td)}")
-            cfn = iac.CfnEvaluator(template, params, ACCOUNT, REGION)
-            tfe = iac.TfEvaluator(module, variables, ACCOUNT, REGION)
-            sam_kinds = sorted(r["Type"] for n, r in template["Resources"].items()
-                               if r["Type"].startswith(("AWS::SNS::", "AWS::KMS::")) and cfn.resource_exists(n))
-            tf_kinds = sorted(t for (t, n) in tfe.resources if t.startswith(("aws_sns_", "aws_kms_"))
-                              and tfe.resource_exists(t, n))
-            want = {"AWS::KMS::Key": "aws_kms_key", "AWS::SNS::Subscription": "aws_sns_topic_subscription",
-                    "AWS::SNS::Topic": "aws_sns_topic"}
-            if sorted(want[k] for k in sam_kinds) != tf_kinds:
-                problems.append(f"{name}: alarm topic resources: SAM {sam_kinds} Terraform {tf_kinds}")
-    return problems
-
-
-class Alarms(unittest.TestCase):
-    def setUp(self):
-        self.template = iac.load_template()
-        self.module = iac.load_module()
-        self.emf = iac.emf_metrics()
-
-    def params(self, scenario="msk-iam-new-bucket", **extra):
-        params = {k: v for k, v in SCENARIOS[scenario].items() if k not in ("AlarmEmail", "AlarmTopicArn")}
-        params.update(extra)
-        return params
-
-    def sam(self, params):
-        return iac.sam_alarms(self.template, params, ACCOUNT, REGION)
-
-    def test_sam_and_terraform_create_the_same_alarms_dashboard_and_topic(self):
-        problems = alarms_and_dashboard(self.template, self.module)
-        self.assertEqual(problems, [], "\n".join(problems))
-
-    def test_parity_check_rejects_broken_copies(self):
-        tf_files = {p.name: p.read_text() for p in sorted(iac.MODULE.glob("*.tf"))}
-        template = iac.TEMPLATE.read_text()
-        broken_tf = [
-            # another statistic
-            ('metric_name         = "OffsetLag"\n  dimensions          = { FunctionName = aws_lambda_function.writer.function_name }\n  statistic           = "Maximum"',
-             'metric_name         = "OffsetLag"\n  dimensions          = { FunctionName = aws_lambda_function.writer.function_name }\n  statistic           = "Average"'),
-            # the wrong function
-            ('metric_name         = "Throttles"\n  dimensions          = { FunctionName = aws_lambda_function.writer.function_name }',
-             'metric_name         = "Throttles"\n  dimensions          = { FunctionName = aws_lambda_function.coordinator.function_name }'),
-            # the catalog alarm without a Glue database
-            ("count               = local.has_glue ? 1 : 0", "count               = 1"),
-            # the alarms silent with a topic
-            ('alarm_actions   = local.alarm_topic_arn == "" ? [] : [local.alarm_topic_arn]', "alarm_actions   = []"),
-            # a dashboard metric of the wrong table
-            ('["MskHudiSink", "BytesWritten", "Table", var.hoodie_table_name]', '["MskHudiSink", "BytesWritten", "Table", var.name]'),
-            # the topic created without an e-mail address
-            ('resource "aws_sns_topic_subscription" "alarm_email" {\n  count     = local.has_alarm_email ? 1 : 0',
-             'resource "aws_sns_topic_subscription" "alarm_email" {\n  count     = 1'),
-        ]
-        for old, new in broken_tf:
-            self.assertEqual(tf_files["alarms.tf"].count(old), 1, old)
-            files = dict(tf_files, **{"alarms.tf": tf_files["alarms.tf"].replace(old, new, 1)})
-            self.assertNotEqual(alarms_and_dashboard(module_files=files), [], f"Terraform drift not caught: {new}")
-        broken_sam = [
-            ("      MetricName: RecordsDeadLettered\n", "      MetricName: RecordsDeadLetteredTotal\n"),
-            ("      EvaluationPeriods: !Ref LagAlarmEvaluationPeriods\n      Threshold: !Ref OffsetLagThreshold",
-             "      EvaluationPeriods: !Ref ErrorAlarmEvaluationPeriods\n      Threshold: !Ref OffsetLagThreshold"),
-            ("Expression: !Sub 100 * duration / (${CoordinatorTimeout} * 1000)", "Expression: !Sub 100 * duration / 900000"),
-            ('["AWS/Lambda", "OffsetLag", "FunctionName", "${WriterFunction}"]',
-             '["AWS/Lambda", "OffsetLag", "FunctionName", "${CoordinatorFunction}"]'),
-        ]
-        for old, new in broken_sam:
-            self.assertEqual(template.count(old), 1, old)
-            self.assertNotEqual(alarms_and_dashboard(template_text=template.replace(old, new)), [],
-                                f"SAM drift not caught: {new}")
-
-    def test_alarms_watch_the_metrics_the_code_emits(self):
-        functions = {"writer": "trips-sink-writer", "coordinator": "trips-sink-coordinator"}
-        for glue in (False, True):
-            extra = {"GlueDatabaseName": "lake", "GlueTableName": "trips"} if glue else {}
-            alarms = self.sam(self.params(**extra))
-            want = {f"trips-sink-{s}" for s in ALARMS if glue or s != "catalog-sync-failures"}
-            self.assertEqual(set(alarms), want)
-            for suffix, (namespace, metric, dimension, function, statistic) in ALARMS.items():
-                name = f"trips-sink-{suffix}"
-                if name not in alarms:
-                    continue
-                alarm = alarms[name]
-                if namespace == "EMF":
-                    namespace, dimension = self.emf["namespace"], self.emf["dimension"]
-                    self.assertIn(metric, self.emf["names"], f"{metric} is not emitted by metrics.rs")
-                    value = "trips"  # HoodieTableName
-                else:
-                    value = functions[function]
-                ((got_namespace, got_metric, got_dims),) = iac.alarm_metrics(alarm)
-                self.assertEqual((got_namespace, got_metric, dict(got_dims)), (namespace, metric, {dimension: value}), name)
-                stat = alarm["statistic"] or next(q["metric"]["stat"] for q in alarm["queries"] if q["metric"])
-                self.assertEqual(stat, statistic, name)
-                self.assertEqual(alarm["comparison"], "GreaterThanThreshold", name)
-                self.assertEqual(alarm["treat_missing_data"], "notBreaching", name)
-                self.assertTrue(alarm["description"] and "docs/operations.md" in alarm["description"], name)
-
-    def test_thresholds_and_periods_are_parameters(self):
-        params = SCENARIOS["msk-scram-existing-bucket-everything"]
-        alarms = self.sam(params)
-        for suffix, (threshold, periods) in ALARM_PARAMETERS.items():
-            alarm = alarms[f"orders-{suffix}"]
-            self.assertEqual(alarm["threshold"], float(params[threshold]), suffix)
-            self.assertEqual(alarm["evaluation_periods"], float(params[periods]), suffix)
-            period = alarm["period"] or next(q["metric"]["period"] for q in alarm["queries"] if q["metric"])
-            self.assertEqual(period, float(params["AlarmPeriod"]), suffix)
-        # The duration alarm compares the longest invocation with CoordinatorDurationThresholdPercent of the
-        # timeout: 90 % of 600 s.
-        duration = alarms["orders-coordinator-duration"]
-        (expression,) = [q for q in duration["queries"] if q["return_data"]]
-        self.assertEqual(expression["expression"], "100 * duration / (600 * 1000)")
-        (metric,) = [q for q in duration["queries"] if q["metric"]]
-        self.assertEqual(metric["id"], "duration")
-        self.assertFalse(metric["return_data"])
-        # Every new parameter is in the console's "Alarms and dashboard" group.
-        groups = self.template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
-        (group,) = [g for g in groups if g["Label"]["default"] == "Alarms and dashboard"]
-        used = {p for pair in ALARM_PARAMETERS.values() for p in pair}
-        self.assertLessEqual(used | {"HoodieTableName", "AlarmEmail", "AlarmTopicArn", "AlarmPeriod"},
-                             set(group["Parameters"]))
-
-    def test_alarm_actions_are_conditional(self):
-        topic = f"arn:aws:sns:{REGION}:{ACCOUNT}:trips-sink-alarms"
-        for target, extra, actions in (("none", {}, []), ("email", ALARM_TARGETS["email"], [topic]),
-                                       ("topic", ALARM_TARGETS["topic"], [ALARM_TOPIC])):
-            params = self.params(**extra)
-            for alarm in self.sam(params).values():
-                self.assertEqual(alarm["alarm_actions"], actions, target)
-                self.assertEqual(alarm["ok_actions"], actions, target)
-                self.assertTrue(alarm["actions_enabled"])
-            for alarm in iac.tf_alarms(self.module, tf_variables(params), ACCOUNT, REGION).values():
-                self.assertEqual(alarm["alarm_actions"], actions, target)
-            ev = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
-            created = {n for n in ("AlarmTopic", "AlarmTopicKey", "AlarmEmailSubscription") if ev.resource_exists(n)}
-            self.assertEqual(created, {"AlarmTopic", "AlarmTopicKey", "AlarmEmailSubscription"} if target == "email" else set())
-            output = self.template["Outputs"]["AlarmTopicArn"]
-            self.assertEqual(ev.condition(output["Condition"]), bool(actions))
-            if actions:
-                self.assertEqual(ev.eval(output["Value"]), actions[0])
-            if target == "email":
-                sub = ev.eval(self.template["Resources"]["AlarmEmailSubscription"]["Properties"])
-                self.assertEqual(sub, {"TopicArn": topic, "Protocol": "email", "Endpoint": extra["AlarmEmail"]})
-        # At most one target: the rule (SAM) and the dashboard's precondition (Terraform).
-        rule = self.template["Rules"]["AlarmTargetGiven"]["Assertions"]
-        dashboard = iac.blocks(self.module, "resource")[("aws_cloudwatch_dashboard", "sink")]
-        for email, arn, ok in (("", "", True), ("a@example.com", "", True), ("", ALARM_TOPIC, True),
-                               ("a@example.com", ALARM_TOPIC, False)):
-            params = self.params(AlarmEmail=email, AlarmTopicArn=arn)
-            ev = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
-            self.assertEqual(all(ev.eval(a["Assert"]) for a in rule), ok, (email, arn))
-            tf = iac.TfEvaluator(self.module, tf_variables(params), ACCOUNT, REGION)
-            conditions = [tf.value(pre["condition"]) for lc in dashboard["lifecycle"] for pre in lc["precondition"]]
-            self.assertEqual(conditions, [ok], (email, arn))
-
-    def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(self):
-        res = self.template["Resources"]
-        self.assertEqual(res["AlarmTopic"]["Properties"]["KmsMasterKeyId"], {"Fn::GetAtt": ["AlarmTopicKey", "Arn"]})
-        self.assertTrue(res["AlarmTopicKey"]["Properties"]["EnableKeyRotation"])
-        params = self.params(**ALARM_TARGETS["email"])
-        ev = iac.CfnEvaluator(self.template, params, ACCOUNT, REGION)
-        sam_policy = ev.eval(res["AlarmTopicKey"]["Properties"]["KeyPolicy"])
-        tf = iac.TfEvaluator(self.module, tf_variables(params), ACCOUNT, REGION)
-        resources = iac.blocks(self.module, "resource")
-        key = resources[("aws_kms_key", "alarms")]
-        self.assertIs(tf.value(key["enable_key_rotation"]), True)
-        self.assertEqual(json.loads(tf.value(key["policy"])), sam_policy)
-        self.assertEqual(tf.value(resources[("aws_sns_topic", "alarms")]["kms_master_key_id"]),
-                         tf.resource_attr("aws_kms_key", "alarms", 0, "arn"))
-        statements = {s["Sid"]: s for s in sam_policy["Statement"]}
-        self.assertEqual(set(statements), {"AccountAdministration", "CloudWatchAlarmsPublish"})
-        self.assertEqual(statements["AccountAdministration"]["Principal"], {"AWS": f"arn:aws:iam::{ACCOUNT}:root"})
-        publish = statements["CloudWatchAlarmsPublish"]
-        self.assertEqual(publish["Principal"], {"Service": "cloudwatch.amazonaws.com"})
-        self.assertEqual(sorted(publish["Action"]), ["kms:Decrypt", "kms:GenerateDataKey*"])
-        self.assertEqual(publish["Condition"], {"StringEquals": {"aws:SourceAccount": ACCOUNT}})
-
-    def test_alarms_and_dashboard_need_no_function_permission(self):
-        # CloudWatch evaluates alarms and draws dashboards itself: the roles stay exactly the least-privilege list
-        # (LeastPrivilege above), and no role may publish metrics, touch the alarm topic or its key.
-        for scenario in SCENARIOS:
-            for extra in ALARM_TARGETS.values():
-                params = self.params(scenario, **extra)
-                for role, statements in iac.sam_policies(self.template, params, ACCOUNT, REGION).items():
-                    for sid, st in statements.items():
-                        for action in st["actions"]:
-                            self.assertFalse(action.startswith(("cloudwatch:", "sns:", "logs:PutMetric")), (role, sid))
-                            if action.startswith("kms:"):
-                                self.assertEqual(sid, "KafkaSecretKey", (role, sid))
-        kinds = {r["Type"] for r in self.template["Resources"].values()}
-        self.assertNotIn("AWS::IAM::Policy", kinds)
-        self.assertNotIn("AWS::SNS::TopicPolicy", kinds)
-        tf_kinds = {t for (t, _) in iac.blocks(self.module, "resource")}
-        self.assertNotIn("aws_sns_topic_policy", tf_kinds)
-
-    def test_dashboard_parses_and_names_every_alarmed_metric(self):
-        for scenario in SCENARIOS:
-            params = self.params(scenario, GlueDatabaseName="lake", GlueTableName="t")
-            dashboard = iac.sam_dashboard(self.template, params, ACCOUNT, REGION)
-            self.assertEqual(dashboard["name"], params.get("AppName", "msk-hudi-sink"))
-            body = dashboard["body"]
-            shown = iac.dashboard_metrics(body)
-            for name, alarm in self.sam(params).items():
-                for metric in iac.alarm_metrics(alarm):
-                    self.assertIn(metric, shown, f"{name} watches {metric}, which the dashboard lacks")
-            table = params["HoodieTableName"]
-            for namespace, metric, dims in shown:
-                if namespace == self.emf["namespace"]:
-                    self.assertIn(metric, self.emf["names"], f"dashboard metric {metric} is not emitted by metrics.rs")
-                    self.assertEqual(dict(dims), {self.emf["dimension"]: table})
-            names = {m for _, m, _ in shown}
-            # Records, bytes and lag of the table; errors, dead letters, commit conflicts, failed commits,
-            # table-services runs and writer batches, coordinator duration.
-            self.assertLessEqual({"RecordsIn", "RecordsWritten", "BytesWritten", "MaxLag", "OffsetLag", "Errors",
-                                  "Throttles", "RecordsDeadLettered", "CommitConflicts", "CatalogSyncFailures",
-                                  "CommitFailures", "ServiceFailures", "BatchFailures", "Duration"}, names)
-            for widget in body["widgets"]:
-                props = widget["properties"]
-                self.assertEqual(props["region"], REGION)
-                self.assertEqual(props["period"], int(params.get("AlarmPeriod", 300)))
-                self.assertLessEqual(widget["x"] + widget["width"], 24)
-            # The coordinator's duration as a percent of its timeout, as its alarm computes it.
-            expressions = [line[0]["expression"] for w in body["widgets"] for line in w["properties"]["metrics"]
-                           if isinstance(line[0], dict)]
-            timeout = params.get("CoordinatorTimeout", "900")
-            self.assertEqual(expressions, [f"100 * duration / ({timeout} * 1000)"])
-
-    def test_documentation_names_every_alarm_and_parameter(self):
-        operations = (ROOT / "docs" / "operations.md").read_text()
-        self.assertTrue("\n## Alarms and dashboard\n" in operations, "docs/operations.md: no Alarms and dashboard")
-        for suffix in ALARMS:
-            self.assertTrue(f"`<name>-{suffix}`" in operations, f"docs/operations.md does not explain {suffix}")
-        deploy = (ROOT / "docs" / "deploy.md").read_text()
-        params = ["HoodieTableName", "AlarmEmail", "AlarmTopicArn", "AlarmPeriod"]
-        params += sorted({p for pair in ALARM_PARAMETERS.values() for p in pair})
-        for param in params:
-            for name in (param, snake(param)):
-                self.assertTrue(f"`{name}`" in deploy, f"docs/deploy.md does not name {name}")
 
 
 class CoordinatorRequests(unittest.TestCase):
@@ -861,18 +508,32 @@ class Loader:
         return {}
 json.dump(transform(template, {}, Loader()), open(sys.argv[2], "w"), indent=1)
 """
-        with tempfile.TemporaryDirectory() as d:
-            out = Path(d) / "translated.json"
-            r = run([sys.executable, "-c", script, "template.yaml", str(out)])
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            translated = json.loads(out.read_text())
-            kinds = {res["Type"] for res in translated["Resources"].values()}
-            self.assertIn("AWS::Scheduler::Schedule", kinds)
-            self.assertNotIn("AWS::Serverless::Function", kinds)
-            for name in ("WriterFunction", "CoordinatorFunction"):
-                self.assertEqual(translated["Resources"][name]["Properties"].get("ManagedPolicyArns"), None)
-            r = run([tool("cfn-lint"), str(out)])
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # The AWS::LanguageExtensions transform runs first (CloudFormation's, or `sam build`'s own): the loops
+        # are expanded here for one topic and for a list, and SAM's transform gets the result.
+        template = iac.load_template()
+        for topics in ("", "customers,orders,order_items"):
+            params = dict(SCENARIOS["msk-iam-topics-glue" if topics else "msk-iam-new-bucket"])
+            expanded = iac.CfnEvaluator(template, params, ACCOUNT, REGION).t
+            expanded["Transform"] = "AWS::Serverless-2016-10-31"
+            expanded["Parameters"] = json.loads(json.dumps(expanded["Parameters"]))
+            expanded["Parameters"]["Topics"]["Default"] = topics
+            with tempfile.TemporaryDirectory() as d:
+                source, out = Path(d) / "expanded.json", Path(d) / "translated.json"
+                source.write_text(json.dumps(expanded))
+                r = run([sys.executable, "-c", script, str(source), str(out)])
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                translated = json.loads(out.read_text())
+                kinds = {res["Type"] for res in translated["Resources"].values()}
+                self.assertIn("AWS::Scheduler::Schedule", kinds)
+                self.assertNotIn("AWS::Serverless::Function", kinds)
+                for name in ("WriterFunction", "CoordinatorFunction"):
+                    self.assertEqual(translated["Resources"][name]["Properties"].get("ManagedPolicyArns"), None)
+                esms = [n for n, res in translated["Resources"].items() if res["Type"] == "AWS::Lambda::EventSourceMapping"]
+                # The two single-topic mappings and one per name (the empty list has one empty name), each under
+                # its condition.
+                self.assertEqual(len(esms), 2 + len(topics.split(",")), esms)
+                r = run([tool("cfn-lint"), str(out)])
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def checkov(self, *args) -> dict:
         with tempfile.TemporaryDirectory() as d:

@@ -21,7 +21,10 @@ sys.path.insert(0, str(ROOT / "tests" / "python"))
 SINK = os.environ.get("HUDI_SINK_BIN", str(ROOT / "target" / "debug" / "hudi-sink"))
 # The readers' venv (`make venv`): moto and boto3 for the tests that need a DynamoDB lock.
 READERS_PYTHON = os.environ.get("HUDI_SINK_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
-JARS = ROOT / "target" / "jvm" / "jars"
+# Hudi 0.15.0's bundle by default; `HUDI_SINK_INTEROP_JARS` names another (Hudi 1.0's, for the read suite).
+JARS = pathlib.Path(os.environ.get("HUDI_SINK_INTEROP_JARS", ROOT / "target" / "jvm" / "jars"))
+# The Hudi release of the session's bundle, e.g. "0.15.0" or "1.0.2".
+HUDI_VERSION = next((p.stem.rsplit("_2.12-", 1)[-1] for p in JARS.glob("hudi-spark3.5-bundle_2.12-*.jar")), "")
 
 # The columns Hudi adds to every row; the file name differs by design between engines' views of a slice.
 META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"]
@@ -29,7 +32,8 @@ META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_h
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local Spark session with Hudi 0.15.0's Spark 3.5 bundle for the whole run."""
+    """One local Spark session with Hudi's Spark 3.5 bundle (0.15.0, or the one `HUDI_SINK_INTEROP_JARS` names) for
+    the whole run."""
     from pyspark.sql import SparkSession
 
     jars = sorted(str(p) for p in JARS.glob("*.jar"))
@@ -54,6 +58,33 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint():
+    """moto (S3, DynamoDB, Glue) on 127.0.0.1, run by the readers' venv (`tests/python/moto_server.py`)."""
+    server = subprocess.Popen([READERS_PYTHON, str(ROOT / "tests" / "python" / "moto_server.py")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    port = server.stdout.readline().strip()
+    if not port.isdigit():
+        server.kill()
+        pytest.fail("moto did not start")
+    yield f"http://127.0.0.1:{port}"
+    server.stdin.close()
+    server.wait(timeout=30)
+
+
+# Retention small enough that cleaning, archival and compaction run within a test's 20 instants.
+SMALL_RETENTION = {
+    "hoodie.cleaner.commits.retained": "3",
+    "hoodie.keep.min.commits": "5",
+    "hoodie.keep.max.commits": "7",
+    "hoodie.compact.inline.max.delta.commits": "3",
+}
+NONPARTITIONED = {
+    "hoodie.datasource.write.partitionpath.field": "",
+    "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+}
 
 
 def run_sink(*args, cwd=ROOT):
@@ -215,9 +246,19 @@ def canon(value):
 
 
 def rows_of_spark(df, drop=("_hoodie_file_name", "_hoodie_commit_seqno")):
-    """Spark rows as canonical dicts, sorted by record key (then partition)."""
+    """Spark rows as canonical dicts, sorted by record key (then partition). Hudi 1.0's known failure on a
+    natural-order delete followed by a newer record (docs/compatibility.md, limit 11) is an expected failure of
+    the 1.0 run, recognised by its exact exception; any other error fails the test."""
     cols = [c for c in df.columns if c not in drop]
-    rows = [canon(r) for r in df.select(*cols).collect()]
+    try:
+        rows = [canon(r) for r in df.select(*cols).collect()]
+    except Exception as e:
+        text = str(e)
+        if (HUDI_VERSION.startswith("1.") and "shouldKeepNewerRecord" in text
+                and "java.lang.Integer cannot be cast to class java.lang.Long" in text):
+            pytest.xfail(f"Hudi {HUDI_VERSION} compares a natural-order delete's int ordering value with a long one "
+                         "(docs/compatibility.md, limit 11)")
+        raise
     return sorted(rows, key=row_key)
 
 

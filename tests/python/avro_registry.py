@@ -220,7 +220,11 @@ def encode(spec_path, out_path):
         else:
             writer = writers[rec["schema"]]
             buf = io.BytesIO()
-            datum = prepare(rec["datum"], spec["schemas"][rec["schema"]], {})
+            # Named types up front: a reference ("after": ["null", "Value"]) may come before its definition
+            # is met in the datum (a null "before").
+            named = {}
+            collect_named(spec["schemas"][rec["schema"]], named)
+            datum = prepare(rec["datum"], spec["schemas"][rec["schema"]], named)
             fastavro.schemaless_writer(buf, writer, datum)
             body = buf.getvalue()
             framing = rec["framing"]

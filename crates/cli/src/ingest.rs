@@ -6,8 +6,9 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hudi_sink::bootstrap::{build_sink, load_properties};
-use hudi_sink::sink::{ProcessOptions, SinkReport};
+use hudi_sink::bootstrap::{build_router, build_sink, load_properties};
+use hudi_sink::router::{is_routed, RoutedReport, Router};
+use hudi_sink::sink::{KafkaSink, ProcessOptions, SinkReport};
 use hudi_sink::source::event::KafkaBatch;
 
 /// Any error, reported with its cause chain by `main`.
@@ -85,7 +86,14 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
     let files = expand(&events)?;
     let total_bytes: u64 = files.iter().map(|(_, size)| size).sum();
     let mut timings = report_jsonl.as_deref().map(Timings::create).transpose()?;
-    let sink = build_sink(&props, "hudi-sink-cli").await?;
+    let sink = if is_routed(&props) {
+        let router = build_router(&props, "hudi-sink-cli").await?;
+        check_routes(&router, &files)?;
+        Writer::Many(router)
+    } else {
+        Writer::One(Box::new(build_sink(&props, "hudi-sink-cli").await?))
+    };
+    let mut per_table: BTreeMap<String, SinkReport> = BTreeMap::new();
     let mut progress = Progress::new(files.len(), total_bytes);
     let mut total = SinkReport::default();
     let mut commits = 0u64;
@@ -102,7 +110,7 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
             backlog: true,
             ..ProcessOptions::default()
         };
-        let report = match sink.process_with(batch, options).await {
+        let (report, routed) = match sink.process_with(batch, options).await {
             Ok(r) => r,
             Err(e) => {
                 progress.clear();
@@ -113,20 +121,30 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
             t.write(&names, batch_started.elapsed(), &report)?;
         }
         if json {
-            println!(
-                "{}",
-                serde_json::json!({ "event_files": names, "report": report })
-            );
+            let mut line = serde_json::json!({ "event_files": names, "report": report });
+            if let Some(routed) = &routed {
+                line["tables"] = serde_json::json!(routed.tables);
+                line["unrouted"] = serde_json::json!(routed.unrouted);
+            }
+            println!("{line}");
         }
-        commits += u64::from(report.instant.is_some());
+        match &routed {
+            Some(routed) => {
+                for (table, r) in &routed.tables {
+                    commits += u64::from(r.instant.is_some());
+                    per_table.entry(table.clone()).or_default().absorb(r);
+                }
+            }
+            None => commits += u64::from(report.instant.is_some()),
+        }
         done_bytes += group.iter().map(|p| file_size(p).unwrap_or(0)).sum::<u64>();
-        add(&mut total, &report);
+        total.absorb(&report);
         progress.update(group.len(), total.records_in, done_bytes, commits);
     }
     progress.clear();
     let elapsed = progress.started.elapsed();
     let c = &total.counts;
-    let mut summary = [
+    let mut summary = vec![
         format!(
             "ingested {} event files, {} records ({}) in {:.1} s ({}/s): {} commits, {} conflicts, {} retries, \
              {} slot waits, {} base files written ({})",
@@ -165,6 +183,16 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
             ));
         }
     }
+    for (table, r) in &per_table {
+        summary.push(format!(
+            "table {table}: records in {}, written {}, deleted {}, dead-lettered {}, already committed {}",
+            r.records_in,
+            r.counts.inserted + r.counts.updated,
+            r.counts.deleted,
+            r.dead_lettered,
+            r.skipped
+        ));
+    }
     for line in &summary {
         if json {
             eprintln!("{line}");
@@ -173,13 +201,63 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
         }
     }
     if json {
-        println!(
-            "{}",
-            serde_json::json!({ "total": total, "commits": commits })
-        );
+        let mut line = serde_json::json!({ "total": total, "commits": commits });
+        if !per_table.is_empty() {
+            line["tables"] = serde_json::json!(per_table);
+        }
+        println!("{line}");
     }
     if !total.balanced() {
         return Err("record accounting does not add up (a bug: please report it)".into());
+    }
+    Ok(())
+}
+
+/// One table's sink, or a router over many tables.
+enum Writer {
+    One(Box<KafkaSink>),
+    Many(Router),
+}
+
+impl Writer {
+    /// Processes one batch: its report (over every table when routed) and, when routed, each table's.
+    async fn process_with(
+        &self,
+        batch: KafkaBatch,
+        options: ProcessOptions,
+    ) -> Result<(SinkReport, Option<RoutedReport>), BoxError> {
+        match self {
+            Writer::One(sink) => Ok((sink.process_with(batch, options).await?, None)),
+            Writer::Many(router) => {
+                let routed = router.process_with(batch, options).await?;
+                Ok((routed.total(), Some(routed)))
+            }
+        }
+    }
+}
+
+/// Every topic of the event files has a route: a topic without one is refused before anything is written
+/// (the writer Lambda, which cannot know its topics beforehand, dead-letters such records instead).
+fn check_routes(router: &Router, files: &[(PathBuf, u64)]) -> Result<(), BoxError> {
+    let mut topics: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for (path, _) in files {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let batch =
+            KafkaBatch::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        for record in &batch.records {
+            if !topics.contains_key(record.topic.as_ref()) {
+                topics.insert(record.topic.to_string(), path.clone());
+            }
+        }
+    }
+    for (topic, path) in &topics {
+        if let Err(reason) = router.config().table_of(topic) {
+            return Err(format!(
+                "{}: {reason}; add a route (hudi.sink.route.<name>.topic or .topic.regex) before ingesting",
+                path.display()
+            )
+            .into());
+        }
     }
     Ok(())
 }
@@ -286,29 +364,6 @@ fn file_size(path: &Path) -> Result<u64, BoxError> {
     Ok(std::fs::metadata(path)
         .map_err(|e| format!("{}: {e}", path.display()))?
         .len())
-}
-
-/// Adds one file's report to the running total.
-fn add(total: &mut SinkReport, r: &SinkReport) {
-    total.records_in += r.records_in;
-    total.skipped += r.skipped;
-    total.dead_lettered += r.dead_lettered;
-    total.tombstones_skipped += r.tombstones_skipped;
-    total.counts.records_in += r.counts.records_in;
-    total.counts.inserted += r.counts.inserted;
-    total.counts.updated += r.counts.updated;
-    total.counts.deleted += r.counts.deleted;
-    total.counts.deduped += r.counts.deduped;
-    total.counts.ignored_older += r.counts.ignored_older;
-    total.counts.delete_misses += r.counts.delete_misses;
-    total.files += r.files;
-    total.bytes += r.bytes;
-    total.conflicts += r.conflicts;
-    total.retries += r.retries;
-    total.slot_waits += r.slot_waits;
-    if r.instant.is_some() {
-        total.instant.clone_from(&r.instant);
-    }
 }
 
 fn rate(bytes: u64, elapsed: Duration) -> u64 {

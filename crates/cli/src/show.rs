@@ -2,7 +2,8 @@
 //! latest file slices and their footers), so that a user can check a table without Spark. The table services'
 //! work is visible too: clean instants, replacecommits (clustering), pending compactions, and where the active
 //! timeline starts and whether anything was ever archived under `.hoodie/archived/`. Merge-on-read slices
-//! list their committed log files under the base file (its row count is the base file's).
+//! list their committed log files under the base file (its row count is the base file's). A Delta Lake mirror
+//! shows its version and lag.
 
 use std::collections::BTreeMap;
 
@@ -77,6 +78,8 @@ pub async fn run(uri: &str) -> Result<(), BoxError> {
     }
 
     show_services(storage.as_ref(), &timeline).await?;
+    #[cfg(feature = "delta")]
+    show_delta_mirror(&storage, uri, &timeline).await;
 
     match timeline.latest_checkpoint(storage.as_ref()).await? {
         Some((instant, checkpoint)) => {
@@ -145,6 +148,34 @@ pub async fn run(uri: &str) -> Result<(), BoxError> {
         human_bytes(total_bytes)
     );
     Ok(())
+}
+
+/// The Delta Lake mirror (`hudi.sink.delta.mirror`), when `_delta_log/` exists: its latest version, the Hudi
+/// instant it mirrors, and the lag in completed commit-like instants it does not hold yet.
+#[cfg(feature = "delta")]
+async fn show_delta_mirror(storage: &std::sync::Arc<dyn Storage>, uri: &str, timeline: &Timeline) {
+    match hudi_sink::delta::status(storage.clone(), uri).await {
+        Ok(None) => {}
+        Ok(Some(status)) => {
+            let lag = timeline
+                .completed_commits()
+                .iter()
+                .filter(|i| status.instant.as_ref().is_none_or(|w| i.time > *w))
+                .count();
+            println!(
+                "delta mirror: version {} (sequence {}), mirrors {}, {lag} completed instants behind, {} files",
+                status.version,
+                status.seq,
+                status
+                    .instant
+                    .as_ref()
+                    .map(|i| i.as_str())
+                    .unwrap_or("nothing"),
+                status.files.len()
+            );
+        }
+        Err(e) => println!("delta mirror: unreadable: {e}"),
+    }
 }
 
 /// The table services' traces: cleans, replacecommits, and the active/archived boundary.

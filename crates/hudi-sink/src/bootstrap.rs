@@ -315,14 +315,38 @@ pub async fn build_sink(
             .map(|s| crate::sink::kafka_columns::with_kafka_columns(&s))
             .transpose()?;
     }
-    let writer = TableWriter::create_or_open(storage, clock.clone(), write, schema).await?;
-    if sink.append_kafka_columns {
-        crate::sink::kafka_columns::check_table(&writer.schema().data)?;
-    }
-    if let crate::sink::ValueFormat::Debezium(connector) = sink.value_format {
-        crate::record::debezium::check_table(connector, &writer.schema().data)
-            .map_err(|reason| WriteError::Config { reason })?;
-    }
+    // A Debezium table with neither schema file nor registry takes its columns from the Connect schema of
+    // its values: when it does not exist yet, the first batch creates it.
+    let deferred = match (sink.value_format, &schema) {
+        (crate::sink::ValueFormat::Debezium(connector), None) => {
+            match crate::table::properties::TableProperties::load(storage.as_ref()).await {
+                Err(e) if e.is_not_found() => Some(crate::sink::DeferredTable::new(
+                    storage.clone(),
+                    clock.clone(),
+                    write.clone(),
+                    connector,
+                    sink.append_kafka_columns,
+                )),
+                Err(e) => return Err(e.into()),
+                Ok(_) => None,
+            }
+        }
+        _ => None,
+    };
+    let writer = match deferred {
+        Some(table) => Err(table),
+        None => {
+            let writer = TableWriter::create_or_open(storage, clock.clone(), write, schema).await?;
+            if sink.append_kafka_columns {
+                crate::sink::kafka_columns::check_table(&writer.schema().data)?;
+            }
+            if let crate::sink::ValueFormat::Debezium(connector) = sink.value_format {
+                crate::record::debezium::check_table(connector, &writer.schema().data)
+                    .map_err(|reason| WriteError::Config { reason })?;
+            }
+            Ok(writer)
+        }
+    };
     if let (Some(version), Some(watch)) = (&opened_with, &latest) {
         watch.taken(version, clock.now_millis());
     }
@@ -346,7 +370,10 @@ pub async fn build_sink(
         open_storage_with(&dead_letters.uri, &timeouts).await?,
     ));
     let registry = build_registry(props, &sink, &timeouts).await?;
-    let sink = KafkaSink::new(writer, coordinator, dead_letters, clock, sink, writer_id);
+    let sink = match writer {
+        Ok(writer) => KafkaSink::new(writer, coordinator, dead_letters, clock, sink, writer_id),
+        Err(table) => KafkaSink::deferred(table, coordinator, dead_letters, clock, sink, writer_id),
+    };
     let sink = match latest {
         Some(watch) => sink.with_latest_schema(watch),
         None => sink,
@@ -355,6 +382,51 @@ pub async fn build_sink(
         Some(registry) => sink.with_registry(registry),
         None => sink,
     })
+}
+
+/// Opens routed tables from the routing configuration: each table's properties (the base, its file, its
+/// own keys) through [`build_sink`], so a routed table is built exactly as a single table would be.
+#[derive(Debug)]
+pub struct PropertiesOpener {
+    config: crate::router::RouteConfig,
+    writer_id: String,
+}
+
+#[async_trait::async_trait]
+impl crate::router::TableOpener for PropertiesOpener {
+    async fn open(&self, table: &str) -> Result<KafkaSink, WriteError> {
+        let file = match self.config.properties_file(table) {
+            Some(uri) => Some(load_properties(uri).await?),
+            None => None,
+        };
+        let props = self.config.table_properties(table, file)?;
+        build_sink(&props, &self.writer_id).await
+    }
+}
+
+/// A ready router for a routed configuration ([`crate::router::is_routed`]): tables are opened (and
+/// created) on their first record; records of topics without a route go to the dead letters of the
+/// pseudo-table [`crate::router::UNROUTED`].
+pub async fn build_router(
+    props: &BTreeMap<String, String>,
+    writer_id: &str,
+) -> Result<crate::router::Router, WriteError> {
+    let config = crate::router::RouteConfig::from_properties(props)?;
+    let base = config.base_for(crate::router::UNROUTED);
+    // The shared keys are checked once here, so a typo fails at start-up, not at a table's first record.
+    check_keys(&base)?;
+    let base_path = base.get("hoodie.base.path").cloned().unwrap_or_default();
+    let location = dead_letter_location(&base, &base_path);
+    tracing::info!(location = %location.uri, routes = ?props.keys().filter(|k| k.starts_with(crate::router::config::ROUTE_PREFIX)).collect::<Vec<_>>(), "routed writer; unrouted records go to dead letters");
+    let timeouts = ClientTimeouts::from_properties(&base)?;
+    let unrouted = Arc::new(StorageDeadLetterSink::new(
+        open_storage_with(&location.uri, &timeouts).await?,
+    ));
+    let opener = Arc::new(PropertiesOpener {
+        config: config.clone(),
+        writer_id: writer_id.to_string(),
+    });
+    Ok(crate::router::Router::new(config, opener, unrouted))
 }
 
 /// `hudi.sink.value.format=debezium`: the ordering field and payload class follow the connector, as
@@ -372,6 +444,7 @@ pub fn debezium_settings(write: &mut WriteConfig, sink: &SinkConfig) -> Result<(
             None => Ok(()),
         };
     };
+    check_replica_identity(write, connector)?;
     let (field, payload) = (connector.ordering_field(), connector.payload_class());
     match write.precombine_field.as_deref() {
         None => write.precombine_field = Some(field.to_string()),
@@ -379,7 +452,7 @@ pub fn debezium_settings(write: &mut WriteConfig, sink: &SinkConfig) -> Result<(
         Some(other) => {
             return Err(WriteError::Config {
                 reason: format!(
-                    "hoodie.datasource.write.precombine.field={other}, but {connector:?} Debezium tables are                      ordered by {field}: set it to {field} or leave it out"
+                    "hoodie.datasource.write.precombine.field={other}, but {connector:?} Debezium tables are ordered by {field}: set it to {field} or leave it out"
                 ),
             })
         }
@@ -392,12 +465,55 @@ pub fn debezium_settings(write: &mut WriteConfig, sink: &SinkConfig) -> Result<(
         Some(other) => {
             return Err(WriteError::Config {
                 reason: format!(
-                    "hoodie.datasource.write.payload.class={other}, but {connector:?} Debezium tables use                      {payload}: set it to that or leave it out"
+                    "hoodie.datasource.write.payload.class={other}, but {connector:?} Debezium tables use {payload}: set it to that or leave it out"
                 ),
             })
         }
     }
     Ok(())
+}
+
+/// A Postgres delete's `before` holds only the replica identity (the primary key under `REPLICA IDENTITY
+/// DEFAULT`): on a table partitioned by another column the delete would name the wrong partition and miss
+/// the row. Such a table starts only when the configuration says the source tables use `REPLICA IDENTITY
+/// FULL` (docs/cdc.md, "Deletes and tombstones").
+fn check_replica_identity(
+    write: &WriteConfig,
+    connector: crate::record::debezium::Connector,
+) -> Result<(), WriteError> {
+    use crate::record::debezium::{Connector, REPLICA_IDENTITY_KEY};
+    let declared = write
+        .properties
+        .get(REPLICA_IDENTITY_KEY)
+        .map(|v| v.trim().to_ascii_lowercase());
+    match declared.as_deref() {
+        None | Some("full") | Some("default") => {}
+        Some(other) => {
+            return Err(WriteError::Config {
+                reason: format!("{REPLICA_IDENTITY_KEY}={other}: expected full or default"),
+            })
+        }
+    }
+    if connector != Connector::Postgres || declared.as_deref() == Some("full") {
+        return Ok(());
+    }
+    let outside_key: Vec<&str> = write
+        .partition_fields
+        .iter()
+        .map(|f| f.split(':').next().unwrap_or(f).trim())
+        .filter(|f| !write.record_key_fields.iter().any(|k| k == f))
+        .collect();
+    if outside_key.is_empty() {
+        return Ok(());
+    }
+    Err(WriteError::Config {
+        reason: format!(
+            "the table is partitioned by {} outside the record key, but a Postgres delete carries only the \
+             replica identity: run ALTER TABLE ... REPLICA IDENTITY FULL on the source tables and set \
+             {REPLICA_IDENTITY_KEY}=full, or partition by record key columns",
+            outside_key.join(", ")
+        ),
+    })
 }
 
 /// The registry URL of Hudi's schema provider, if set.
@@ -427,6 +543,10 @@ pub fn build_latest(
     #[cfg(feature = "aws")]
     {
         if crate::registry::confluent::subject_url(url).is_none() {
+            // Debezium values may be registry-framed Avro, whose schemas are asked for by id under a base URL.
+            if matches!(sink.value_format, crate::sink::ValueFormat::Debezium(_)) {
+                return Ok(None);
+            }
             return Err(WriteError::Config {
                 reason: format!(
                     "{REGISTRY_URL_KEY}={url:?}: JSON values take their schema from a registry subject, \
@@ -469,6 +589,7 @@ pub const KEY_LISTS: &[&[&str]] = &[
     crate::lock::KEYS,
     crate::aws_clients::KEYS,
     crate::dead_letter::KEYS,
+    crate::router::config::KEYS,
     REGISTRY_KEYS,
 ];
 
@@ -486,14 +607,18 @@ pub fn check_keys(props: &BTreeMap<String, String>) -> Result<Vec<String>, Confi
     crate::config::keys::check(props, KEY_LISTS)
 }
 
-/// The schema registries of `hudi.sink.value.format=avro`: Confluent when [`REGISTRY_URL_KEY`] is set, Glue
-/// whenever the `glue` feature is built in (Glue-framed values name their registry by version id).
+/// The schema registries of `hudi.sink.value.format=avro` (and of `debezium`, whose values may be
+/// registry-framed Avro): Confluent when [`REGISTRY_URL_KEY`] is set, Glue whenever the `glue` feature is
+/// built in (Glue-framed values name their registry by version id).
 pub async fn build_registry(
     props: &BTreeMap<String, String>,
     sink: &SinkConfig,
     timeouts: &ClientTimeouts,
 ) -> Result<Option<Arc<crate::registry::SchemaRegistry>>, WriteError> {
-    if sink.value_format != crate::sink::ValueFormat::AvroRegistry {
+    if !matches!(
+        sink.value_format,
+        crate::sink::ValueFormat::AvroRegistry | crate::sink::ValueFormat::Debezium(_)
+    ) {
         return Ok(None);
     }
     let url = registry_url(props);

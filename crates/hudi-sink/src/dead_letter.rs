@@ -212,6 +212,8 @@ pub enum DeadLetterStage {
     /// JSON that is not a Debezium change event the sink applies (not an envelope, an op other than c, u,
     /// r, d, a delete without `before`).
     Envelope,
+    /// The record's topic has no route to a table (a writer of many tables).
+    Route,
 }
 
 impl DeadLetterStage {
@@ -228,6 +230,7 @@ impl DeadLetterStage {
             DeadLetterStage::Key => "key",
             DeadLetterStage::Partition => "partition",
             DeadLetterStage::Envelope => "envelope",
+            DeadLetterStage::Route => "route",
         }
     }
 }
@@ -336,6 +339,11 @@ impl DeadLetter {
             false => DeadLetterStage::Envelope,
         };
         Self::from_record(record, stage, reason)
+    }
+
+    /// A record whose topic no route sends to a table; `reason` names the topic.
+    pub fn unrouted(record: &KafkaRecord, reason: String) -> Self {
+        Self::from_record(record, DeadLetterStage::Route, reason)
     }
 
     /// A tombstone without a Kafka key.

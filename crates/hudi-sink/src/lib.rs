@@ -24,6 +24,7 @@ pub mod mutation;
 pub mod protocol;
 pub mod record;
 pub mod registry;
+pub mod router;
 pub mod schema;
 pub mod services;
 pub mod sink;

@@ -141,24 +141,12 @@ pub fn catalog_emf(report: &crate::catalog::CatalogSyncReport, context: &EmfCont
     )
 }
 
-/// Prints the EMF line of a catalog sync to stdout (see [`emit`]).
-pub fn emit_catalog(report: &crate::catalog::CatalogSyncReport, table: &str, request_id: &str) {
-    println!(
-        "{}",
-        catalog_emf(report, &EmfContext::now(table, request_id))
-    );
-}
-
 /// The metrics of one Delta mirror step: name, CloudWatch unit, value.
 pub fn mirror_metric_values(
     report: &crate::commit::MirrorReport,
 ) -> Vec<(&'static str, &'static str, u64)> {
     vec![
-        (
-            "DeltaMirrorFailures",
-            "Count",
-            u64::from(report.error.is_some()),
-        ),
+        ("DeltaMirrorFailures", "Count", report.failures),
         ("DeltaMirrorVersions", "Count", report.versions_committed),
         ("DeltaMirrorTime", "Milliseconds", report.duration_ms),
     ]
@@ -175,14 +163,6 @@ pub fn mirror_emf(report: &crate::commit::MirrorReport, context: &EmfContext<'_>
             ("DeltaMirrorInstant", json!(report.instant)),
         ],
     )
-}
-
-/// Prints the EMF line of a Delta mirror step to stdout (see [`emit`]).
-pub fn emit_mirror(report: &crate::commit::MirrorReport, table: &str, request_id: &str) {
-    println!(
-        "{}",
-        mirror_emf(report, &EmfContext::now(table, request_id))
-    );
 }
 
 /// An EMF document: the metadata directive naming every metric, the dimension, the request id, `properties`
@@ -275,6 +255,37 @@ pub fn emit_failure(failure: Failure, error: &str, table: &str, request_id: &str
         "{}",
         failure_emf(failure, error, &EmfContext::now(table, request_id))
     );
+}
+
+/// The EMF documents of what followed a table's commits in a writer that commits in process, as the
+/// coordinator function prints them: the catalog sync (`CatalogSyncFailures`, partitions created, sync time),
+/// the Delta mirror step (`DeltaMirrorFailures`, versions committed, time), then one `CommitFailures` per failed commit step and one `ServiceFailures` per failed inline service.
+pub fn after_commit_emf(
+    report: &crate::commit::AfterCommitReport,
+    context: &EmfContext<'_>,
+) -> Vec<Value> {
+    let catalog = report.catalog.iter().map(|r| catalog_emf(r, context));
+    let mirror = report.mirror.iter().map(|r| mirror_emf(r, context));
+    let commits = report
+        .commit_failures
+        .iter()
+        .map(|e| failure_emf(Failure::Commit, e, context));
+    let services = report
+        .service_failures
+        .iter()
+        .map(|e| failure_emf(Failure::Services, e, context));
+    catalog
+        .chain(mirror)
+        .chain(commits)
+        .chain(services)
+        .collect()
+}
+
+/// Prints the EMF lines of what followed a table's commits (see [`after_commit_emf`] and [`emit`]).
+pub fn emit_after_commit(report: &crate::commit::AfterCommitReport, table: &str, request_id: &str) {
+    for doc in after_commit_emf(report, &EmfContext::now(table, request_id)) {
+        println!("{doc}");
+    }
 }
 
 #[cfg(test)]
@@ -417,10 +428,17 @@ mod tests {
 
     #[test]
     fn mirror_document_counts_a_failure_and_carries_the_error() {
-        let failed = crate::commit::MirrorReport {
+        let mut failed = crate::commit::MirrorReport {
             error: Some("Delta log: boom".into()),
+            failures: 1,
             ..Default::default()
         };
+        // A second step of the same request (after a clustering) that succeeded keeps the failure counted.
+        failed.merge(crate::commit::MirrorReport {
+            versions_committed: 1,
+            version: Some(3),
+            ..Default::default()
+        });
         let doc = mirror_emf(&failed, &CONTEXT);
         assert_eq!(check_emf(&doc)["DeltaMirrorFailures"], 1);
         assert_eq!(doc["DeltaMirrorError"], "Delta log: boom");
@@ -480,6 +498,57 @@ mod tests {
             assert_eq!(values[name], 1);
             assert_eq!(doc["Error"], json!("lock: timed out"));
         }
+    }
+
+    #[test]
+    fn after_commit_documents_are_the_coordinator_functions_lines() {
+        let report = crate::commit::AfterCommitReport {
+            catalog: Some(crate::catalog::CatalogSyncReport {
+                error: Some("Glue GetTable failed: injected".into()),
+                duration_ms: 40,
+                ..Default::default()
+            }),
+            mirror: None,
+            commit_failures: vec!["storage: put failed".into()],
+            service_failures: vec!["inline clustering: timed out".into()],
+        };
+        let docs = after_commit_emf(&report, &CONTEXT);
+        let lines: Vec<(Vec<String>, Value)> = docs
+            .iter()
+            .map(|d| {
+                let names = check_emf(d).into_keys().collect();
+                let error = d
+                    .get("Error")
+                    .or_else(|| d.get("CatalogSyncError"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                (names, error)
+            })
+            .collect();
+        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            lines,
+            [
+                (
+                    names(&[
+                        "CatalogPartitionsCreated",
+                        "CatalogSyncFailures",
+                        "CatalogSyncTime"
+                    ]),
+                    json!("Glue GetTable failed: injected")
+                ),
+                (names(&["CommitFailures"]), json!("storage: put failed")),
+                (
+                    names(&["ServiceFailures"]),
+                    json!("inline clustering: timed out")
+                ),
+            ]
+        );
+        assert_eq!(check_emf(&docs[0])["CatalogSyncFailures"], 1);
+        assert!(docs.iter().all(|d| d["Table"] == "trips"));
+        assert!(
+            after_commit_emf(&crate::commit::AfterCommitReport::default(), &CONTEXT).is_empty()
+        );
     }
 
     #[test]

@@ -60,11 +60,25 @@ pub enum Mutation {
     /// Under the interval commit a window opens only in a slot without a write instant, unless its opener has
     /// a backlog.
     SlotRule,
+    /// A write to a file group that another engine's pending compaction plans appends to that compaction's
+    /// slice, and the coordinator refuses an append below it (Hudi's executors carry nothing).
+    ForeignCompactionSlice,
+    /// A routed batch is acknowledged only when every table it touches has committed its part.
+    RouterAwaitsEveryTable,
+    /// A Postgres TOAST placeholder takes the value of the version it supersedes (in the batch, the stored
+    /// row, or the merged file slice), never replacing a stored value.
+    ToastBackfill,
+    /// A commit is checked also against the writes that were pending below its base when it began and
+    /// completed since (another engine's writer completes out of instant order).
+    PendingBelowBaseChecked,
+    /// A merge-on-read batch that deletes a key (tombstone) and then re-creates it writes the delete in a
+    /// delete block ahead of the re-created record, so that the key's earlier log versions are removed.
+    RecreateWritesDelete,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 20] = [
+    pub const ALL: [Mutation; 25] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -85,6 +99,11 @@ impl Mutation {
         Mutation::PendingCompactionHoldsBase,
         Mutation::CompactionCarriesLateLogs,
         Mutation::SlotRule,
+        Mutation::ForeignCompactionSlice,
+        Mutation::RouterAwaitsEveryTable,
+        Mutation::ToastBackfill,
+        Mutation::PendingBelowBaseChecked,
+        Mutation::RecreateWritesDelete,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -110,6 +129,11 @@ impl Mutation {
             Mutation::PendingCompactionHoldsBase => "pending-compaction-holds-base",
             Mutation::CompactionCarriesLateLogs => "compaction-carries-late-logs",
             Mutation::SlotRule => "slot-rule",
+            Mutation::ForeignCompactionSlice => "foreign-compaction-slice",
+            Mutation::RouterAwaitsEveryTable => "router-awaits-every-table",
+            Mutation::ToastBackfill => "toast-backfill",
+            Mutation::PendingBelowBaseChecked => "pending-below-base-checked",
+            Mutation::RecreateWritesDelete => "recreate-drops-delete",
         }
     }
 

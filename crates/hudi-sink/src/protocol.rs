@@ -140,6 +140,10 @@ pub struct CommitRequest {
     pub instant: String,
     /// The last completed instant when the writer began (its view of the table).
     pub base_instant: Option<String>,
+    /// The writes pending below the base when the writer began (from `Begun`): not in its view, so checked
+    /// once completed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
     /// Hudi operation type name (`UPSERT`, `INSERT`, `DELETE`).
     pub operation: String,
     /// One stat per written file.
@@ -165,6 +169,10 @@ pub enum CoordinatorResponse {
         instant: String,
         /// The latest completed instant.
         base_instant: Option<String>,
+        /// The writes pending below the base: another engine's may still complete, and the commit is checked
+        /// against it then (`commit/conflict.rs`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pending: Vec<String>,
         /// The current checkpoint as `hudi.sink.checkpoint` JSON (`{}` when none).
         checkpoint: String,
         /// The content of the heartbeat written with the instant (epoch ms).

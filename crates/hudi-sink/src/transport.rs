@@ -1,10 +1,11 @@
 //! How a writer reaches the coordinator: in process (the embedded mode and tests) or over Lambda `Invoke`.
 
 use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use crate::commit::Coordinator;
+use crate::commit::{AfterCommitReport, Coordinator};
 use crate::protocol::{CoordinatorRequest, CoordinatorResponse};
 use crate::write::WriteError;
 
@@ -43,25 +44,64 @@ pub fn parse_answer(body: &[u8]) -> Result<CoordinatorResponse, serde_json::Erro
 pub trait CoordinatorClient: Send + Sync + Debug {
     /// Sends one request and waits for the answer.
     async fn call(&self, request: CoordinatorRequest) -> Result<CoordinatorResponse, WriteError>;
+
+    /// What followed the commits since the last call, once, when the coordinator runs in this process (its
+    /// metrics are then the writer's to print). Empty for a remote coordinator, which prints its own.
+    fn take_after_commit_report(&self) -> AfterCommitReport {
+        AfterCommitReport::default()
+    }
 }
 
 /// A coordinator living in the same process.
 #[derive(Debug, Clone)]
 pub struct InProcessClient {
     coordinator: Coordinator,
+    /// Failed commit steps since the last report (the coordinator function's `CommitFailures`).
+    commit_failures: Arc<Mutex<Vec<String>>>,
 }
 
 impl InProcessClient {
     /// Wraps a coordinator.
     pub fn new(coordinator: Coordinator) -> Self {
-        Self { coordinator }
+        Self {
+            coordinator,
+            commit_failures: Arc::default(),
+        }
     }
+}
+
+/// Whether `request` is a commit step, whose failure counts as `CommitFailures` (as the coordinator function
+/// counts it).
+fn is_commit_step(request: &CoordinatorRequest) -> bool {
+    matches!(
+        request,
+        CoordinatorRequest::Commit(_)
+            | CoordinatorRequest::Submit(_)
+            | CoordinatorRequest::Close { .. }
+    )
 }
 
 #[async_trait]
 impl CoordinatorClient for InProcessClient {
     async fn call(&self, request: CoordinatorRequest) -> Result<CoordinatorResponse, WriteError> {
-        self.coordinator.handle(request).await
+        let commit_step = is_commit_step(&request);
+        let result = self.coordinator.handle(request).await;
+        if let (true, Err(e)) = (commit_step, &result) {
+            if let Ok(mut failures) = self.commit_failures.lock() {
+                if failures.len() < crate::commit::MAX_KEPT_FAILURES {
+                    failures.push(e.to_string());
+                }
+            }
+        }
+        result
+    }
+
+    fn take_after_commit_report(&self) -> AfterCommitReport {
+        let mut report = self.coordinator.take_after_commit_report();
+        if let Ok(mut failures) = self.commit_failures.lock() {
+            report.commit_failures = std::mem::take(&mut *failures);
+        }
+        report
     }
 }
 

@@ -4,8 +4,9 @@
 //! Every answer carries the time the request waited for the table lock (`lock_wait_ms`), which the writer
 //! reports in its metrics; every request is logged as one JSON line with its outcome. Every table-services run
 //! that succeeds prints one EMF metrics line on stdout (`hudi_sink::metrics::service_emf`: files cleaned,
-//! instants archived, file groups clustered, resumed services, run time), and every catalog sync one more
-//! (`hudi_sink::metrics::catalog_emf`: `CatalogSyncFailures`, partitions created, sync time).
+//! instants archived, file groups clustered, resumed services, run time), every catalog sync one more
+//! (`hudi_sink::metrics::catalog_emf`: `CatalogSyncFailures`, partitions created, sync time), and every inline
+//! service that failed after a commit a `ServiceFailures` line (`hudi_sink::metrics::after_commit_emf`).
 
 use std::sync::Arc;
 
@@ -114,20 +115,17 @@ async fn handle(
     let (result, lock_wait_ms) =
         hudi_sink::telemetry::with_lock_wait(serve(coordinator, request)).await;
     let duration_ms = started.elapsed().as_millis() as u64;
+    // The catalog sync after a commit or services run and the inline services that failed after a commit
+    // (best effort: their failures are metrics, not the request's).
+    hudi_sink::metrics::emit_after_commit(
+        &coordinator.take_after_commit_report(),
+        table,
+        &request_id,
+    );
     match result {
         Ok((response, services)) => {
             if let Some(report) = &services {
                 hudi_sink::metrics::emit_services(report, table, &request_id);
-            }
-            // The Delta mirror step after a commit (best effort: its failure is a metric).
-            if let Some(report) = coordinator.take_mirror_report() {
-                hudi_sink::metrics::emit_mirror(&report, table, &request_id);
-            }
-            // The catalog sync after a commit or services run (best effort: its failure is a metric).
-            if let Some(report) = coordinator.take_catalog_report() {
-                if !report.skipped {
-                    hudi_sink::metrics::emit_catalog(&report, table, &request_id);
-                }
             }
             tracing::info!(
                 request_id,

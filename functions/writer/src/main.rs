@@ -5,11 +5,18 @@
 //! Per invocation it prints one EMF metrics line on stdout and logs JSON lines on stderr (see
 //! `hudi_sink::metrics` and `hudi_sink::telemetry`); it stops starting new work when the invocation's
 //! deadline comes within `hudi.sink.deadline.reserve.ms`.
+//!
+//! A properties file with routes (`hudi.sink.route.*`) makes one function write many tables: the batch is
+//! split by topic, each table commits its part, and the invocation succeeds only when every table did
+//! (`hudi_sink::router`); one EMF line is printed per table, and per table what followed its commit, as the
+//! coordinator function prints it for one table (`CatalogSyncFailures`, `CommitFailures`, `ServiceFailures`:
+//! `hudi_sink::metrics::after_commit_emf`), since the routed writer commits each table in process.
 
 use std::sync::Arc;
 
-use hudi_sink::bootstrap::{build_sink, load_properties};
+use hudi_sink::bootstrap::{build_router, build_sink, load_properties};
 use hudi_sink::clock::{Clock, SystemClock};
+use hudi_sink::router::{is_routed, RouteError, Router};
 use hudi_sink::sink::{KafkaSink, ProcessOptions};
 use hudi_sink::source::event::KafkaBatch;
 use hudi_sink::write::WriteError;
@@ -23,6 +30,15 @@ async fn main() -> Result<(), Error> {
     let config = std::env::var("HUDI_SINK_CONFIG")
         .map_err(|_| "HUDI_SINK_CONFIG must name the table properties file (s3://… or a path)")?;
     let props = load_properties(&config).await?;
+    if is_routed(&props) {
+        let router = Arc::new(build_router(&props, &writer_id()).await?);
+        tracing::info!(config = %config, "routed writer ready");
+        return lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| {
+            let router = router.clone();
+            async move { handle_routed(&router, event).await }
+        }))
+        .await;
+    }
     let table = props.get("hoodie.table.name").cloned().unwrap_or_default();
     let sink = Arc::new(build_sink(&props, &writer_id()).await?);
     tracing::info!(config = %config, table = %table, "writer ready");
@@ -84,16 +100,14 @@ fn parse_event(payload: &RawValue) -> Result<KafkaBatch, Diagnostic> {
     })
 }
 
-async fn handle(
-    sink: &KafkaSink,
-    table: &str,
+/// The invocation's batch and deadline, or the `InvalidEvent` error that fails it.
+fn batch_and_deadline(
     event: LambdaEvent<Box<RawValue>>,
-) -> Result<Value, Diagnostic> {
+) -> Result<(KafkaBatch, Option<i64>), Diagnostic> {
     let request_id = event.context.request_id.clone();
     let batch = parse_event(&event.payload).inspect_err(|d| {
         tracing::error!(request_id, error = %d.error_message, "invalid event-source-mapping payload");
     })?;
-    drop(event.payload);
     let now = SystemClock.now_millis();
     let deadline_ms = usable_deadline(event.context.deadline, now);
     if deadline_ms.is_none() {
@@ -103,8 +117,76 @@ async fn handle(
             "the invocation deadline is not in the future (a local emulator?); running without one"
         );
     }
+    Ok((batch, deadline_ms))
+}
+
+/// A routed batch: every table's part committed, or the invocation fails and the batch comes again (the
+/// tables that committed skip their part then).
+async fn handle_routed(
+    router: &Router,
+    event: LambdaEvent<Box<RawValue>>,
+) -> Result<Value, Diagnostic> {
+    let request_id = event.context.request_id.clone();
+    let (batch, deadline_ms) = batch_and_deadline(event)?;
     let records = batch.len();
-    match sink
+    let options = ProcessOptions {
+        deadline_ms,
+        ..ProcessOptions::default()
+    };
+    let result = router.process_with(batch, options).await;
+    // What followed each table's commits (catalog sync, failed commit steps and inline services), failed
+    // batch or not: the lines the coordinator function prints for a single table.
+    for (table, r) in router.take_after_commit_reports() {
+        hudi_sink::metrics::emit_after_commit(&r, &table, &request_id);
+    }
+    match result {
+        Ok(report) => {
+            for (table, r) in &report.tables {
+                hudi_sink::metrics::emit(r, table, &request_id);
+            }
+            tracing::info!(
+                request_id,
+                records,
+                tables = report.tables.len(),
+                unrouted = report.unrouted,
+                "batch committed in every table"
+            );
+            serde_json::to_value(&report)
+                .map_err(|e| diagnostic("WriteFailed", format!("serialising the report: {e}")))
+        }
+        Err(e) => {
+            tracing::error!(request_id, records, error = %e, "batch failed; the event source mapping will redeliver it");
+            if let RouteError::Tables { failed, .. } = &e {
+                for f in failed {
+                    hudi_sink::metrics::emit_failure(
+                        hudi_sink::metrics::Failure::Batch,
+                        &f.error.to_string(),
+                        &f.table,
+                        &request_id,
+                    );
+                }
+            }
+            let kind = if e.is_deadline() {
+                "DeadlineNear"
+            } else if e.is_config() {
+                "Configuration"
+            } else {
+                "WriteFailed"
+            };
+            Err(diagnostic(kind, e.to_string()))
+        }
+    }
+}
+
+async fn handle(
+    sink: &KafkaSink,
+    table: &str,
+    event: LambdaEvent<Box<RawValue>>,
+) -> Result<Value, Diagnostic> {
+    let request_id = event.context.request_id.clone();
+    let (batch, deadline_ms) = batch_and_deadline(event)?;
+    let records = batch.len();
+    let result = sink
         .process_with(
             batch,
             ProcessOptions {
@@ -112,8 +194,10 @@ async fn handle(
                 ..ProcessOptions::default()
             },
         )
-        .await
-    {
+        .await;
+    // Without `hudi.sink.coordinator.function` the table commits in process: its after-commit lines are ours.
+    hudi_sink::metrics::emit_after_commit(&sink.take_after_commit_report(), table, &request_id);
+    match result {
         Ok(report) => {
             hudi_sink::metrics::emit(&report, table, &request_id);
             tracing::info!(

@@ -7,6 +7,8 @@ locals {
   has_alarm_email = var.alarm_email != ""
   alarm_topic_arn = local.has_alarm_email ? aws_sns_topic.alarms[0].arn : var.alarm_topic_arn
   alarm_actions   = local.alarm_topic_arn == "" ? [] : [local.alarm_topic_arn]
+
+  coordinator_function_name = local.is_single ? aws_lambda_function.coordinator[0].function_name : ""
 }
 
 resource "aws_kms_key" "alarms" {
@@ -107,6 +109,7 @@ resource "aws_cloudwatch_metric_alarm" "writer_throttles" {
 }
 
 resource "aws_cloudwatch_metric_alarm" "dead_letters" {
+  count               = local.is_single ? 1 : 0
   alarm_name          = "${var.name}-dead-letters"
   alarm_description   = "Records were written to the dead-letter prefix instead of the table. See docs/operations.md, Alarms and dashboard."
   namespace           = "MskHudiSink"
@@ -125,7 +128,7 @@ resource "aws_cloudwatch_metric_alarm" "dead_letters" {
 }
 
 resource "aws_cloudwatch_metric_alarm" "catalog_sync_failures" {
-  count               = local.has_glue ? 1 : 0
+  count               = local.has_glue && local.is_single ? 1 : 0
   alarm_name          = "${var.name}-catalog-sync-failures"
   alarm_description   = "The coordinator's Glue Data Catalog sync failed after a commit (the commit itself stands). See docs/operations.md, Alarms and dashboard."
   namespace           = "MskHudiSink"
@@ -144,6 +147,7 @@ resource "aws_cloudwatch_metric_alarm" "catalog_sync_failures" {
 }
 
 resource "aws_cloudwatch_metric_alarm" "commit_failures" {
+  count               = local.is_single ? 1 : 0
   alarm_name          = "${var.name}-commit-failures"
   alarm_description   = "A coordinator commit, submit or close request failed; the writer's batch is redelivered. See docs/operations.md, Alarms and dashboard."
   namespace           = "MskHudiSink"
@@ -162,8 +166,9 @@ resource "aws_cloudwatch_metric_alarm" "commit_failures" {
 }
 
 resource "aws_cloudwatch_metric_alarm" "service_failures" {
+  count               = local.is_single ? 1 : 0
   alarm_name          = "${var.name}-service-failures"
-  alarm_description   = "A scheduled table-services run failed; the next schedule retries it. See docs/operations.md, Alarms and dashboard."
+  alarm_description   = "A table-services run failed (scheduled, or inline after a commit); the next schedule or commit retries it. See docs/operations.md, Alarms and dashboard."
   namespace           = "MskHudiSink"
   metric_name         = "ServiceFailures"
   dimensions          = { Table = var.hoodie_table_name }
@@ -182,11 +187,12 @@ resource "aws_cloudwatch_metric_alarm" "service_failures" {
 # Every failed coordinator invocation (error type CoordinatorFailed), whatever the request: also begins, aborts,
 # joins and requests that failed before reaching the table, which the two alarms above do not count.
 resource "aws_cloudwatch_metric_alarm" "coordinator_errors" {
+  count               = local.is_single ? 1 : 0
   alarm_name          = "${var.name}-coordinator-errors"
   alarm_description   = "Coordinator invocations failed (any request; failed commits and table-services runs also have their own alarms). See docs/operations.md, Alarms and dashboard."
   namespace           = "AWS/Lambda"
   metric_name         = "Errors"
-  dimensions          = { FunctionName = aws_lambda_function.coordinator.function_name }
+  dimensions          = { FunctionName = local.coordinator_function_name }
   statistic           = "Sum"
   period              = var.alarm_period
   evaluation_periods  = var.error_alarm_evaluation_periods
@@ -202,6 +208,7 @@ resource "aws_cloudwatch_metric_alarm" "coordinator_errors" {
 # The longest coordinator invocation of a period as a percentage of its timeout (metric math, as in
 # template.yaml, where CloudFormation cannot multiply a parameter).
 resource "aws_cloudwatch_metric_alarm" "coordinator_duration" {
+  count               = local.is_single ? 1 : 0
   alarm_name          = "${var.name}-coordinator-duration"
   alarm_description   = "The coordinator's longest invocation is near its timeout (table services run long; a timed-out run is retried by the next schedule). See docs/operations.md, Alarms and dashboard."
   evaluation_periods  = var.lag_alarm_evaluation_periods
@@ -219,7 +226,7 @@ resource "aws_cloudwatch_metric_alarm" "coordinator_duration" {
     metric {
       namespace   = "AWS/Lambda"
       metric_name = "Duration"
-      dimensions  = { FunctionName = aws_lambda_function.coordinator.function_name }
+      dimensions  = { FunctionName = local.coordinator_function_name }
       period      = var.alarm_period
       stat        = "Maximum"
     }
@@ -233,9 +240,8 @@ resource "aws_cloudwatch_metric_alarm" "coordinator_duration" {
   }
 }
 
-resource "aws_cloudwatch_dashboard" "sink" {
-  dashboard_name = var.name
-  dashboard_body = jsonencode({
+locals {
+  single_dashboard = jsonencode({
     widgets = [
       {
         type   = "metric"
@@ -313,7 +319,7 @@ resource "aws_cloudwatch_dashboard" "sink" {
           metrics = [
             ["AWS/Lambda", "Errors", "FunctionName", aws_lambda_function.writer.function_name, { label = "writer errors" }],
             ["AWS/Lambda", "Throttles", "FunctionName", aws_lambda_function.writer.function_name, { label = "writer throttles" }],
-            ["AWS/Lambda", "Errors", "FunctionName", aws_lambda_function.coordinator.function_name, { label = "coordinator errors" }],
+            ["AWS/Lambda", "Errors", "FunctionName", local.coordinator_function_name, { label = "coordinator errors" }],
           ]
         }
       },
@@ -353,7 +359,7 @@ resource "aws_cloudwatch_dashboard" "sink" {
           period = var.alarm_period
           metrics = [
             [{ id = "percent", expression = "100 * duration / (${var.coordinator_timeout} * 1000)", label = "longest invocation, percent of the timeout" }],
-            ["AWS/Lambda", "Duration", "FunctionName", aws_lambda_function.coordinator.function_name, { id = "duration", stat = "Maximum", visible = false }],
+            ["AWS/Lambda", "Duration", "FunctionName", local.coordinator_function_name, { id = "duration", stat = "Maximum", visible = false }],
           ]
           yAxis       = { left = { min = 0, max = 100 } }
           annotations = { horizontal = [{ label = "duration alarm", value = var.coordinator_duration_threshold_percent }] }
@@ -361,6 +367,129 @@ resource "aws_cloudwatch_dashboard" "sink" {
       },
     ]
   })
+
+  # With topics the graphs search the tables' series (tokens of table_name_prefix and of the names), one line
+  # per table, as in template.yaml.
+  topic_search = join(" OR ", var.topics)
+  routed_dashboard = jsonencode({
+    widgets = [
+      {
+        type   = "metric"
+        x      = 0
+        y      = 0
+        width  = 12
+        height = 6
+        properties = {
+          title  = "Records in and written per table (${var.table_name_prefix}*)"
+          region = local.region
+          view   = "timeSeries"
+          stat   = "Sum"
+          period = var.alarm_period
+          metrics = [
+            [{ id = "recordsin", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"RecordsIn\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "in" }],
+            [{ id = "written", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"RecordsWritten\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "written" }],
+          ]
+        }
+      },
+      {
+        type   = "metric"
+        x      = 12
+        y      = 0
+        width  = 12
+        height = 6
+        properties = {
+          title  = "Bytes written per table (${var.table_name_prefix}*)"
+          region = local.region
+          view   = "timeSeries"
+          stat   = "Sum"
+          period = var.alarm_period
+          metrics = [
+            [{ id = "bytes", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"BytesWritten\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "bytes" }],
+          ]
+        }
+      },
+      {
+        type   = "metric"
+        x      = 0
+        y      = 6
+        width  = 12
+        height = 6
+        properties = {
+          title  = "Lag: Kafka offsets, largest of the topics (left) and oldest record age in ms per table (right)"
+          region = local.region
+          view   = "timeSeries"
+          stat   = "Maximum"
+          period = var.alarm_period
+          metrics = [
+            ["AWS/Lambda", "OffsetLag", "FunctionName", aws_lambda_function.writer.function_name],
+            [{ id = "maxlag", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"MaxLag\" ${var.table_name_prefix} (${local.topic_search})', 'Maximum', ${var.alarm_period})", label = "age", yAxis = "right" }],
+          ]
+          annotations = { horizontal = [{ label = "offset lag alarm", value = var.offset_lag_threshold }] }
+        }
+      },
+      {
+        type   = "metric"
+        x      = 12
+        y      = 6
+        width  = 12
+        height = 6
+        properties = {
+          title  = "Writer errors and throttles"
+          region = local.region
+          view   = "timeSeries"
+          stat   = "Sum"
+          period = var.alarm_period
+          metrics = [
+            ["AWS/Lambda", "Errors", "FunctionName", aws_lambda_function.writer.function_name, { label = "writer errors" }],
+            ["AWS/Lambda", "Throttles", "FunctionName", aws_lambda_function.writer.function_name, { label = "writer throttles" }],
+          ]
+        }
+      },
+      {
+        type   = "metric"
+        x      = 0
+        y      = 12
+        width  = 24
+        height = 6
+        properties = {
+          title  = "Dead letters, failed parts and conflicts per table"
+          region = local.region
+          view   = "timeSeries"
+          stat   = "Sum"
+          period = var.alarm_period
+          metrics = [
+            [{ id = "deadletters", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"RecordsDeadLettered\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "dead letters" }],
+            [{ id = "failures", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"BatchFailures\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "failed parts" }],
+            [{ id = "conflicts", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"CommitConflicts\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "conflicts" }],
+          ]
+        }
+      },
+      {
+        type   = "metric"
+        x      = 0
+        y      = 18
+        width  = 24
+        height = 6
+        properties = {
+          title  = "Commit, catalog sync and table-service failures per table"
+          region = local.region
+          view   = "timeSeries"
+          stat   = "Sum"
+          period = var.alarm_period
+          metrics = [
+            [{ id = "commitfailures", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"CommitFailures\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "commit failures" }],
+            [{ id = "catalogfailures", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"CatalogSyncFailures\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "catalog sync failures" }],
+            [{ id = "servicefailures", expression = "SEARCH('{MskHudiSink,Table} MetricName=\"ServiceFailures\" ${var.table_name_prefix} (${local.topic_search})', 'Sum', ${var.alarm_period})", label = "service failures" }],
+          ]
+        }
+      },
+    ]
+  })
+}
+
+resource "aws_cloudwatch_dashboard" "sink" {
+  dashboard_name = var.name
+  dashboard_body = local.is_routed ? local.routed_dashboard : local.single_dashboard
 
   lifecycle {
     precondition {

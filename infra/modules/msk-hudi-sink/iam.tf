@@ -71,12 +71,13 @@ data "aws_iam_policy_document" "writer" {
     resources = [local.properties_object_arn]
   }
 
+  # With topics each table's schema file: schema_uri with $table replaced by the table's name.
   dynamic "statement" {
     for_each = local.has_schema ? [1] : []
     content {
       sid       = "SchemaObject"
       actions   = ["s3:GetObject"]
-      resources = [local.schema_object_arn]
+      resources = local.is_routed ? [for t in local.topic_tables : replace(local.schema_object_arn, "$table", t)] : [local.schema_object_arn]
     }
   }
 
@@ -90,16 +91,74 @@ data "aws_iam_policy_document" "writer" {
     }
   }
 
-  statement {
-    sid       = "LockItems"
-    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
-    resources = [aws_dynamodb_table.lock.arn]
+  dynamic "statement" {
+    for_each = local.is_single ? [1] : []
+    content {
+      sid       = "LockItems"
+      actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+      resources = [aws_dynamodb_table.lock.arn]
+    }
   }
 
-  statement {
-    sid       = "InvokeCoordinator"
-    actions   = ["lambda:InvokeFunction"]
-    resources = [local.coordinator_arn]
+  # With topics: each table's lock item only (Hudi's DynamoDB lock keys its item by the table name).
+  dynamic "statement" {
+    for_each = local.is_routed ? [1] : []
+    content {
+      sid       = "LockItems"
+      actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+      resources = [aws_dynamodb_table.lock.arn]
+      condition {
+        test     = "ForAllValues:StringEquals"
+        variable = "dynamodb:LeadingKeys"
+        values   = local.topic_tables
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.is_single ? [1] : []
+    content {
+      sid       = "InvokeCoordinator"
+      actions   = ["lambda:InvokeFunction"]
+      resources = [local.coordinator_arn]
+    }
+  }
+
+  # A routed writer commits and runs the inline table services itself: compaction uploads its base files in
+  # parts and aborts an upload that failed.
+  dynamic "statement" {
+    for_each = local.is_routed ? [1] : []
+    content {
+      sid       = "TableUploads"
+      actions   = ["s3:AbortMultipartUpload"]
+      resources = ["${local.bucket_arn}/${var.table_prefix}/*"]
+    }
+  }
+
+  # A routed writer syncs each table to Glue itself after its commit: <table>, <table>_ro, <table>_rt.
+  dynamic "statement" {
+    for_each = local.has_glue && local.is_routed ? [1] : []
+    content {
+      sid = "CatalogSync"
+      actions = [
+        "glue:GetDatabase",
+        "glue:CreateDatabase",
+        "glue:GetTable",
+        "glue:CreateTable",
+        "glue:UpdateTable",
+        "glue:BatchGetPartition",
+        "glue:GetPartitions",
+        "glue:BatchCreatePartition",
+        "glue:BatchUpdatePartition",
+        "glue:BatchDeletePartition",
+      ]
+      resources = concat(
+        ["${local.glue_arn_prefix}:catalog", "${local.glue_arn_prefix}:database/${var.glue_database_name}"],
+        [for t in local.topic_tables : "${local.glue_arn_prefix}:table/${var.glue_database_name}/${t}"],
+        [for t in local.topic_tables : "${local.glue_arn_prefix}:table/${var.glue_database_name}/${t}_ro"],
+        [for t in local.topic_tables : "${local.glue_arn_prefix}:table/${var.glue_database_name}/${t}_rt"],
+      )
+    }
   }
 
   # Used by the event source mapping (not by our code) to find the brokers; scoped to the cluster.
@@ -122,12 +181,13 @@ data "aws_iam_policy_document" "writer" {
     }
   }
 
+  # The topic and group of the single form, or every topic of the list with its own group.
   dynamic "statement" {
     for_each = local.is_msk_iam ? [1] : []
     content {
       sid       = "KafkaTopic"
       actions   = ["kafka-cluster:DescribeTopic", "kafka-cluster:ReadData"]
-      resources = [local.kafka_topic_arn]
+      resources = local.is_routed ? [for n in var.topics : "${local.kafka_arn_prefix}:topic/${local.kafka_cluster_path}/${var.topic_prefix}${n}"] : [local.kafka_topic_arn]
     }
   }
 
@@ -136,7 +196,7 @@ data "aws_iam_policy_document" "writer" {
     content {
       sid       = "KafkaGroup"
       actions   = ["kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup"]
-      resources = [local.kafka_group_arn]
+      resources = local.is_routed ? [for n in var.topics : "${local.kafka_arn_prefix}:group/${local.kafka_cluster_path}/${var.consumer_group_id}-${n}"] : [local.kafka_group_arn]
     }
   }
 
@@ -202,6 +262,7 @@ resource "aws_iam_role_policy" "writer" {
 # ------------------------------------------------------------------ coordinator
 
 resource "aws_iam_role" "coordinator" {
+  count              = local.is_single ? 1 : 0
   name               = "${var.name}-coordinator"
   description        = "msk-hudi-sink coordinator - timeline commits under the lock, table services"
   assume_role_policy = data.aws_iam_policy_document.lambda_trust.json
@@ -209,10 +270,11 @@ resource "aws_iam_role" "coordinator" {
 }
 
 data "aws_iam_policy_document" "coordinator" {
+  count = local.is_single ? 1 : 0
   statement {
     sid       = "Logs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    resources = ["${aws_cloudwatch_log_group.coordinator.arn}:*"]
+    resources = ["${aws_cloudwatch_log_group.coordinator[0].arn}:*"]
   }
 
   # Timeline files and table services: clustering reads (Get) and writes (Put) base files, clean and rollback
@@ -274,14 +336,16 @@ data "aws_iam_policy_document" "coordinator" {
 }
 
 resource "aws_iam_role_policy" "coordinator" {
+  count  = local.is_single ? 1 : 0
   name   = "coordinator"
-  role   = aws_iam_role.coordinator.id
-  policy = data.aws_iam_policy_document.coordinator.json
+  role   = aws_iam_role.coordinator[0].id
+  policy = data.aws_iam_policy_document.coordinator[0].json
 }
 
 # ------------------------------------------------------------------ scheduler
 
 resource "aws_iam_role" "scheduler" {
+  count              = local.is_single ? 1 : 0
   name               = "${var.name}-scheduler"
   description        = "msk-hudi-sink - EventBridge Scheduler invokes the coordinator's table services"
   assume_role_policy = data.aws_iam_policy_document.scheduler_trust.json
@@ -289,6 +353,7 @@ resource "aws_iam_role" "scheduler" {
 }
 
 data "aws_iam_policy_document" "scheduler" {
+  count = local.is_single ? 1 : 0
   statement {
     sid       = "InvokeCoordinator"
     actions   = ["lambda:InvokeFunction"]
@@ -297,7 +362,8 @@ data "aws_iam_policy_document" "scheduler" {
 }
 
 resource "aws_iam_role_policy" "scheduler" {
+  count  = local.is_single ? 1 : 0
   name   = "scheduler"
-  role   = aws_iam_role.scheduler.id
-  policy = data.aws_iam_policy_document.scheduler.json
+  role   = aws_iam_role.scheduler[0].id
+  policy = data.aws_iam_policy_document.scheduler[0].json
 }

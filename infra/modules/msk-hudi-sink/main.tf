@@ -1,7 +1,9 @@
 # msk-hudi-sink: Kafka (Amazon MSK or self-managed) -> Apache Hudi v6 copy-on-write tables on S3.
 # The same resources as the repository's SAM template.yaml: writer function + Kafka event source mapping,
 # coordinator function + table-services schedule, DynamoDB lock table, S3 table bucket (or an existing one);
-# alarms.tf: CloudWatch alarms, the dashboard and the optional alarm topic.
+# alarms.tf: CloudWatch alarms, the dashboard and the optional alarm topic. With `topics` (one table per topic)
+# the writer is routed and commits in process: no coordinator function (it serves one table only), one event
+# source mapping, role grant and set of alarms per topic (topics.tf).
 
 data "aws_partition" "current" {}
 data "aws_region" "current" {}
@@ -24,6 +26,8 @@ locals {
   has_schema               = var.schema_uri != ""
   has_glue                 = var.glue_database_name != ""
   has_glue_registry        = var.glue_schema_registry == "true"
+  is_routed                = length(var.topics) > 0
+  is_single                = !local.is_routed
 
   writer_name      = "${var.name}-writer"
   coordinator_name = "${var.name}-coordinator"
@@ -54,6 +58,37 @@ locals {
     "hoodie.meta.sync.client.tool.class=org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
     "hoodie.datasource.hive_sync.database=${var.glue_database_name}",
     "hoodie.datasource.hive_sync.table=${var.glue_table_name}",
+  ]) : ""
+
+  # The many-tables form: name -> its topic and its table; the tables of the routes, and the route lines of
+  # the properties file (a .properties value doubles its backslashes).
+  topic_names  = toset(var.topics)
+  topic_tables = [for n in var.topics : "${var.table_name_prefix}${n}"]
+  route_properties = join("\n", [
+    "hudi.sink.route.topics.topic.regex=${join("\\\\.", split(".", var.topic_prefix))}(.+)",
+    "hudi.sink.route.topics.table=${var.table_name_prefix}$1",
+  ])
+
+  single_properties = <<-EOT
+    hoodie.base.path=s3://${local.bucket_name}/${var.table_prefix}
+    hoodie.write.lock.dynamodb.table=${aws_dynamodb_table.lock.name}
+    hoodie.write.lock.dynamodb.region=${local.region}
+    hudi.sink.coordinator.function=${local.is_single ? aws_lambda_function.coordinator[0].function_name : ""}
+    hudi.sink.dead.letter.path=s3://${local.bucket_name}/${var.dead_letter_prefix}${local.glue_properties}
+  EOT
+  # Routed: $table stands for each table's name; no coordinator function (a routed configuration refuses it).
+  routed_properties = <<-EOT
+    hoodie.base.path=s3://${local.bucket_name}/${var.table_prefix}/$table
+    hoodie.write.lock.dynamodb.table=${aws_dynamodb_table.lock.name}
+    hoodie.write.lock.dynamodb.region=${local.region}
+    hudi.sink.dead.letter.path=s3://${local.bucket_name}/${var.dead_letter_prefix}/$table
+    ${local.route_properties}${local.routed_glue_properties}
+  EOT
+  routed_glue_properties = local.has_glue ? join("\n", [
+    "",
+    "hoodie.datasource.meta.sync.enable=true",
+    "hoodie.meta.sync.client.tool.class=org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
+    "hoodie.datasource.hive_sync.database=${var.glue_database_name}",
   ]) : ""
 
   # The request of events/coordinator-services.json.
@@ -195,9 +230,12 @@ resource "aws_cloudwatch_log_group" "writer" {
   tags              = var.tags
 }
 
+# Adding `count` to the coordinator's resources keeps an existing single-topic deployment's objects: Terraform
+# moves each to instance [0].
 resource "aws_cloudwatch_log_group" "coordinator" {
   # checkov:skip=CKV_AWS_158: CloudWatch Logs encrypts at rest by default; the logs carry no record values.
   # checkov:skip=CKV_AWS_338: Retention is the log_retention_days variable; operational logs rarely need a year.
+  count             = local.is_single ? 1 : 0
   name              = "/aws/lambda/${local.coordinator_name}"
   retention_in_days = var.log_retention_days
   tags              = var.tags
@@ -235,6 +273,26 @@ resource "aws_lambda_function" "writer" {
       condition     = local.is_msk != local.is_self_managed
       error_message = "Set exactly one of msk_cluster_arn (Amazon MSK) and kafka_bootstrap_servers (self-managed Kafka)."
     }
+    precondition {
+      condition     = (var.topic != "") != local.is_routed
+      error_message = "Set exactly one of topic (one table) and topics (one table per topic)."
+    }
+    precondition {
+      condition     = local.is_routed || var.hoodie_table_name != ""
+      error_message = "topic needs hoodie_table_name (hoodie.table.name of the properties file)."
+    }
+    precondition {
+      condition     = local.is_single || (var.table_name_prefix != "" && var.hoodie_table_name == "" && var.glue_table_name == "")
+      error_message = "topics needs table_name_prefix, and the routes name its tables (<table_name_prefix><name>, also in Glue): leave hoodie_table_name and glue_table_name empty. The coordinator function serves one table, so this form commits in the writer."
+    }
+    precondition {
+      condition     = local.is_single || !local.has_schema || length(split("$table", var.schema_uri)) == 2
+      error_message = "With topics, schema_uri is every table's schema file: it names the table once as $table (s3://my-config/schemas/$table.avsc)."
+    }
+    precondition {
+      condition     = local.is_routed || (var.topic_prefix == "" && var.table_name_prefix == "")
+      error_message = "topic_prefix and table_name_prefix belong to topics."
+    }
   }
 }
 
@@ -245,9 +303,10 @@ resource "aws_lambda_function" "coordinator" {
   # checkov:skip=CKV_AWS_173: The environment holds only a configuration URI and a log level, no secret.
   # checkov:skip=CKV_AWS_272: Code signing needs a signing profile the user owns; the package is built from source by cargo lambda.
   # checkov:skip=CKV_AWS_50: No X-Ray instrumentation in the functions; metrics go out as CloudWatch EMF lines and logs as JSON.
+  count            = local.is_single ? 1 : 0
   function_name    = local.coordinator_name
   description      = "msk-hudi-sink coordinator - begin, commit and abort instants under the lock; table services"
-  role             = aws_iam_role.coordinator.arn
+  role             = aws_iam_role.coordinator[0].arn
   runtime          = "provided.al2023"
   handler          = "bootstrap"
   architectures    = ["arm64"]
@@ -261,7 +320,7 @@ resource "aws_lambda_function" "coordinator" {
   }
 
   tags       = var.tags
-  depends_on = [aws_cloudwatch_log_group.coordinator]
+  depends_on = [aws_cloudwatch_log_group.coordinator[0]]
 
   lifecycle {
     precondition {
@@ -273,6 +332,7 @@ resource "aws_lambda_function" "coordinator" {
 
 resource "aws_scheduler_schedule" "table_services" {
   # checkov:skip=CKV_AWS_297: The schedule's only payload is the constant {"op":"services"}; an AWS owned key protects it.
+  count               = local.is_single ? 1 : 0
   name                = "${var.name}-table-services"
   description         = "msk-hudi-sink table services (rollback of failed writes, clean, archive, clustering)"
   schedule_expression = var.table_services_schedule
@@ -282,8 +342,8 @@ resource "aws_scheduler_schedule" "table_services" {
   }
 
   target {
-    arn      = aws_lambda_function.coordinator.arn
-    role_arn = aws_iam_role.scheduler.arn
+    arn      = aws_lambda_function.coordinator[0].arn
+    role_arn = aws_iam_role.scheduler[0].arn
     input    = local.services_request
     retry_policy {
       maximum_retry_attempts = 0
@@ -294,6 +354,7 @@ resource "aws_scheduler_schedule" "table_services" {
 # ------------------------------------------------------------------ Kafka event source mapping
 
 resource "aws_lambda_event_source_mapping" "writer" {
+  count                              = local.is_single ? 1 : 0
   function_name                      = aws_lambda_function.writer.arn
   event_source_arn                   = local.is_msk ? var.msk_cluster_arn : null
   topics                             = [var.topic]

@@ -9,18 +9,18 @@ output "writer_function_arn" {
 }
 
 output "coordinator_function_name" {
-  description = "Coordinator function name (hudi.sink.coordinator.function)."
-  value       = aws_lambda_function.coordinator.function_name
+  description = "Coordinator function name (hudi.sink.coordinator.function); null with topics."
+  value       = local.is_single ? aws_lambda_function.coordinator[0].function_name : null
 }
 
 output "coordinator_function_arn" {
-  description = "Coordinator function ARN."
-  value       = aws_lambda_function.coordinator.arn
+  description = "Coordinator function ARN; null with topics."
+  value       = local.is_single ? aws_lambda_function.coordinator[0].arn : null
 }
 
 output "event_source_mapping_id" {
-  description = "UUID of the writer's event source mapping (aws lambda get-event-source-mapping --uuid ...)."
-  value       = aws_lambda_event_source_mapping.writer.uuid
+  description = "UUID of the writer's event source mapping (aws lambda get-event-source-mapping --uuid ...); null with topics (aws lambda list-event-source-mappings --function-name <name>-writer)."
+  value       = local.is_single ? aws_lambda_event_source_mapping.writer[0].uuid : null
 }
 
 output "lock_table_name" {
@@ -39,13 +39,13 @@ output "bucket_name" {
 }
 
 output "base_path" {
-  description = "Table base path (hoodie.base.path)."
-  value       = "s3://${local.bucket_name}/${var.table_prefix}"
+  description = "Table base path (hoodie.base.path; with topics every table's, $table standing for its name)."
+  value       = "s3://${local.bucket_name}/${var.table_prefix}${local.is_routed ? "/$table" : ""}"
 }
 
 output "dead_letter_path" {
-  description = "Dead-letter location (hudi.sink.dead.letter.path)."
-  value       = "s3://${local.bucket_name}/${var.dead_letter_prefix}"
+  description = "Dead-letter location (hudi.sink.dead.letter.path; with topics every table's)."
+  value       = "s3://${local.bucket_name}/${var.dead_letter_prefix}${local.is_routed ? "/$table" : ""}"
 }
 
 output "writer_role_arn" {
@@ -54,8 +54,8 @@ output "writer_role_arn" {
 }
 
 output "coordinator_role_arn" {
-  description = "Coordinator execution role ARN."
-  value       = aws_iam_role.coordinator.arn
+  description = "Coordinator execution role ARN; null with topics."
+  value       = local.is_single ? aws_iam_role.coordinator[0].arn : null
 }
 
 output "writer_log_group_name" {
@@ -64,19 +64,18 @@ output "writer_log_group_name" {
 }
 
 output "coordinator_log_group_name" {
-  description = "Coordinator log group."
-  value       = aws_cloudwatch_log_group.coordinator.name
+  description = "Coordinator log group; null with topics."
+  value       = local.is_single ? aws_cloudwatch_log_group.coordinator[0].name : null
 }
 
 output "deployment_properties" {
-  description = "The deployment-bound lines of the table properties file (append them to your table's keys)."
-  value       = <<-EOT
-    hoodie.base.path=s3://${local.bucket_name}/${var.table_prefix}
-    hoodie.write.lock.dynamodb.table=${aws_dynamodb_table.lock.name}
-    hoodie.write.lock.dynamodb.region=${local.region}
-    hudi.sink.coordinator.function=${aws_lambda_function.coordinator.function_name}
-    hudi.sink.dead.letter.path=s3://${local.bucket_name}/${var.dead_letter_prefix}${local.glue_properties}
-  EOT
+  description = "The deployment-bound lines of the table properties file (append them to your table's keys); with topics the routes and the shared keys of every table, without a coordinator function."
+  value       = local.is_single ? local.single_properties : local.routed_properties
+}
+
+output "route_properties" {
+  description = "With topics, the route of the properties file (docs/routing.md): every topic <topic_prefix><name> into the table <table_name_prefix><name>, as written in a .properties file (backslashes doubled); null with topic."
+  value       = local.is_routed ? local.route_properties : null
 }
 
 output "glue_database_name" {

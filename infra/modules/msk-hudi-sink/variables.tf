@@ -50,11 +50,42 @@ variable "kafka_bootstrap_servers" {
 }
 
 variable "topic" {
-  description = "The Kafka topic (one per event source mapping)."
+  description = "The Kafka topic of the single-topic form (one table, hoodie.table.name = hoodie_table_name). Set this or topics."
   type        = string
+  default     = ""
   validation {
-    condition     = can(regex("^[A-Za-z0-9._-]{1,249}$", var.topic))
+    condition     = can(regex("^$|^[A-Za-z0-9._-]{1,249}$", var.topic))
     error_message = "topic must be a legal Kafka topic name."
+  }
+}
+
+variable "topics" {
+  description = "The many-tables form: the topics' names after topic_prefix ([\"customers\", \"orders\"] for pg.public.customers and pg.public.orders). One event source mapping per topic (consumer group <consumer_group_id>-<name>); the topic <topic_prefix><name> fills the table <table_name_prefix><name> under <table_prefix>/. Set this or topic."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for n in var.topics : can(regex("^[A-Za-z0-9_]{1,128}$", n))]) && length(distinct([for n in var.topics : replace(n, "_", "")])) == length(var.topics)
+    error_message = "topics must be distinct names of letters, digits and _ (the part of each topic after topic_prefix; they must stay distinct without their underscores, as SAM's logical ids drop them)."
+  }
+}
+
+variable "topic_prefix" {
+  description = "With topics - what every topic starts with (pg.public. for Debezium's <prefix>.<schema>.<table>)."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^[A-Za-z0-9._-]{0,120}$", var.topic_prefix))
+    error_message = "topic_prefix must be at most 120 characters legal in a Kafka topic name."
+  }
+}
+
+variable "table_name_prefix" {
+  description = "Required with topics - what every table's name starts with (shop_ makes shop_customers from pg.public.customers)."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^$|^[A-Za-z_][A-Za-z0-9_]{0,63}$", var.table_name_prefix))
+    error_message = "table_name_prefix must start a legal hoodie.table.name: a letter or _, then letters, digits and _."
   }
 }
 
@@ -227,7 +258,7 @@ variable "glue_schema_registry" {
 }
 
 variable "schema_uri" {
-  description = "Optional s3:// URI of the Avro schema file named by hoodie.streamer.schemaprovider.source.schema.file (readable by the writer)."
+  description = "Optional s3:// URI of the Avro schema file named by hoodie.streamer.schemaprovider.source.schema.file (readable by the writer). With topics, each table's: $table stands for the table's name (s3://my-config/schemas/$table.avsc), as in the properties file."
   type        = string
   default     = ""
   validation {
@@ -345,10 +376,11 @@ variable "tags" {
 # ------------------------------------------------------------------ alarms and dashboard
 
 variable "hoodie_table_name" {
-  description = "hoodie.table.name of the table properties file: the value of the Table dimension of the sink's metrics (namespace MskHudiSink), which the dead-letter, catalog-sync, commit-failure and service-failure alarms and the dashboard select."
+  description = "Required with topic (empty with topics, whose tables are named by the routes) - hoodie.table.name of the table properties file: the value of the Table dimension of the sink's metrics (namespace MskHudiSink), which the dead-letter, catalog-sync, commit-failure and service-failure alarms and the dashboard select."
   type        = string
+  default     = ""
   validation {
-    condition     = can(regex("^[A-Za-z0-9_.-]{1,255}$", var.hoodie_table_name))
+    condition     = can(regex("^$|^[A-Za-z0-9_.-]{1,255}$", var.hoodie_table_name))
     error_message = "hoodie_table_name must be 1-255 characters of letters, digits and _.-."
   }
 }
@@ -464,7 +496,7 @@ variable "catalog_sync_failures_threshold" {
 }
 
 variable "commit_failures_threshold" {
-  description = "Failed coordinator commit, submit or close requests per period (MskHudiSink CommitFailures, Sum) above which the alarm fires."
+  description = "Failed commit, submit or close steps per period (MskHudiSink CommitFailures, Sum; with topics per table) above which the alarm fires."
   type        = number
   default     = 0
   validation {
@@ -474,7 +506,7 @@ variable "commit_failures_threshold" {
 }
 
 variable "service_failures_threshold" {
-  description = "Failed scheduled table-services runs per period (MskHudiSink ServiceFailures, Sum) above which the alarm fires."
+  description = "Failed table-services runs per period (MskHudiSink ServiceFailures, Sum: scheduled runs; with topics the inline services of each table) above which the alarm fires."
   type        = number
   default     = 0
   validation {

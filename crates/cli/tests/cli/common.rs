@@ -170,3 +170,27 @@ pub fn ingest_one_instant_per_file(
     args.push(&events);
     ok(&args)
 }
+
+/// The stage of every dead letter written beside `table` (in `<table>-dead-letters`), sorted.
+pub fn dead_letter_stages(table: &Path) -> Vec<String> {
+    let mut stages = Vec::new();
+    let mut pending = vec![PathBuf::from(format!("{}-dead-letters", table.display()))];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).expect("dead letters").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap_or_default().lines() {
+                if let Ok(v) = serde_json::from_str::<Value>(line) {
+                    if let Some(stage) = v["stage"].as_str() {
+                        stages.push(stage.to_string());
+                    }
+                }
+            }
+        }
+    }
+    stages.sort();
+    stages
+}

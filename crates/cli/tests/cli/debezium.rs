@@ -1,8 +1,10 @@
-//! `hudi.sink.value.format=debezium` end to end: a Postgres-style and a MySQL-style change stream (snapshot
-//! reads, creates, updates, deletes with their tombstones, events re-sent out of order after newer ones, an
-//! incremental-snapshot read without an LSN, events in the Connect-schema form and flattened by
-//! ExtractNewRecordState, bad events) ingested into copy-on-write and merge-on-read tables, read back with
-//! hudi-rs and compared row for row with a model of the payloads' ordering rules.
+//! `hudi.sink.value.format=debezium` end to end with the row schema from a schema file: a Postgres-style and a
+//! MySQL-style change stream (snapshot reads, creates, updates, deletes with their tombstones, events re-sent
+//! out of order after newer ones, an incremental-snapshot read without an LSN, TOAST placeholders (Postgres),
+//! events in the Connect-schema form and flattened by ExtractNewRecordState, bad events), ingested in two runs:
+//! the second with a new schema file version adding a column (the source table's `ALTER TABLE … ADD COLUMN`)
+//! and a redelivered event file of the first. Into copy-on-write and merge-on-read tables, partitioned and not,
+//! read back with hudi-rs and compared row for row with a model of the payloads' ordering rules.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,19 +13,7 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use crate::common::*;
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Db {
-    Postgres,
-    MySql,
-}
-
-/// An event's position: the LSN (Postgres, `None` for an incremental snapshot) or (binlog file, pos).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-enum Position {
-    Lsn(Option<i64>),
-    Binlog(u32, i64),
-}
+use crate::debezium_meta::{assert_meta_columns, city, extracted, Db, Lcg, Position};
 
 /// One Kafka record of the stream.
 #[derive(Clone, Debug)]
@@ -33,22 +23,6 @@ struct Event {
     value: Option<Value>,
     /// What the event does to the model: the row the table holds after it (None: a delete), and its position.
     effect: Option<(Option<Map<String, Value>>, Position)>,
-}
-
-/// A small deterministic generator (no dependency on a random crate's stream).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
-
-fn city(key: usize) -> &'static str {
-    ["lisbon", "oslo", "quito"][key % 3]
 }
 
 /// The value of one change event in one of the three forms, and the row (meta columns included) it writes.
@@ -66,35 +40,7 @@ fn render(
     };
     let value = if form == 2 {
         // ExtractNewRecordState, delete.tombstone.handling.mode=rewrite-with-tombstone, add.fields listed.
-        let mut flat = image.clone();
-        flat.insert("__op".into(), op.into());
-        flat.insert("__source_ts_ms".into(), (ts - 7).into());
-        flat.insert("__deleted".into(), (op == "d").to_string().into());
-        meta("_change_operation_type", op.into());
-        meta("_upstream_event_processed_ts_ms", Value::Null);
-        meta("db_shard_source_partition", Value::Null);
-        match (db, pos) {
-            (Db::Postgres, Position::Lsn(lsn)) => {
-                flat.insert("__lsn".into(), lsn.into());
-                meta("db_schema_source_partition", Value::Null);
-                meta("_event_origin_ts_ms", (ts - 7).into());
-                meta("_event_tx_id", Value::Null);
-                meta("_event_lsn", lsn.into());
-                meta("_event_xmin", Value::Null);
-            }
-            (_, Position::Binlog(file, p)) => {
-                flat.insert("__file".into(), format!("mysql-bin.{file:06}").into());
-                flat.insert("__pos".into(), p.into());
-                flat.insert("__row".into(), 0.into());
-                meta("_event_origin_ts_ms", (ts - 7).into());
-                meta("_event_bin_file", format!("mysql-bin.{file:06}").into());
-                meta("_event_pos", p.into());
-                meta("_event_row", 0.into());
-                meta("_event_seq", format!("{file:06}.{p}").into());
-            }
-            _ => unreachable!("position of another connector"),
-        }
-        Value::Object(flat)
+        Value::Object(extracted(db, pos, op, ts, image.clone(), &mut meta))
     } else {
         meta("_change_operation_type", op.into());
         meta("_upstream_event_processed_ts_ms", ts.into());
@@ -152,10 +98,25 @@ fn render(
     (value, row)
 }
 
+/// The placeholder Debezium writes for an unchanged TOASTed value (Postgres, `REPLICA IDENTITY DEFAULT`).
+const TOAST: &str = "__debezium_unavailable_value";
+
+/// The loop step from which the source table has the column `note` (the second schema file version).
+const NOTE_FROM: usize = 90;
+
+/// A change stream: events in Kafka order, the index of the first event written under the second schema
+/// file version, and how many TOAST placeholders were sent.
+struct Stream {
+    events: Vec<Event>,
+    second: usize,
+    placeholders: usize,
+}
+
 /// The change stream of `db`: events in Kafka order, with their effect on the model. `wide`: binlog positions
 /// cross digit boundaries (`"000010.999"` < `"000010.1000"` only as numbers); otherwise they keep four digits,
-/// where the text and the numeric order of `_event_seq` agree.
-fn stream(db: Db, wide: bool) -> Vec<Event> {
+/// where the text and the numeric order of `_event_seq` agree. Postgres updates of a named row often leave the
+/// TOASTed `name` out (the placeholder): the model keeps the value before it.
+fn stream(db: Db, wide: bool) -> Stream {
     let mut rng = Lcg(match db {
         Db::Postgres => 7,
         Db::MySql => 11,
@@ -165,7 +126,11 @@ fn stream(db: Db, wide: bool) -> Vec<Event> {
     let first_pos = if wide { 4 } else { 1_000 };
     let (mut lsn, mut file, mut pos) = (1_000i64, 9u32, first_pos);
     let mut ts = 1_718_000_000_000i64;
+    let (mut second, mut placeholders) = (0, 0);
     for i in 0..160 {
+        if i == NOTE_FROM {
+            second = sent.len();
+        }
         ts += 1000;
         let position = |lsn: i64, file: u32, pos: i64| match db {
             Db::Postgres => Position::Lsn(Some(lsn)),
@@ -214,15 +179,32 @@ fn stream(db: Db, wide: bool) -> Vec<Event> {
                     0 => Value::Null,
                     n => format!("name-{key}-{n}-{i}").into(),
                 };
-                json!({"uuid":uuid,"city":city(key),"name":name,"amount":(i as i64) * 3 - 100,
-                       "updated_at":ts * 1000})
-                .as_object()
-                .cloned()
-                .unwrap_or_default()
+                let mut image = json!({"uuid":uuid,"city":city(key),"name":name,
+                       "amount":(i as i64) * 3 - 100,"updated_at":ts * 1000});
+                if i >= NOTE_FROM {
+                    image["note"] = format!("note-{i}").into();
+                }
+                image.as_object().cloned().unwrap_or_default()
             }
         };
         let p = position(lsn, file, pos);
-        let (value, row) = render(db, form, op, &image, p, ts);
+        // An update leaving the TOASTed name out: sent as the placeholder, stored as the name before it.
+        let stored_name = live
+            .get(&key)
+            .and_then(|r| r.get("name"))
+            .filter(|n| n.is_string());
+        let toast = db == Db::Postgres && op == "u" && stored_name.is_some() && rng.next(3) == 0;
+        let mut sent_image = image.clone();
+        let mut image = image;
+        if let (true, Some(name)) = (toast, stored_name) {
+            sent_image.insert("name".into(), TOAST.into());
+            image.insert("name".into(), name.clone());
+            placeholders += 1;
+        }
+        let (value, mut row) = render(db, form, op, &sent_image, p, ts);
+        if toast {
+            row.insert("name".into(), image["name"].clone());
+        }
         if op == "d" {
             live.remove(&key);
             sent.push(Event {
@@ -291,7 +273,11 @@ fn stream(db: Db, wide: bool) -> Vec<Event> {
             effect: None,
         });
     }
-    sent
+    Stream {
+        events: sent,
+        second,
+        placeholders,
+    }
 }
 
 fn key_index(uuid: &str) -> usize {
@@ -315,14 +301,20 @@ fn model(events: &[Event]) -> BTreeMap<String, Map<String, Value>> {
             state.insert(e.key.clone(), (row.clone(), *pos));
         }
     }
+    // Rows written before the column `note` existed read it as null.
     state
         .into_iter()
-        .filter_map(|(k, (row, _))| row.map(|r| (k, r)))
+        .filter_map(|(k, (row, _))| {
+            row.map(|mut r| {
+                r.entry("note").or_insert(Value::Null);
+                (k, r)
+            })
+        })
         .collect()
 }
 
-/// Writes `events` as ESM event files of `per_file` records each, offsets counting from 0.
-fn write_events(dir: &Path, events: &[Event], per_file: usize) {
+/// Writes `events` as ESM event files of `per_file` records each, offsets counting from `first_offset`.
+fn write_events(dir: &Path, events: &[Event], per_file: usize, first_offset: usize) {
     std::fs::create_dir_all(dir).expect("mkdir");
     let b64 = base64::engine::general_purpose::STANDARD;
     for (n, chunk) in events.chunks(per_file).enumerate() {
@@ -330,7 +322,7 @@ fn write_events(dir: &Path, events: &[Event], per_file: usize) {
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                let offset = n * per_file + i;
+                let offset = first_offset + n * per_file + i;
                 let mut r = json!({"topic":"cdc","partition":0,"offset":offset,
                     "timestamp":1_718_000_000_000i64 + offset as i64,"timestampType":"CREATE_TIME",
                     "key":b64.encode(e.key.as_bytes()),"headers":[]});
@@ -347,38 +339,73 @@ fn write_events(dir: &Path, events: &[Event], per_file: usize) {
     }
 }
 
+/// The schema file's `Value` record; version 2 adds the nullable `note`.
+fn schema_file(version: u8) -> String {
+    let note = if version == 2 {
+        r#",{"name":"note","type":["null","string"],"default":null}"#
+    } else {
+        ""
+    };
+    format!(
+        r#"{{"type":"record","name":"Value","namespace":"pg.public.customers","fields":[
+            {{"name":"uuid","type":"string"}},{{"name":"city","type":"string"}},
+            {{"name":"name","type":["null","string"],"default":null}},
+            {{"name":"amount","type":["null","long"],"default":null}},
+            {{"name":"updated_at","type":["null","long"],"default":null}}{note}]}}"#
+    )
+}
+
 #[test]
 fn debezium_streams_land_as_hoodiestreamer_rows_with_the_payloads_ordering() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let schema = dir.path().join("customers.avsc");
-    std::fs::write(
-        &schema,
-        r#"{"type":"record","name":"Value","namespace":"pg.public.customers","fields":[
-            {"name":"uuid","type":"string"},{"name":"city","type":"string"},
-            {"name":"name","type":["null","string"],"default":null},
-            {"name":"amount","type":["null","long"],"default":null},
-            {"name":"updated_at","type":["null","long"],"default":null}]}"#,
-    )
-    .expect("schema");
-    for (db, table_type) in [
-        (Db::Postgres, "COPY_ON_WRITE"),
-        (Db::Postgres, "MERGE_ON_READ"),
-        (Db::MySql, "COPY_ON_WRITE"),
-        (Db::MySql, "MERGE_ON_READ"),
+    let schemas: Vec<std::path::PathBuf> = [1u8, 2]
+        .iter()
+        .map(|v| {
+            let path = dir.path().join(format!("customers-v{v}.avsc"));
+            std::fs::write(&path, schema_file(*v)).expect("schema");
+            path
+        })
+        .collect();
+    for (db, table_type, partitioned) in [
+        (Db::Postgres, "COPY_ON_WRITE", true),
+        (Db::Postgres, "COPY_ON_WRITE", false),
+        (Db::Postgres, "MERGE_ON_READ", true),
+        (Db::Postgres, "MERGE_ON_READ", false),
+        (Db::MySql, "COPY_ON_WRITE", true),
+        (Db::MySql, "COPY_ON_WRITE", false),
+        (Db::MySql, "MERGE_ON_READ", true),
+        (Db::MySql, "MERGE_ON_READ", false),
     ] {
+        let name = format!("{db:?}-{table_type}-{partitioned}");
         // Merge-on-read readers (hudi-rs; Spark's log scanner for delete records) compare `_event_seq` as
         // text: the MySQL merge-on-read stream keeps its positions at four digits (docs/cdc.md).
         let wide = db == Db::Postgres || table_type == "COPY_ON_WRITE";
-        let events = stream(db, wide);
+        let Stream {
+            events,
+            second,
+            placeholders,
+        } = stream(db, wide);
         let expected = model(&events);
-        assert!(expected.len() > 8, "{db:?}: a model with rows");
+        assert!(expected.len() > 8, "{name}: a model with rows");
         let deletes = events
             .iter()
             .filter(|e| matches!(e.effect, Some((None, _))))
             .count();
-        assert!(deletes > 5, "{db:?}: deletes in the stream");
-        let event_dir = dir.path().join(format!("{db:?}-{table_type}-events"));
-        write_events(&event_dir, &events, 40);
+        assert!(deletes > 5, "{name}: deletes in the stream");
+        assert_eq!(placeholders > 5, db == Db::Postgres, "{name}: placeholders");
+        // Two runs: the events up to the column `note` under schema version 1, then the rest under version 2,
+        // with the first run's second event file delivered again in front of them.
+        let per_file = 40;
+        let first_dir = dir.path().join(format!("{name}-events-1"));
+        let second_dir = dir.path().join(format!("{name}-events-2"));
+        write_events(&first_dir, &events[..second], per_file, 0);
+        write_events(&second_dir, &events[second..], per_file, second);
+        let redelivered = events[per_file..second].len().min(per_file) as u64;
+        std::fs::copy(
+            first_dir.join("events-001.json"),
+            second_dir.join("events-000-redelivered.json"),
+        )
+        .expect("redelivered file");
         let (connector, field, payload) = match db {
             Db::Postgres => (
                 "postgres",
@@ -391,66 +418,91 @@ fn debezium_streams_land_as_hoodiestreamer_rows_with_the_payloads_ordering() {
                 "org.apache.hudi.common.model.debezium.MySqlDebeziumAvroPayload",
             ),
         };
-        {
-            let table = dir.path().join(format!("{db:?}-{table_type}"));
-            let out = ingest_one_instant_per_file(
-                &table,
-                &event_dir,
-                table_type,
-                &[
-                    "hudi.sink.value.format=debezium",
-                    &format!("hudi.sink.debezium.connector={connector}"),
-                    &format!(
-                        "hoodie.streamer.schemaprovider.source.schema.file={}",
-                        schema.display()
-                    ),
-                    &format!("hoodie.datasource.write.precombine.field={field}"),
-                ],
-            );
-            // The truncate and the plain JSON object; tombstones are neither letters nor deletes.
+        let table = dir.path().join(&name);
+        let sets = |schema: &Path| {
+            let mut sets = vec![
+                "hudi.sink.value.format=debezium".to_string(),
+                format!("hudi.sink.debezium.connector={connector}"),
+                format!(
+                    "hoodie.streamer.schemaprovider.source.schema.file={}",
+                    schema.display()
+                ),
+                format!("hoodie.datasource.write.precombine.field={field}"),
+                // Deletes carry whole rows (partitioned by `city`, keyed by `uuid`).
+                "hudi.sink.debezium.replica.identity=full".to_string(),
+            ];
+            if !partitioned {
+                sets.push("hoodie.datasource.write.partitionpath.field=".into());
+                sets.push(
+                    "hoodie.datasource.write.keygenerator.class=org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+                        .into(),
+                );
+            }
+            sets
+        };
+        let ingest = |schema: &Path, events: &Path| {
+            let sets = sets(schema);
+            let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+            ingest_one_instant_per_file(&table, events, table_type, &sets)
+        };
+        let out = ingest(&schemas[0], &first_dir);
+        assert_eq!(number_after(&out, "dead-lettered "), 0, "{name}: {out}");
+        let out = ingest(&schemas[1], &second_dir);
+        // The truncate and the plain JSON object; tombstones are neither letters nor deletes; the
+        // redelivered file is recognised as committed.
+        assert_eq!(number_after(&out, "dead-lettered "), 2, "{name}: {out}");
+        assert_eq!(
+            number_after(&out, "already committed "),
+            redelivered,
+            "{name}: {out}"
+        );
+        // hudi-rs has no Debezium payload: its first file group reader merges base and log files by
+        // the ordering field and applies delete records by their ordering value.
+        let read = || read_table_with(&table, &["hoodie.read.file.group.reader.version=1"]);
+        if table_type == "MERGE_ON_READ" {
+            // hudi-rs 0.5.0 reads a file slice in its base file's columns: `note`, added in log blocks on a
+            // base file written before it, shows only once compacted. Everything else is compared now, and
+            // the whole row after a compaction of every file group.
+            let without_note = |rows: &BTreeMap<String, Map<String, Value>>| {
+                rows.iter()
+                    .map(|(k, row)| {
+                        let mut row = row.clone();
+                        row.remove("note");
+                        (k.clone(), row)
+                    })
+                    .collect::<BTreeMap<_, _>>()
+            };
             assert_eq!(
-                number_after(&out, "dead-lettered "),
-                2,
-                "{db:?} {table_type}: {out}"
+                without_note(&read()),
+                without_note(&expected),
+                "{name}: before compaction"
             );
-            // hudi-rs has no Debezium payload: its first file group reader merges base and log files by
-            // the ordering field and applies delete records by their ordering value.
-            let actual = read_table_with(&table, &["hoodie.read.file.group.reader.version=1"]);
-            assert_eq!(actual, expected, "{db:?} {table_type}");
-            let props = std::fs::read_to_string(table.join(".hoodie/hoodie.properties"))
-                .expect("hoodie.properties");
-            assert!(
-                props.contains(&format!("hoodie.compaction.payload.class={payload}"))
-                    && props.contains(&format!("hoodie.table.precombine.field={field}")),
-                "{db:?} {table_type}: {props}"
-            );
-            let letters = dead_letter_stages(&table);
-            assert_eq!(letters, ["envelope", "envelope"], "{db:?} {table_type}");
+            ok(&[
+                "services",
+                "--table",
+                &table.display().to_string(),
+                "--set",
+                "hoodie.compact.inline.max.delta.commits=1",
+                "--set",
+                "hudi.sink.compaction.max.file.groups=1000",
+            ]);
         }
+        assert_eq!(read(), expected, "{name}");
+        assert_meta_columns(&table, connector, &name);
+        let props = std::fs::read_to_string(table.join(".hoodie/hoodie.properties"))
+            .expect("hoodie.properties");
+        assert!(
+            props.contains(&format!("hoodie.compaction.payload.class={payload}"))
+                && props.contains(&format!("hoodie.table.precombine.field={field}")),
+            "{name}: {props}"
+        );
+        let letters = dead_letter_stages(&table);
+        assert_eq!(letters, ["envelope", "envelope"], "{name}");
+        let partition_dirs = std::fs::read_dir(&table)
+            .expect("table")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("city="))
+            .count();
+        assert_eq!(partition_dirs > 0, partitioned, "{name}: partition layout");
     }
-}
-
-/// The stage of every dead letter written beside `table`.
-fn dead_letter_stages(table: &Path) -> Vec<String> {
-    let dir = std::path::PathBuf::from(format!("{}-dead-letters", table.display()));
-    let mut stages = Vec::new();
-    let mut pending = vec![dir];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).expect("dead letters").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            for line in std::fs::read_to_string(&path).unwrap_or_default().lines() {
-                if let Ok(v) = serde_json::from_str::<Value>(line) {
-                    if let Some(stage) = v["stage"].as_str() {
-                        stages.push(stage.to_string());
-                    }
-                }
-            }
-        }
-    }
-    stages.sort();
-    stages
 }

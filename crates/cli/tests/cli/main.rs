@@ -4,7 +4,14 @@
 
 mod common;
 mod debezium;
+mod debezium_avro;
+mod debezium_connect;
+mod debezium_connect_flat;
+mod debezium_example;
+mod debezium_meta;
+mod debezium_toast;
 mod delta;
 mod ingest;
 mod kafka_columns;
+mod routing;
 mod table_commands;

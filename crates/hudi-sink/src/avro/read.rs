@@ -51,6 +51,19 @@ pub(crate) fn decode_named(bytes: &[u8], full_name: &str) -> Result<AvroValue, A
     }
 }
 
+/// One bare datum (no container) under `schema`: the whole of `bytes`, so that trailing bytes are an error
+/// rather than silently dropped (a registry-framed Kafka value is one datum).
+pub(crate) fn decode_datum(schema: &SchemaGraph, bytes: &[u8]) -> Result<AvroValue, AvroError> {
+    let mut d = Reader::new(bytes, 0, 0);
+    d.budget = bytes.len() as u64 + ZERO_SIZE_ITEMS;
+    let mut path = String::from("$");
+    let value = d.value(schema, schema.root(), &mut path, 0)?;
+    if d.remaining() > 0 {
+        return Err(d.corrupt(format!("{} bytes after the datum", d.remaining())));
+    }
+    Ok(value)
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Codec {
     Null,

@@ -94,6 +94,115 @@ pub fn java_string_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
+/// The Parquet writer properties of every base file (shared with clustering's column-chunk copy, whose
+/// freshly written columns must be encoded as the writer would encode them).
+pub(crate) fn writer_properties(options: &BaseFileOptions) -> WriterProperties {
+    let mut props = WriterProperties::builder()
+        .set_compression(options.codec.to_parquet())
+        .set_max_row_group_bytes(Some(options.row_group_bytes.max(1)))
+        .set_data_page_size_limit(options.page_bytes.max(1))
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_created_by(format!("msk-hudi-sink {}", env!("CARGO_PKG_VERSION")))
+        // Unique per row: a dictionary would only be built to be thrown away (or, in a small file, kept
+        // and larger than the plain values).
+        .set_column_dictionary_enabled(ColumnPath::from(COMMIT_SEQNO_COL), false)
+        .set_column_dictionary_enabled(ColumnPath::from(RECORD_KEY_COL), false);
+    for column in &options.plain_columns {
+        let path = ColumnPath::new(column.split('.').map(String::from).collect());
+        props = props.set_column_dictionary_enabled(path, false);
+    }
+    props.build()
+}
+
+/// Checks `keys` (a file's `_hoodie_record_key` values, in row order) and widens the `min`/`max` range (Java
+/// order) with them; a null or empty key is an error, as Hudi cannot index it.
+pub(crate) fn track_keys(
+    keys: &StringArray,
+    min: &mut Option<String>,
+    max: &mut Option<String>,
+) -> Result<(), BaseFileError> {
+    for i in 0..keys.len() {
+        if keys.is_null(i) {
+            return Err(BaseFileError::Schema {
+                reason: format!("{RECORD_KEY_COL} is null in row {i}"),
+            });
+        }
+        let key = keys.value(i);
+        if key.is_empty() {
+            return Err(BaseFileError::Schema {
+                reason: format!("record key {key:?}: {}", BloomError::EmptyKey),
+            });
+        }
+        if min
+            .as_deref()
+            .is_none_or(|m| java_string_cmp(key, m) == Ordering::Less)
+        {
+            *min = Some(key.to_string());
+        }
+        if max
+            .as_deref()
+            .is_none_or(|m| java_string_cmp(key, m) == Ordering::Greater)
+        {
+            *max = Some(key.to_string());
+        }
+    }
+    Ok(())
+}
+
+/// A filter sized by `sizing` for `count` keys holding every key of `columns` (record-key columns, in row
+/// order): the filter of a file written whole.
+pub(crate) fn bloom_for_keys(
+    sizing: &BloomSizing,
+    count: u64,
+    columns: &[ArrayRef],
+) -> Result<BloomFilter, BaseFileError> {
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    let mut bloom = sizing
+        .filter_for(count)
+        .map_err(|e| BaseFileError::Schema {
+            reason: format!("bloom filter for {count} keys: {e}"),
+        })?;
+    for column in columns {
+        let keys = column
+            .as_string_opt::<i32>()
+            .ok_or_else(|| BaseFileError::Schema {
+                reason: format!("{RECORD_KEY_COL} must be a Utf8 column"),
+            })?;
+        for key in keys.iter().flatten() {
+            bloom
+                .add(key.as_bytes())
+                .map_err(|e| BaseFileError::Schema {
+                    reason: format!("record key {key:?}: {e}"),
+                })?;
+        }
+    }
+    Ok(bloom)
+}
+
+/// The Hudi footer keys of a file, in the order Hudi's writer adds them.
+pub(crate) fn footer_key_values(
+    avro_schema_json: String,
+    bloom: &BloomFilter,
+    min: Option<&str>,
+    max: Option<&str>,
+) -> Vec<KeyValue> {
+    let mut kv = vec![
+        (AVRO_SCHEMA_KEY, avro_schema_json),
+        (WRITER_MODEL_KEY, "avro".to_string()),
+        (BLOOM_FILTER_KEY, bloom.to_base64()),
+    ];
+    if let Some(code) = bloom.type_code() {
+        kv.push((BLOOM_FILTER_TYPE_CODE_KEY, code.to_string()));
+    }
+    if let (Some(min), Some(max)) = (min, max) {
+        kv.push((MIN_RECORD_KEY, min.to_string()));
+        kv.push((MAX_RECORD_KEY, max.to_string()));
+    }
+    kv.into_iter()
+        .map(|(k, v)| KeyValue::new(k.to_string(), v))
+        .collect()
+}
+
 /// Where the record keys go.
 enum Keys {
     /// The record-key columns written so far: the filter is built at the end, when the key count is known.
@@ -209,21 +318,7 @@ impl<W: Write + Send> BaseFileWriter<W> {
                 })
             }
         }
-        let mut props = WriterProperties::builder()
-            .set_compression(options.codec.to_parquet())
-            .set_max_row_group_bytes(Some(options.row_group_bytes.max(1)))
-            .set_data_page_size_limit(options.page_bytes.max(1))
-            .set_statistics_enabled(EnabledStatistics::Page)
-            .set_created_by(format!("msk-hudi-sink {}", env!("CARGO_PKG_VERSION")))
-            // Unique per row: a dictionary would only be built to be thrown away (or, in a small file, kept
-            // and larger than the plain values).
-            .set_column_dictionary_enabled(ColumnPath::from(COMMIT_SEQNO_COL), false)
-            .set_column_dictionary_enabled(ColumnPath::from(RECORD_KEY_COL), false);
-        for column in &options.plain_columns {
-            let path = ColumnPath::new(column.split('.').map(String::from).collect());
-            props = props.set_column_dictionary_enabled(path, false);
-        }
-        let props = props.build();
+        let props = writer_properties(options);
         let writer_options = ArrowWriterOptions::new()
             .with_properties(props)
             .with_skip_arrow_metadata(true)
@@ -254,33 +349,7 @@ impl<W: Write + Send> BaseFileWriter<W> {
             .ok_or_else(|| BaseFileError::Schema {
                 reason: format!("{RECORD_KEY_COL} must be a Utf8 column"),
             })?;
-        for i in 0..keys.len() {
-            if keys.is_null(i) {
-                return Err(BaseFileError::Schema {
-                    reason: format!("{RECORD_KEY_COL} is null in row {i}"),
-                });
-            }
-            let key = keys.value(i);
-            if key.is_empty() {
-                return Err(BaseFileError::Schema {
-                    reason: format!("record key {key:?}: {}", BloomError::EmptyKey),
-                });
-            }
-            if self
-                .min_key
-                .as_deref()
-                .is_none_or(|m| java_string_cmp(key, m) == Ordering::Less)
-            {
-                self.min_key = Some(key.to_string());
-            }
-            if self
-                .max_key
-                .as_deref()
-                .is_none_or(|m| java_string_cmp(key, m) == Ordering::Greater)
-            {
-                self.max_key = Some(key.to_string());
-            }
-        }
+        track_keys(keys, &mut self.min_key, &mut self.max_key)?;
         match &mut self.keys {
             Keys::Kept(_, columns) => columns.push(batch.column(RECORD_KEY_INDEX).clone()),
             Keys::Filter(bloom) => {
@@ -320,23 +389,7 @@ impl<W: Write + Send> BaseFileWriter<W> {
             Keys::Filter(bloom) => return Ok(bloom.clone()),
             Keys::Kept(sizing, columns) => (sizing, std::mem::take(columns)),
         };
-        let count = usize::try_from(self.num_rows).unwrap_or(usize::MAX);
-        let mut bloom = sizing
-            .filter_for(count)
-            .map_err(|e| BaseFileError::Schema {
-                reason: format!("bloom filter for {count} keys: {e}"),
-            })?;
-        for column in columns {
-            let keys = column.as_string::<i32>();
-            for key in keys.iter().flatten() {
-                bloom
-                    .add(key.as_bytes())
-                    .map_err(|e| BaseFileError::Schema {
-                        reason: format!("record key {key:?}: {e}"),
-                    })?;
-            }
-        }
-        Ok(bloom)
+        bloom_for_keys(sizing, self.num_rows, &columns)
     }
 
     /// The sink, to take the bytes of the row groups closed so far (they are only appended to it).
@@ -348,21 +401,14 @@ impl<W: Write + Send> BaseFileWriter<W> {
     /// received) the whole file.
     pub fn finish_into(mut self) -> Result<(W, StreamedBaseFile), BaseFileError> {
         let bloom = self.bloom_filter()?;
-        let mut kv = vec![
-            (AVRO_SCHEMA_KEY, std::mem::take(&mut self.avro_schema_json)),
-            (WRITER_MODEL_KEY, "avro".to_string()),
-            (BLOOM_FILTER_KEY, bloom.to_base64()),
-        ];
-        if let Some(code) = bloom.type_code() {
-            kv.push((BLOOM_FILTER_TYPE_CODE_KEY, code.to_string()));
-        }
-        if let (Some(min), Some(max)) = (&self.min_key, &self.max_key) {
-            kv.push((MIN_RECORD_KEY, min.clone()));
-            kv.push((MAX_RECORD_KEY, max.clone()));
-        }
-        for (k, v) in kv {
-            self.writer
-                .append_key_value_metadata(KeyValue::new(k.to_string(), v));
+        let kv = footer_key_values(
+            std::mem::take(&mut self.avro_schema_json),
+            &bloom,
+            self.min_key.as_deref(),
+            self.max_key.as_deref(),
+        );
+        for kv in kv {
+            self.writer.append_key_value_metadata(kv);
         }
         let sink = self
             .writer

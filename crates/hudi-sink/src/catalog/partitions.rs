@@ -145,7 +145,7 @@ pub async fn changes_since(
         } else if instant.action == Action::Clean {
             let path = format!(".hoodie/{}", instant.file_name());
             let bytes = storage.get(&path).await?;
-            let meta = crate::services::avro::clean::CleanMetadata::from_avro_bytes(&bytes)
+            let meta = crate::table::records::clean::CleanMetadata::from_avro_bytes(&bytes)
                 .map_err(|e| CatalogError::Partition {
                     path,
                     reason: format!("unreadable clean metadata: {e}"),

@@ -64,12 +64,17 @@ impl Coordinator {
         let base = super::conflict::writer_base(
             &timeline,
             action == crate::table::instant::Action::DeltaCommit,
-        )
-        .map(|i| i.time.to_string());
+        );
+        let pending = super::conflict::pending_below(&timeline, base)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let base = base.map(|i| i.time.to_string());
         tracing::info!(%instant, writer, ?base, "instant begun");
         Ok(CoordinatorResponse::Begun {
             instant: instant.to_string(),
             base_instant: base,
+            pending,
             checkpoint: checkpoint.to_sink_json(),
             heartbeat_ms: Some(heartbeat_ms),
         })

@@ -11,6 +11,7 @@
 //! | replaced groups count as touched | a replacecommit after the base replaced one of its file groups | [`Conflict::FileGroupReplaced`] |
 //! | one writer per bucket | a commit after the base touched the same (partition, bucket) | [`Conflict::BucketTouched`] |
 //! | log versions follow commit order | a deltacommit after the base appended a higher log version to a group the candidate appends to | [`Conflict::LogVersionBehind`] |
+//! | another engine's plan takes the group | another engine's pending compaction plans a group the candidate appended to below the compaction's slice, or the candidate is older than it | [`Conflict::PlannedByCompaction`] |
 //!
 //! Merge-on-read appends commute: two deltacommits that each append a log file to the same file group do not
 //! conflict (readers merge both logs), as long as the later commit's log comes later in reader order (the last
@@ -21,6 +22,11 @@
 //! appends to its slice. A compaction `commit` carries no checkpoint, so it does not count for the
 //! completion order of deltacommits; it may complete after newer deltacommits (its merge runs outside the
 //! lock), which is why a pending compaction holds every writer's base below it ([`writer_base`]).
+//!
+//! "After the base" means: not in the candidate's view when it began. That is every commit newer than the base,
+//! and also a write that was pending below the base then and completed since ([`Candidate::pending`]): another
+//! engine's writer (Spark) completes its instants out of instant order, so an instant it requested before the
+//! base completed may complete after it. Its file groups would otherwise never be checked.
 //!
 //! The checker is pure: it sees the candidate's write stats and base, and the completed instants with their
 //! write stats, never storage. The coordinator reads the metadata of one completed commit at a time and stops
@@ -34,6 +40,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::index::bucket::bucket_id_from_file_id;
 use crate::table::commit::WriteStat;
 use crate::table::instant::{Instant, InstantTime};
+use crate::table::planned_groups::PlannedGroups;
 
 /// Why a candidate commit cannot complete: a commit that completed first changed what it was based on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -112,7 +119,35 @@ pub enum Conflict {
         /// The deltacommit that completed first.
         winner: InstantTime,
     },
+    /// Another engine's compaction is pending on a file group the candidate appended to, and the append did
+    /// not go to the slice that compaction will make, or the candidate is older than the compaction. Hudi's
+    /// executors merge only the logs their plan names and carry nothing, so a log below the compaction's slice
+    /// would vanish behind its base file (`table::planned_groups`); a block older than the slice it sits in
+    /// would be missed by time travel between the two.
+    ///
+    /// Help: the writer retries with a fresh instant, appending to the compaction's slice.
+    #[error(
+        "file group {file_id} in partition {partition:?} is planned by compaction {compaction} of another \
+         engine: appends go to its slice, from a newer instant"
+    )]
+    PlannedByCompaction {
+        /// Partition path.
+        partition: String,
+        /// The planned file group.
+        file_id: String,
+        /// The pending compaction.
+        compaction: InstantTime,
+    },
 }
+
+/// Whether a conflict's text (as the coordinator answers it) is [`Conflict::PlannedByCompaction`]: the writer's
+/// timeline missed another engine's compaction and must be listed again before the next attempt.
+pub fn is_planned_by_compaction(reason: &str) -> bool {
+    reason.contains(PLANNED_BY_ANOTHER_ENGINE)
+}
+
+/// The words of [`Conflict::PlannedByCompaction`]'s text that [`is_planned_by_compaction`] looks for.
+const PLANNED_BY_ANOTHER_ENGINE: &str = "of another engine: appends go to its slice";
 
 /// What a completed commit changed, from its metadata.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,6 +165,8 @@ pub struct CompletedWrite {
 pub struct Candidate<'a> {
     instant: &'a InstantTime,
     base: Option<&'a InstantTime>,
+    /// Writes pending below the base when the candidate began: they were not in its view.
+    pending: BTreeSet<&'a InstantTime>,
     groups: BTreeSet<(&'a str, &'a str)>,
     buckets: BTreeSet<(&'a str, u32)>,
     /// Buckets of the groups it creates or rewrites (not merge-on-read appends).
@@ -141,7 +178,7 @@ pub struct Candidate<'a> {
 }
 
 use crate::table::timeline::orders_writes;
-pub use crate::table::timeline::writer_base;
+pub use crate::table::timeline::{pending_below, writer_base};
 
 /// The (partition, file group) and (partition, bucket) keys of a file group.
 fn bucket_of<'s>(partition: &'s str, file_id: &str) -> Option<(&'s str, u32)> {
@@ -207,6 +244,7 @@ impl<'a> Candidate<'a> {
         Self {
             instant,
             base,
+            pending: BTreeSet::new(),
             groups,
             buckets,
             rewritten_buckets,
@@ -221,9 +259,19 @@ impl<'a> Candidate<'a> {
         self
     }
 
-    /// Whether `done` completed after the candidate's base (the commits it must be checked against).
+    /// The write instants that were pending below the base when the candidate began ([`pending_below`]):
+    /// whichever of them completed since is checked too.
+    pub fn pending(mut self, pending: &'a [InstantTime]) -> Self {
+        if !crate::mutation::is_disabled(crate::mutation::Mutation::PendingBelowBaseChecked) {
+            self.pending = pending.iter().collect();
+        }
+        self
+    }
+
+    /// Whether `done` completed after the candidate's base (the commits it must be checked against): newer
+    /// than the base, or pending below it when the candidate began.
     pub fn is_after_base(&self, done: &Instant) -> bool {
-        self.base.is_none_or(|b| done.time > *b)
+        self.base.is_none_or(|b| done.time > *b) || self.pending.contains(&done.time)
     }
 
     /// Completion follows instant order: refused when a newer commit completed. Replacecommits do not count,
@@ -242,6 +290,28 @@ impl<'a> Candidate<'a> {
             }),
             None => Ok(()),
         }
+    }
+
+    /// Another engine's pending compactions: every append to a group one of them plans went to its slice, from
+    /// a newer instant ([`Conflict::PlannedByCompaction`]).
+    pub fn check_planned(&self, planned: &PlannedGroups) -> Result<(), Conflict> {
+        if !planned.has_foreign()
+            || crate::mutation::is_disabled(crate::mutation::Mutation::ForeignCompactionSlice)
+        {
+            return Ok(());
+        }
+        for (&(partition, file_id), place) in &self.appends {
+            if let Some(compaction) = planned.foreign(partition, file_id) {
+                if place.base.as_ref() != Some(compaction) || self.instant <= compaction {
+                    return Err(Conflict::PlannedByCompaction {
+                        partition: partition.to_string(),
+                        file_id: file_id.to_string(),
+                        compaction: compaction.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The file group, bucket and log version rules against one commit completed after the base.

@@ -54,7 +54,7 @@ use crate::table::instant::InstantTime;
 use crate::write::WriteError;
 
 pub use crate::write::heartbeat::write_heartbeat;
-pub use after::{CommitMirror, MirrorReport};
+pub use after::{AfterCommitReport, CommitMirror, MirrorReport, MAX_KEPT_FAILURES};
 pub use checkpoint::parse_checkpoint;
 pub use conflict::Conflict;
 
@@ -106,6 +106,11 @@ pub struct Coordinator {
     /// The action of the table's writes (`commit`, or `deltacommit` on merge-on-read), read once from
     /// `hoodie.properties`: a table's type never changes.
     write_action: Arc<std::sync::OnceLock<crate::table::instant::Action>>,
+    /// The plans of the compactions pending at the last deltacommit (each plan is read once).
+    planned: Arc<tokio::sync::Mutex<crate::table::planned_groups::PlannedGroups>>,
+    /// The inline table services that failed since the last [`Coordinator::take_after_commit_report`], for
+    /// the metrics of a writer committing in process.
+    service_failures: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Coordinator {
@@ -129,6 +134,8 @@ impl Coordinator {
             catalog: None,
             mirror: None,
             write_action: Arc::new(std::sync::OnceLock::new()),
+            planned: Arc::default(),
+            service_failures: Arc::default(),
         }
     }
 

@@ -146,6 +146,7 @@ impl Coordinator {
             Ok(false) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "inline compaction skipped; a later run retries");
+                self.note_service_failure("compaction", &e);
                 return;
             }
         }
@@ -154,7 +155,10 @@ impl Coordinator {
                 tracing::info!(?report, "inline compaction");
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "inline compaction failed; a later run retries"),
+            Err(e) => {
+                tracing::warn!(error = %e, "inline compaction failed; a later run retries");
+                self.note_service_failure("compaction", &e);
+            }
         }
     }
 
@@ -242,9 +246,13 @@ impl Coordinator {
         match self.cluster().await {
             Ok(report) if report.cluster_instant.is_some() => {
                 tracing::info!(?report, "inline clustering");
+                self.mirror_locked().await;
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "inline clustering failed; a later run retries"),
+            Err(e) => {
+                tracing::warn!(error = %e, "inline clustering failed; a later run retries");
+                self.note_service_failure("clustering", &e);
+            }
         }
     }
 
@@ -323,6 +331,7 @@ impl Coordinator {
             Ok(_) => false,
             Err(e) => {
                 tracing::warn!(error = %e, "inline table services failed; the next run retries");
+                self.note_service_failure("clean and archive", &e);
                 true
             }
         }
@@ -347,13 +356,16 @@ impl Coordinator {
             let listed = storage.list(crate::table::timeline::META_DIR).await?;
             let timeline = Timeline::from_listing(&listed)?;
             let services = &self.config.services;
+            // The Delta mirror catches up first (compaction may have completed an instant); a mirror that is
+            // behind keeps the cleaner and archival waiting.
+            let mirrored = self.mirror(&timeline).await;
             report.merge(
                 self.clean_and_archive(
                     &ctx,
                     &timeline,
                     &listed,
-                    services.clean_automatic,
-                    services.archive_automatic,
+                    services.clean_automatic && mirrored,
+                    services.archive_automatic && mirrored,
                 )
                 .await?,
             );
@@ -361,7 +373,11 @@ impl Coordinator {
         }
         .await;
         let mut report = self.unlock(guard, result).await?;
-        report.merge(self.cluster().await?);
+        let clustered = self.cluster().await?;
+        if clustered.cluster_instant.is_some() {
+            self.mirror_locked().await;
+        }
+        report.merge(clustered);
         self.sync_catalog(None).await;
         report.duration_ms = started.elapsed().as_millis() as u64;
         Ok(report)

@@ -29,6 +29,7 @@ use crate::storage::{ObjectMeta, PutOutcome};
 use crate::table::commit::{Checkpoint, CommitMetadata, OperationType, WriteStat};
 use crate::table::file_name::heartbeat_path;
 use crate::table::instant::{Action, Instant, InstantTime, State};
+use crate::table::planned_groups::PlannedGroups;
 use crate::table::properties::TableProperties;
 use crate::table::timeline::Timeline;
 use crate::write::WriteError;
@@ -66,6 +67,8 @@ impl From<Conflict> for Stop {
 struct Proposed {
     instant: InstantTime,
     base: Option<InstantTime>,
+    /// Writes pending below the base when the writer began.
+    pending: Vec<InstantTime>,
     operation: OperationType,
     /// `commit`, or `deltacommit` on merge-on-read tables.
     action: Action,
@@ -220,6 +223,7 @@ impl Coordinator {
             proposed.base.as_ref(),
             &proposed.request.write_stats,
         )
+        .pending(&proposed.pending)
         .deltacommit(proposed.action == Action::DeltaCommit);
         let completed = timeline.completed_commits();
         candidate.check_order(completed.iter().copied())?;
@@ -229,7 +233,24 @@ impl Coordinator {
                 candidate.check_against(&done)?;
             }
         }
+        let planned = self.planned_groups(timeline, proposed.action).await?;
+        candidate.check_planned(&planned)?;
         Ok(())
+    }
+
+    /// The groups the compactions pending on `timeline` plan, for a commit of `action` (nothing but for
+    /// deltacommits); each plan is read once while this coordinator is warm.
+    pub(super) async fn planned_groups(
+        &self,
+        timeline: &Timeline,
+        action: Action,
+    ) -> Result<PlannedGroups, WriteError> {
+        if action != Action::DeltaCommit {
+            return Ok(PlannedGroups::default());
+        }
+        let mut known = self.planned.lock().await;
+        *known = PlannedGroups::load(self.storage.as_ref(), timeline, Some(&known)).await?;
+        Ok(known.clone())
     }
 
     /// What the completed commit `done` changed: its write stats, and for a replacecommit the file groups
@@ -342,6 +363,11 @@ fn parse_request(request: CommitRequest, action: Action) -> Result<Proposed, Wri
         .as_deref()
         .map(parse_instant)
         .transpose()?;
+    let pending = request
+        .pending
+        .iter()
+        .map(|t| parse_instant(t))
+        .collect::<Result<Vec<_>, _>>()?;
     let operation: OperationType = request.operation.parse()?;
     let commit_file = format!(
         ".hoodie/{}",
@@ -350,6 +376,7 @@ fn parse_request(request: CommitRequest, action: Action) -> Result<Proposed, Wri
     Ok(Proposed {
         instant,
         base,
+        pending,
         operation,
         action,
         commit_file,

@@ -13,7 +13,7 @@
 //! view (base files only).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant as WallClock;
 
 use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties, TableReference};
@@ -95,13 +95,14 @@ impl DeltaMirror {
     /// Brings the Delta log up to `timeline`; the error is the step's, after every version it did commit.
     pub async fn run(
         &self,
-        storage: &dyn Storage,
+        shared: &Arc<dyn Storage>,
         timeline: &Timeline,
         report: &mut MirrorReport,
     ) -> Result<(), MirrorError> {
+        let storage = shared.as_ref();
         let table_props = TableProperties::load(storage).await.map_err(hudi)?;
         let layout = Layout::of(&table_props)?;
-        let log_store = store::log_store(&self.config.base_path)?;
+        let log_store = store::log_store(shared.clone(), &self.config.base_path)?;
         let completed = timeline.completed_commits();
         let Some(latest) = completed.last() else {
             return Ok(());
@@ -131,7 +132,7 @@ impl DeltaMirror {
             report.version = Some(version);
             report.instant = Some(step.label.time.to_string());
         }
-        report.version = table.version().map(|v| v as u64);
+        report.version = table.version();
         report.instant = mirrored.watermark.map(|w| w.to_string());
         Ok(())
     }
@@ -172,7 +173,7 @@ impl DeltaMirror {
             .with_commit_properties(commit_properties(0, step, timeline))
             .await?;
         report.versions_committed += 1;
-        report.version = table.version().map(|v| v as u64);
+        report.version = table.version();
         report.instant = Some(step.as_of.to_string());
         Ok(())
     }
@@ -256,12 +257,15 @@ impl DeltaMirror {
 
 #[async_trait::async_trait]
 impl CommitMirror for DeltaMirror {
-    async fn mirror(&self, storage: &dyn Storage, timeline: &Timeline) {
+    async fn mirror(&self, storage: &Arc<dyn Storage>, timeline: &Timeline) -> bool {
         let started = WallClock::now();
         let mut report = MirrorReport::default();
-        if let Err(e) = self.run(storage, timeline, &mut report).await {
+        let result = self.run(storage, timeline, &mut report).await;
+        let caught_up = result.is_ok();
+        if let Err(e) = result {
             tracing::warn!(table = %self.config.base_path, error = %e, "Delta mirror failed; the next commit catches up");
             report.error = Some(e.to_string());
+            report.failures = 1;
         } else if report.versions_committed > 0 {
             tracing::info!(
                 version = report.version,
@@ -272,7 +276,12 @@ impl CommitMirror for DeltaMirror {
             );
         }
         report.duration_ms = started.elapsed().as_millis() as u64;
-        *self.last_report.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
+        let mut last = self.last_report.lock().unwrap_or_else(|e| e.into_inner());
+        match last.as_mut() {
+            Some(earlier) => earlier.merge(report),
+            None => *last = Some(report),
+        }
+        caught_up
     }
 
     fn take_report(&self) -> Option<MirrorReport> {
@@ -281,6 +290,46 @@ impl CommitMirror for DeltaMirror {
             .unwrap_or_else(|e| e.into_inner())
             .take()
     }
+}
+
+/// What the Delta log of a table holds: for `hudi-sink show` and the tests' checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorStatus {
+    /// The latest Delta version.
+    pub version: u64,
+    /// The mirror's sequence number (`txn.version` of [`APP_ID`]).
+    pub seq: i64,
+    /// The Hudi instant the latest version mirrors (its file-system view).
+    pub instant: Option<InstantTime>,
+    /// The live files of the latest version, by path relative to the table.
+    pub files: std::collections::BTreeSet<String>,
+}
+
+/// The state of the Delta log under `storage` (the table at `base_path`), or `None` without one.
+pub async fn status(
+    storage: Arc<dyn Storage>,
+    base_path: &str,
+) -> Result<Option<MirrorStatus>, MirrorError> {
+    let log_store = store::log_store(storage, base_path)?;
+    let mut table = DeltaTable::new(log_store.clone());
+    match table.load().await {
+        Ok(()) => {}
+        Err(DeltaTableError::NotATable(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let mirrored = Mirrored::read(&table, &log_store).await?;
+    let files = table
+        .snapshot()?
+        .log_data()
+        .iter()
+        .map(|f| f.path().to_string())
+        .collect();
+    Ok(Some(MirrorStatus {
+        version: table.version().unwrap_or_default(),
+        seq: mirrored.seq,
+        instant: mirrored.watermark,
+        files,
+    }))
 }
 
 /// How the table lays out its partitions (from `hoodie.properties`).

@@ -14,7 +14,7 @@
 //! - [`config`]: the key `hudi.sink.delta.mirror`.
 //! - [`partition`]: partition values decoded from a partition path exactly as the sink encodes them.
 //! - `schema` (feature `delta`): the Delta schema from the table's Avro schema, meta columns included.
-//! - `store` (feature `delta`): the object store and log store of the table's base path.
+//! - `store` (feature `delta`): the sink's storage as the object store of Delta's log store.
 //! - `mirror` (feature `delta`): the mirror step: plan each instant's adds and removes and commit it.
 //!
 //! It sits above the coordinator (`crate::commit`): it implements the coordinator's [`crate::commit::CommitMirror`]
@@ -32,4 +32,4 @@ mod store;
 
 pub use config::DeltaConfig;
 #[cfg(feature = "delta")]
-pub use mirror::{DeltaMirror, MirrorError, APP_ID};
+pub use mirror::{status, DeltaMirror, MirrorError, MirrorStatus, APP_ID};

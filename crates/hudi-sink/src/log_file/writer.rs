@@ -1,7 +1,9 @@
 //! Writing one new log file: what a deltacommit appends to one file slice. Every write opens a new version
 //! (object stores cannot append), so a file holds the instant's blocks only: one AVRO_DATA block with the
 //! upserts and/or one DELETE block, both with header {INSTANT_TIME, SCHEMA}, as Spark's append handle writes
-//! them. The bytes are built whole in memory, to be stored with one conditional put.
+//! them. A batch that deletes keys and then re-creates them puts a DELETE block of those keys first, so that
+//! readers, which apply blocks in order, drop the slice's log versions before the re-created ones. The bytes
+//! are built whole in memory, to be stored with one conditional put.
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, RecordBatch};
@@ -23,6 +25,8 @@ pub struct LogFileWriter {
     /// The header SCHEMA: table schema with the meta fields.
     schema: AvroSchema,
     schema_json: String,
+    /// Deletes applied before the data block (keys the batch deletes and then re-creates).
+    leading_deletes: Option<Vec<u8>>,
     data: Option<Vec<u8>>,
     deletes: Option<Vec<u8>>,
 }
@@ -40,6 +44,7 @@ impl LogFileWriter {
             file_id: file_id.to_string(),
             schema,
             schema_json,
+            leading_deletes: None,
             data: None,
             deletes: None,
         }
@@ -63,17 +68,20 @@ impl LogFileWriter {
 
     /// The deleted keys. Replaces an earlier call's deletes.
     pub fn with_deletes(mut self, records: &[DeleteRecord]) -> Result<Self, LogFileError> {
-        let content = encode_delete_content(records).map_err(|source| LogFileError::Encode {
-            block_type: BlockType::Delete,
-            source,
-        })?;
-        self.deletes = Some(content);
+        self.deletes = Some(encode_deletes(records)?);
         Ok(self)
     }
 
-    /// The file: the data block, then the delete block.
+    /// Keys deleted before the data block is applied: those the batch deletes and then re-creates, whose
+    /// earlier log versions the delete removes. Replaces an earlier call's leading deletes.
+    pub fn with_leading_deletes(mut self, records: &[DeleteRecord]) -> Result<Self, LogFileError> {
+        self.leading_deletes = Some(encode_deletes(records)?);
+        Ok(self)
+    }
+
+    /// The file: the leading delete block, the data block, then the delete block.
     pub fn finish(self) -> Result<Vec<u8>, LogFileError> {
-        if self.data.is_none() && self.deletes.is_none() {
+        if self.data.is_none() && self.deletes.is_none() && self.leading_deletes.is_none() {
             return Err(LogFileError::Empty);
         }
         let header = [
@@ -81,6 +89,9 @@ impl LogFileWriter {
             (HeaderKey::Schema, self.schema_json.as_str()),
         ];
         let mut out = Vec::new();
+        if let Some(content) = &self.leading_deletes {
+            out.extend(encode_block(BlockType::Delete, &header, content));
+        }
         if let Some(content) = &self.data {
             out.extend(encode_block(BlockType::AvroData, &header, content));
         }
@@ -89,6 +100,13 @@ impl LogFileWriter {
         }
         Ok(out)
     }
+}
+
+fn encode_deletes(records: &[DeleteRecord]) -> Result<Vec<u8>, LogFileError> {
+    encode_delete_content(records).map_err(|source| LogFileError::Encode {
+        block_type: BlockType::Delete,
+        source,
+    })
 }
 
 /// Every value of meta column `column` (when the batch has it) equals `expected`.
@@ -178,6 +196,39 @@ mod tests {
                 records: deletes.to_vec(),
             }
         );
+    }
+
+    #[test]
+    fn leading_deletes_come_before_the_data_block() {
+        let table = AvroSchema::parse(ALL_TYPES).expect("schema");
+        let batch = all_types_batch();
+        let leading = [DeleteRecord::new("7", "")];
+        let deletes = [DeleteRecord::new("9", "")];
+        let bytes = LogFileWriter::new(instant("20250101000000000"), "f-0", &table)
+            .with_records(std::slice::from_ref(&batch))
+            .expect("records")
+            .with_deletes(&deletes)
+            .expect("deletes")
+            .with_leading_deletes(&leading)
+            .expect("leading deletes")
+            .finish()
+            .expect("finish");
+        let blocks = read_log_file("f", &bytes).expect("read");
+        let delete = |records: &[DeleteRecord]| LogBlock::Delete {
+            instant_time: instant("20250101000000000"),
+            records: records.to_vec(),
+        };
+        assert_eq!(blocks.len(), 3);
+        assert_eq!(blocks[0], delete(&leading));
+        assert!(matches!(&blocks[1], LogBlock::Data { records, .. } if records == &batch));
+        assert_eq!(blocks[2], delete(&deletes));
+        // Leading deletes alone make a file too.
+        let only = LogFileWriter::new(instant("20250101000000000"), "f-0", &table)
+            .with_leading_deletes(&leading)
+            .expect("leading deletes")
+            .finish()
+            .expect("finish");
+        assert_eq!(read_log_file("f", &only).expect("read"), [delete(&leading)]);
     }
 
     #[test]

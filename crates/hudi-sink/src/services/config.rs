@@ -96,6 +96,15 @@ pub struct ServicesConfig {
     pub clustering_max_bytes_per_group: u64,
     /// `hoodie.clustering.plan.strategy.max.num.groups` (30): groups in one clustering plan.
     pub clustering_max_num_groups: u32,
+    /// `hudi.sink.clustering.fan.out` (16): a small file is rewritten only in a group of at least this many
+    /// times its size (or of the target size), so that each rewrite multiplies the size of the file that
+    /// holds a byte by the fan-out and every byte is rewritten about log_fan.out(target / batch file) times.
+    pub clustering_fan_out: u32,
+    /// `hudi.sink.clustering.copy.min.row.group.bytes` (1 MiB): clustering copies an input file's row groups
+    /// as they are encoded only when every one holds at least this many bytes; smaller ones are decoded and
+    /// re-encoded into one large row group, so that copying never leaves the output as many tiny row groups
+    /// as it had inputs (readers pay per row group). `0` copies every file it can.
+    pub clustering_copy_min_row_group_bytes: u64,
     /// `hoodie.compact.inline` (true here, false in Hudi, where Spark streaming jobs run an async compactor
     /// beside the writer): compact merge-on-read tables inline, after a commit's lock is released (the merge
     /// holds no lock), once `compact_max_delta_commits` deltacommits appended to a file slice. A Lambda sink has no long-lived
@@ -141,6 +150,8 @@ impl Default for ServicesConfig {
             clustering_target_file_max_bytes: 120 * 1024 * 1024,
             clustering_max_bytes_per_group: 2 * 1024 * 1024 * 1024,
             clustering_max_num_groups: 30,
+            clustering_fan_out: 16,
+            clustering_copy_min_row_group_bytes: 1024 * 1024,
             compact_inline: true,
             compact_max_delta_commits: 5,
             compaction_max_file_groups: 8,
@@ -175,6 +186,8 @@ pub const KEYS: &[&str] = &[
     "hoodie.clustering.plan.strategy.max.bytes.per.group",
     "hoodie.clustering.plan.strategy.max.num.groups",
     "hoodie.clustering.plan.strategy.small.file.limit",
+    "hudi.sink.clustering.fan.out",
+    "hudi.sink.clustering.copy.min.row.group.bytes",
     "hoodie.compact.inline",
     "hoodie.compact.inline.max.delta.commits",
     "hudi.sink.compaction.max.file.groups",
@@ -286,6 +299,13 @@ impl ServicesConfig {
             c.clustering_max_num_groups =
                 parse_num("hoodie.clustering.plan.strategy.max.num.groups", v)?;
         }
+        if let Some(v) = get("hudi.sink.clustering.fan.out") {
+            c.clustering_fan_out = parse_num("hudi.sink.clustering.fan.out", v)?;
+        }
+        if let Some(v) = get("hudi.sink.clustering.copy.min.row.group.bytes") {
+            c.clustering_copy_min_row_group_bytes =
+                parse_num("hudi.sink.clustering.copy.min.row.group.bytes", v)?;
+        }
         if let Some(v) = get("hoodie.compact.inline") {
             c.compact_inline = parse_bool("hoodie.compact.inline", v)?;
         }
@@ -328,6 +348,7 @@ impl ServicesConfig {
                 "hoodie.compact.inline.max.delta.commits",
                 self.compact_max_delta_commits,
             ),
+            ("hudi.sink.clustering.fan.out", self.clustering_fan_out),
             (
                 "hudi.sink.compaction.max.file.groups",
                 self.compaction_max_file_groups,
@@ -389,11 +410,13 @@ mod tests {
                 ("hoodie.compact.inline.max.delta.commits", "2"),
                 ("hudi.sink.compaction.max.file.groups", "3"),
                 ("hudi.sink.compaction.merge.locked", "true"),
+                ("hudi.sink.clustering.fan.out", "4"),
             ]),
             1000,
         )
         .expect("parse");
         assert!(c.compaction_merge_locked);
+        assert_eq!(c.clustering_fan_out, 4);
         assert!(!ServicesConfig::default().compaction_merge_locked);
         assert_eq!(c.cleaner_policy, CleanerPolicy::KeepLatestFileVersions);
         assert_eq!(c.file_versions_retained, 2);
@@ -415,6 +438,7 @@ mod tests {
             ("hoodie.compact.inline.max.delta.commits", "0"),
             ("hudi.sink.compaction.max.file.groups", "0"),
             ("hudi.sink.compaction.merge.locked", "sometimes"),
+            ("hudi.sink.clustering.fan.out", "0"),
         ] {
             assert!(
                 ServicesConfig::from_properties(&props(&[bad]), 1000).is_err(),

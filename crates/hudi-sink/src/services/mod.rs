@@ -16,7 +16,6 @@
 //! each are in its module doc and in `docs/architecture.md`.
 
 pub mod archive;
-pub mod avro;
 pub mod clean;
 pub mod cluster;
 pub mod commits;

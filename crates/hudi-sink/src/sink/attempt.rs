@@ -41,6 +41,7 @@ struct Begun {
     instant: String,
     time: InstantTime,
     base_instant: Option<String>,
+    pending: Vec<String>,
     checkpoint: String,
     heartbeat_ms: Option<i64>,
 }
@@ -71,27 +72,25 @@ impl KafkaSink {
             return Ok(Attempt::AlreadyCommitted(current));
         }
         let beat = heartbeat(
-            self.writer.storage().clone(),
+            self.table()?.storage().clone(),
             self.clock.clone(),
             begun.time.clone(),
             self.config.heartbeat_interval,
             begun.heartbeat_ms,
         );
         // The batch's timeline still shows the table as of the instant's base when its latest commit is that
-        // base and nothing but writes is pending (writes complete in instant order, or below a lowered base:
-        // `commit/conflict.rs` `writer_base`): then the write need not list `.hoodie/` again.
-        let delta = self.writer.properties().is_merge_on_read();
-        let (stats, counts) = if shows_base(timeline, begun.base_instant.as_deref(), delta) {
-            self.writer
+        // base and nothing but newer writes is pending: then the write need not list `.hoodie/` again.
+        let (stats, counts) = if shows_base(timeline, begun.base_instant.as_deref()) {
+            self.table()?
                 .write_files_with_timeline(&begun.time, &prepared.write, timeline)
                 .await?
         } else {
-            self.writer
+            self.table()?
                 .write_files(&begun.time, &prepared.write)
                 .await?
         };
         let report = self.store_letters(prepared, counts, &stats).await?;
-        let op = operation_of(self.writer.config().operation);
+        let op = operation_of(self.table()?.config().operation);
         // Not committing in time is safe (the instant is rolled back once its heartbeat expires), being
         // killed halfway through the commit request is too, but a clear error is better for the operator.
         self.check_deadline(options, "commit", Duration::ZERO)?;
@@ -101,9 +100,10 @@ impl KafkaSink {
             .call(CoordinatorRequest::Commit(CommitRequest {
                 instant: begun.instant.clone(),
                 base_instant: begun.base_instant,
+                pending: begun.pending,
                 operation: op.as_str().to_string(),
                 write_stats: stats,
-                schema: self.writer.schema().avro_json.clone(),
+                schema: self.table()?.schema().avro_json.clone(),
                 offsets: prepared.offsets.clone(),
                 last_heartbeat_ms: beat.last_stored_ms(),
             }))
@@ -164,6 +164,7 @@ impl KafkaSink {
         let CoordinatorResponse::Begun {
             instant,
             base_instant,
+            pending,
             checkpoint,
             heartbeat_ms,
         } = answer
@@ -175,6 +176,7 @@ impl KafkaSink {
             instant,
             time,
             base_instant,
+            pending,
             checkpoint,
             heartbeat_ms,
         })
@@ -205,13 +207,13 @@ pub(super) fn operation_of(operation: crate::write::WriteOperation) -> Operation
 }
 
 /// Whether `timeline` shows the committed table as of `base` (the instant's base at begin): same latest
-/// commit and nothing but writes pending. On merge-on-read (`delta`) also none of them older than the base:
-/// one may have completed since, below the base, after a newer compaction (`commit/conflict.rs`
-/// `writer_base`); on copy-on-write writes complete in instant order, so an older one never completes.
-pub(super) fn shows_base(timeline: &Timeline, base: Option<&str>, delta: bool) -> bool {
+/// commit and nothing but writes pending, none of them older than the base: one may have completed since,
+/// below the base (after a newer compaction, `commit/conflict.rs` `writer_base`, or another engine's write,
+/// which completes out of instant order).
+pub(super) fn shows_base(timeline: &Timeline, base: Option<&str>) -> bool {
     timeline.latest_completed().map(|i| i.time.as_str()) == base
         && timeline
             .pending()
             .iter()
-            .all(|i| i.action.is_write() && (!delta || base.is_none_or(|b| i.time.as_str() > b)))
+            .all(|i| i.action.is_write() && base.is_none_or(|b| i.time.as_str() > b))
 }

@@ -132,6 +132,8 @@ pub const KEYS: &[&str] = &[
     super::kafka_columns::APPEND_OFFSETS_KEY,
     super::kafka_columns::APPEND_OFFSETS_KEY_OLD,
     CONNECTOR_KEY,
+    crate::record::debezium::REPLICA_IDENTITY_KEY,
+    crate::write::toast::PLACEHOLDER_KEY,
 ];
 
 impl SinkConfig {

@@ -25,6 +25,8 @@
 
 mod attempt;
 pub mod config;
+mod connect;
+mod debezium_avro;
 mod heartbeat;
 pub mod kafka_columns;
 mod prepare;
@@ -47,12 +49,16 @@ use crate::write::{TableWriter, WriteError};
 
 use attempt::Attempt;
 pub use config::{SchemaEvolution, SinkConfig, ValueFormat};
+pub use connect::DeferredTable;
 pub use report::{ProcessOptions, SinkReport};
 
 /// Writes Kafka batches into one table through a coordinator.
 #[derive(Debug)]
 pub struct KafkaSink {
-    writer: TableWriter,
+    /// The table's writer; empty until the first batch creates the table (see [`DeferredTable`]).
+    writer: tokio::sync::OnceCell<TableWriter>,
+    /// How to create the table from the first batch, for a sink started before its table existed.
+    deferred: Option<DeferredTable>,
     coordinator: Arc<dyn CoordinatorClient>,
     dead_letters: Arc<dyn DeadLetterSink>,
     clock: Arc<dyn Clock>,
@@ -88,8 +94,30 @@ impl KafkaSink {
         config: SinkConfig,
         writer_id: impl Into<String>,
     ) -> Self {
+        let writer = tokio::sync::OnceCell::new_with(Some(writer));
+        Self::build(
+            writer,
+            None,
+            coordinator,
+            dead_letters,
+            clock,
+            config,
+            writer_id,
+        )
+    }
+
+    fn build(
+        writer: tokio::sync::OnceCell<TableWriter>,
+        deferred: Option<DeferredTable>,
+        coordinator: Arc<dyn CoordinatorClient>,
+        dead_letters: Arc<dyn DeadLetterSink>,
+        clock: Arc<dyn Clock>,
+        config: SinkConfig,
+        writer_id: impl Into<String>,
+    ) -> Self {
         Self {
             writer,
+            deferred,
             coordinator,
             dead_letters,
             clock,
@@ -105,6 +133,13 @@ impl KafkaSink {
             #[cfg(test)]
             preparations: std::sync::atomic::AtomicU32::new(0),
         }
+    }
+
+    /// What followed this table's commits since the last call, once: the catalog sync and the failed commit
+    /// steps and inline services, when the coordinator runs in this process (else empty: the coordinator
+    /// function prints its own). For the writer's metrics.
+    pub fn take_after_commit_report(&self) -> crate::commit::AfterCommitReport {
+        self.coordinator.take_after_commit_report()
     }
 
     /// Seeds the backoff jitter, so that a deterministic simulation replays the same retry timing.
@@ -144,9 +179,39 @@ impl KafkaSink {
         z ^ (z >> 31)
     }
 
-    /// The table writer.
-    pub fn writer(&self) -> &TableWriter {
-        &self.writer
+    /// A sink whose table does not exist yet: the first batch creates it (a Debezium table without a schema
+    /// file or registry, whose columns come from the Connect schema its values carry).
+    pub fn deferred(
+        table: DeferredTable,
+        coordinator: Arc<dyn CoordinatorClient>,
+        dead_letters: Arc<dyn DeadLetterSink>,
+        clock: Arc<dyn Clock>,
+        config: SinkConfig,
+        writer_id: impl Into<String>,
+    ) -> Self {
+        let writer = tokio::sync::OnceCell::new();
+        Self::build(
+            writer,
+            Some(table),
+            coordinator,
+            dead_letters,
+            clock,
+            config,
+            writer_id,
+        )
+    }
+
+    /// The table writer (`None` while a deferred table is not created yet).
+    pub fn writer(&self) -> Option<&TableWriter> {
+        self.writer.get()
+    }
+
+    /// The table writer, or the error of a deferred table not created yet.
+    fn table(&self) -> Result<&TableWriter, WriteError> {
+        self.writer.get().ok_or_else(|| WriteError::Config {
+            reason: "the table is not created yet (internal error: the batch creates it first)"
+                .into(),
+        })
     }
 
     /// Writes one batch exactly once. Returns only after the commit is durable (or when nothing was left to
@@ -210,13 +275,14 @@ impl KafkaSink {
         mut batch: KafkaBatch,
         options: ProcessOptions,
     ) -> Result<SinkReport, WriteError> {
-        let storage = self.writer.storage().clone();
+        let storage = self.open_deferred(&batch).await?.storage().clone();
         let records_in = batch.len() as u64;
         let mut skipped = 0u64;
         // The table's checkpoint as this writer sees it; the coordinator re-checks at commit. The same
         // listing shows the open window of the interval commit.
         let listed = storage.list(crate::table::timeline::META_DIR).await?;
-        let timeline = Timeline::from_listing(&listed).map_err(crate::table::TableError::from)?;
+        let mut timeline =
+            Timeline::from_listing(&listed).map_err(crate::table::TableError::from)?;
         let windowed = !self.config.commit_interval.is_zero();
         let mut seen = if windowed {
             crate::commit::window::open_window(&listed, &timeline)
@@ -269,6 +335,12 @@ impl KafkaSink {
             };
             prepared = Some(ready);
             last_attempt = started.elapsed();
+            let look_again = match &outcome {
+                Attempt::Conflict(reason) => {
+                    crate::commit::conflict::is_planned_by_compaction(reason)
+                }
+                _ => false,
+            };
             match outcome {
                 Attempt::Done(mut report) => {
                     report.records_in = records_in;
@@ -292,8 +364,19 @@ impl KafkaSink {
                     tracing::info!(attempt, dropped, "offsets already committed; re-filtered");
                 }
                 Attempt::RolledBack(instant) => {
-                    tracing::warn!(attempt, %instant, "instant was rolled back (heartbeat expired); retrying");
+                    tracing::warn!(
+                        attempt,
+                        %instant,
+                        "instant was rolled back (its heartbeat expired, or its window committed nothing); retrying"
+                    );
                 }
+            }
+            // The next attempt looks at the table again when what refused this one need not move the base a
+            // stale timeline is checked against: another engine's compaction planned meanwhile.
+            if look_again {
+                timeline = Timeline::load(storage.as_ref())
+                    .await
+                    .map_err(crate::table::TableError::from)?;
             }
             if attempt >= self.config.max_attempts {
                 return Err(WriteError::Table {

@@ -49,7 +49,7 @@ impl KafkaSink {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let schema = &values.schema;
         let mut decoder = RecordDecoder::try_new(schema.data.clone(), &schema.avro)?;
-        let bucketed = self.writer.config().index != crate::write::IndexConfig::None;
+        let bucketed = self.table()?.config().index != crate::write::IndexConfig::None;
         let routed = route(batch, &mut decoder, values, bucketed);
         let mut letters = routed.letters;
         let ignored_fields = decoder.ignored_fields();
@@ -68,8 +68,8 @@ impl KafkaSink {
         if self.config.append_kafka_columns {
             data = super::kafka_columns::fill(data, &batch.records, &routed.positions)?;
         }
-        let operation = self.writer.config().operation;
-        let write = self.writer.prepare_records(
+        let operation = self.table()?.config().operation;
+        let write = self.table()?.prepare_records(
             operation,
             data,
             Some(&routed.positions),

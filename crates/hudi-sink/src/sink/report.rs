@@ -64,6 +64,31 @@ pub struct ProcessOptions {
 }
 
 impl SinkReport {
+    /// Adds `r`'s counts to these (a total over batches or tables); the instant becomes `r`'s if it has one.
+    pub fn absorb(&mut self, r: &SinkReport) {
+        self.records_in += r.records_in;
+        self.skipped += r.skipped;
+        self.dead_lettered += r.dead_lettered;
+        self.tombstones_skipped += r.tombstones_skipped;
+        self.ignored_fields += r.ignored_fields;
+        self.counts.records_in += r.counts.records_in;
+        self.counts.inserted += r.counts.inserted;
+        self.counts.updated += r.counts.updated;
+        self.counts.deleted += r.counts.deleted;
+        self.counts.deduped += r.counts.deduped;
+        self.counts.ignored_older += r.counts.ignored_older;
+        self.counts.delete_misses += r.counts.delete_misses;
+        self.files += r.files;
+        self.bytes += r.bytes;
+        self.conflicts += r.conflicts;
+        self.retries += r.retries;
+        self.slot_waits += r.slot_waits;
+        self.lock_wait_ms += r.lock_wait_ms;
+        if r.instant.is_some() {
+            self.instant.clone_from(&r.instant);
+        }
+    }
+
     /// Whether every record is accounted for exactly once.
     pub fn balanced(&self) -> bool {
         let c = &self.counts;

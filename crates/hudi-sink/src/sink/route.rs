@@ -7,7 +7,8 @@
 //!         ├ tombstone with a key    → delete by key (bucket index), else dead letter (stage key)
 //!         ├ tombstone without a key → dead letter
 //!         └ debezium: tombstone     → skipped (the `op=d` event before it deleted the row); a value that
-//!                                     is no change event → dead letter (stage envelope or not_json)
+//!                                     is no change event → dead letter (stage envelope or not_json; an
+//!                                     Avro value whose framing or schema id fails: stage schema)
 //! ```
 //!
 //! Nothing is dropped here: every record lands in exactly one of the rows, the tombstones or the letters
@@ -46,16 +47,18 @@ pub(super) fn route(
             match record.payload() {
                 Payload::Tombstone => routed.skipped += 1,
                 Payload::Undecodable(e) => routed.letters.push(DeadLetter::base64(record, e)),
-                Payload::Value(bytes) => match read_debezium(values, decoder, bytes) {
-                    Ok(true) => routed.positions.push(pos as u64),
-                    Ok(false) => routed.skipped += 1,
-                    Err(Refusal::Envelope { not_json, reason }) => routed
-                        .letters
-                        .push(DeadLetter::envelope(record, not_json, reason)),
-                    Err(Refusal::Decode(e)) => routed
-                        .letters
-                        .push(DeadLetter::from_decode_error(record, &e)),
-                },
+                Payload::Value(bytes) => {
+                    match read_debezium(values, decoder, record.value_schema.as_ref(), bytes) {
+                        Ok(true) => routed.positions.push(pos as u64),
+                        Ok(false) => routed.skipped += 1,
+                        Err(Refusal::Envelope { not_json, reason }) => routed
+                            .letters
+                            .push(DeadLetter::envelope(record, not_json, reason)),
+                        Err(Refusal::Decode(e)) => routed
+                            .letters
+                            .push(DeadLetter::from_decode_error(record, &e)),
+                    }
+                }
             }
             continue;
         }

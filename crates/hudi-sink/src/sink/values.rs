@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! json             → the JSON reader (with a registry subject URL: its latest version evolves the table first)
+//! debezium         → JSON change events flattened (record/debezium); registry-framed Avro ones through
+//!                    their writer schemas, fetched and planned as for avro (debezium_avro.rs)
 //! avro, registry   → unframe every value (or read the ESM's valueSchemaMetadata, framing already removed)
 //!                    ─ fetch unknown writer schemas (registry/) ─ plan per schema id
 //! avro, none       → one plan: the table schema as the writer schema
@@ -45,14 +47,19 @@ enum Reader {
     Registry(HashMap<SchemaId, Result<Arc<AvroPlan>, String>>),
     /// Bare Avro written with the table schema.
     Bare(Arc<AvroPlan>),
-    /// Debezium change events as JSON, flattened into the table's rows.
-    Debezium(Connector),
+    /// Debezium change events, flattened into the table's rows: JSON (with the batch's Connect schemas), or
+    /// registry-framed Avro with the plans of the batch's writer schemas.
+    Debezium(
+        Connector,
+        super::connect::ConnectSchemas,
+        super::debezium_avro::AvroPlans,
+    ),
 }
 
 impl Values {
     /// Whether values are Debezium change events (tombstones are then skipped, not deletes by key).
     pub(super) fn is_debezium(&self) -> bool {
-        matches!(self.reader, Reader::Debezium(_))
+        matches!(self.reader, Reader::Debezium(..))
     }
 }
 
@@ -74,7 +81,7 @@ impl KafkaSink {
                     self.take_latest(watch).await?;
                 }
                 Ok(Values {
-                    schema: self.writer.schema(),
+                    schema: self.table()?.schema(),
                     reader: Reader::Json,
                 })
             }
@@ -82,13 +89,15 @@ impl KafkaSink {
                 if let Some(watch) = &self.latest {
                     self.take_latest(watch).await?;
                 }
+                let connect = self.connect_schemas(connector, batch)?;
+                let avro = self.debezium_avro_plans(connector, batch).await?;
                 Ok(Values {
-                    schema: self.writer.schema(),
-                    reader: Reader::Debezium(connector),
+                    schema: self.table()?.schema(),
+                    reader: Reader::Debezium(connector, connect, avro),
                 })
             }
             ValueFormat::AvroBare => {
-                let schema = self.writer.schema();
+                let schema = self.table()?.schema();
                 // Bare values are written with the source schema: the table's without the Kafka columns.
                 let writer = match self.config.append_kafka_columns {
                     true => Cow::Owned(super::kafka_columns::without_kafka_columns(&schema.avro)),
@@ -116,7 +125,7 @@ impl KafkaSink {
                 let mut plans = HashMap::with_capacity(ids.len());
                 if ids.is_empty() {
                     return Ok(Values {
-                        schema: self.writer.schema(),
+                        schema: self.table()?.schema(),
                         reader: Reader::Registry(plans),
                     });
                 }
@@ -136,7 +145,7 @@ impl KafkaSink {
                         let Lookup::Found(writer) = lookup else {
                             continue;
                         };
-                        match self.writer.evolve_schema(writer) {
+                        match self.table()?.evolve_schema(writer) {
                             Ok(changes) if changes.is_empty() => {}
                             Ok(changes) => {
                                 tracing::info!(schema = %id, ?changes, "writer schema evolved the table schema")
@@ -145,7 +154,10 @@ impl KafkaSink {
                             // table field it lacks) makes dead letters below; one whose values it reads
                             // but whose change Hudi refuses fails the invocation.
                             Err(WriteError::Evolution(refused)) => {
-                                if self.plan(Some(*id), writer, &self.writer.schema()).is_ok() {
+                                if self
+                                    .plan(Some(*id), writer, &self.table()?.schema())
+                                    .is_ok()
+                                {
                                     return Err(WriteError::Evolution(refused));
                                 }
                             }
@@ -153,7 +165,7 @@ impl KafkaSink {
                         }
                     }
                 }
-                let schema = self.writer.schema();
+                let schema = self.table()?.schema();
                 for (id, lookup) in found {
                     let plan = match lookup {
                         Lookup::Found(writer) => {
@@ -192,7 +204,7 @@ impl KafkaSink {
         };
         match self.config.schema_evolution {
             SchemaEvolution::Evolve => {
-                let changes = self.writer.evolve_schema(&schema)?;
+                let changes = self.table()?.evolve_schema(&schema)?;
                 if !changes.is_empty() {
                     tracing::info!(
                         version = ?new.version, ?changes,
@@ -201,7 +213,7 @@ impl KafkaSink {
                 }
             }
             SchemaEvolution::Pinned => {
-                match crate::schema::evolution::evolve(&self.writer.schema().avro, &schema) {
+                match crate::schema::evolution::evolve(&self.table()?.schema().avro, &schema) {
                     Ok(e) if e.changes.is_empty() => {}
                     Ok(e) => tracing::warn!(
                         version = ?new.version,
@@ -224,7 +236,7 @@ impl KafkaSink {
     }
 
     /// The plan of writer schema `id` against `table`, compiled on first use.
-    fn plan(
+    pub(super) fn plan(
         &self,
         id: Option<SchemaId>,
         writer: &AvroSchema,
@@ -289,7 +301,7 @@ pub(super) fn read_value(
 ) -> Result<(), RecordDecodeError> {
     match &values.reader {
         Reader::Json => decoder.append(value),
-        Reader::Debezium(_) => Err(RecordDecoder::schema_refusal(
+        Reader::Debezium(..) => Err(RecordDecoder::schema_refusal(
             "Debezium values are read by read_debezium (internal error)",
         )),
         Reader::Bare(plan) => decoder.append_avro(plan, value),
@@ -317,24 +329,42 @@ pub(super) enum Refusal {
 }
 
 /// Flattens one Debezium value and appends its row to `decoder`: `Ok(false)` for a tombstone written as a
-/// value (JSON `null`, or a Connect `payload` of null), which is skipped.
+/// value (JSON `null`, or a Connect `payload` of null), which is skipped. `metadata`: the record's
+/// `valueSchemaMetadata`, as for [`read_value`].
 pub(super) fn read_debezium(
     values: &Values,
     decoder: &mut RecordDecoder,
+    metadata: Option<&SchemaMetadata>,
     value: &[u8],
 ) -> Result<bool, Refusal> {
-    let Reader::Debezium(connector) = values.reader else {
+    let Reader::Debezium(connector, connect, avro) = &values.reader else {
         return Err(Refusal::Envelope {
             not_json: false,
             reason: "the value format is not debezium (internal error)".into(),
         });
     };
-    match crate::record::debezium::flatten(connector, value) {
+    if super::debezium_avro::is_avro(metadata, value) {
+        return super::debezium_avro::read(avro, decoder, metadata, value).map(|()| true);
+    }
+    let decimals = connect
+        .decimals_of(value)
+        .map_err(|reason| Refusal::Decode(RecordDecoder::schema_refusal(reason)))?;
+    match crate::record::debezium::flatten_with(*connector, value, decimals) {
         Ok(Flattened::Tombstone) => Ok(false),
         Ok(Flattened::Row { json, .. }) => decoder
             .append(&json)
             .map(|()| true)
             .map_err(Refusal::Decode),
+        Err(DebeziumError::Decimal {
+            column,
+            value,
+            reason,
+        }) => Err(Refusal::Decode(RecordDecoder::value_refusal(
+            &column,
+            value,
+            "a Connect decimal",
+            reason.to_string(),
+        ))),
         Err(e) => Err(Refusal::Envelope {
             not_json: matches!(e, DebeziumError::NotJson(_)),
             reason: e.to_string(),
@@ -344,7 +374,10 @@ pub(super) fn read_debezium(
 
 /// The writer schema's id and the Avro body of a value: from the ESM's metadata when it is there (the ESM
 /// removed the framing), else from the value's own framing.
-fn locate<'a>(metadata: Option<&SchemaMetadata>, value: &'a [u8]) -> Result<Framed<'a>, String> {
+pub(super) fn locate<'a>(
+    metadata: Option<&SchemaMetadata>,
+    value: &'a [u8],
+) -> Result<Framed<'a>, String> {
     match metadata {
         Some(m) => Ok(Framed {
             id: metadata_id(m)?,
@@ -355,7 +388,10 @@ fn locate<'a>(metadata: Option<&SchemaMetadata>, value: &'a [u8]) -> Result<Fram
 }
 
 /// The writer schema's id alone, as [`locate`] finds it, without inflating a zlib body.
-fn locate_id(metadata: Option<&SchemaMetadata>, value: &[u8]) -> Result<SchemaId, String> {
+pub(super) fn locate_id(
+    metadata: Option<&SchemaMetadata>,
+    value: &[u8],
+) -> Result<SchemaId, String> {
     match metadata {
         Some(m) => metadata_id(m),
         None => schema_id(value).map_err(|e| e.to_string()),

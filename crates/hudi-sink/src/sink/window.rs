@@ -101,7 +101,7 @@ impl KafkaSink {
             && !crate::mutation::is_disabled(crate::mutation::Mutation::CheckpointFilter)
         {
             // Leave with an empty contribution, so that the window does not wait for this member.
-            let empty = self.contribution(&member, Vec::new(), Vec::new());
+            let empty = self.contribution(&member, Vec::new(), Vec::new())?;
             self.coordinator
                 .call(CoordinatorRequest::Submit(SubmitRequest {
                     instant: joined.instant.clone(),
@@ -115,7 +115,7 @@ impl KafkaSink {
             return Ok(Attempt::AlreadyCommitted(current));
         }
         let _beat = heartbeat(
-            self.writer.storage().clone(),
+            self.table()?.storage().clone(),
             self.clock.clone(),
             joined.time.clone(),
             self.config.heartbeat_interval,
@@ -127,14 +127,15 @@ impl KafkaSink {
             joined.lease_ms,
             &member,
         );
-        let delta = self.writer.properties().is_merge_on_read();
         let write = async {
-            if shows_base(timeline, joined.base_instant.as_deref(), delta) {
-                self.writer
+            if shows_base(timeline, joined.base_instant.as_deref()) {
+                self.table()?
                     .write_files_with_timeline(&joined.time, &prepared.write, timeline)
                     .await
             } else {
-                self.writer.write_files(&joined.time, &prepared.write).await
+                self.table()?
+                    .write_files(&joined.time, &prepared.write)
+                    .await
             }
         };
         let (stats, counts) = match with_lease(lease.clone(), write).await {
@@ -146,7 +147,7 @@ impl KafkaSink {
         if let Err(e) = lease.check() {
             return lease_expired(e);
         }
-        let contribution = self.contribution(&member, stats, prepared.offsets.clone());
+        let contribution = self.contribution(&member, stats, prepared.offsets.clone())?;
         // The other members joined about when this one did and write about as long: the first look for the
         // commit comes that long after the submit, then at doubling gaps, up to the coordinator's time.
         let mut gap = joined.at.elapsed().max(FIRST_LOOK);
@@ -297,7 +298,7 @@ impl KafkaSink {
         time: &InstantTime,
         member: &str,
     ) -> Result<Option<CoordinatorResponse>, WriteError> {
-        let action = self.writer.properties().write_action();
+        let action = self.table()?.properties().write_action();
         let file = format!(
             ".hoodie/{}",
             crate::table::instant::Instant::new(
@@ -307,7 +308,7 @@ impl KafkaSink {
             )
             .file_name()
         );
-        let bytes = match self.writer.storage().get(&file).await {
+        let bytes = match self.table()?.storage().get(&file).await {
             Ok(bytes) => bytes,
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(e.into()),
@@ -321,7 +322,7 @@ impl KafkaSink {
                 .map_err(crate::table::TableError::from)?
                 .unwrap_or_default();
         let answer = crate::commit::window::member_answer(time, &record, &checkpoint, member);
-        self.writer.prime_commit(time.clone(), meta).await;
+        self.table()?.prime_commit(time.clone(), meta).await;
         Ok(Some(answer))
     }
 
@@ -337,16 +338,15 @@ impl KafkaSink {
         member: &str,
         write_stats: Vec<crate::table::commit::WriteStat>,
         offsets: Vec<crate::protocol::TopicOffsets>,
-    ) -> Contribution {
-        Contribution {
+    ) -> Result<Contribution, WriteError> {
+        let table = self.table()?;
+        Ok(Contribution {
             member: member.to_string(),
-            operation: operation_of(self.writer.config().operation)
-                .as_str()
-                .to_string(),
+            operation: operation_of(table.config().operation).as_str().to_string(),
             write_stats,
-            schema: self.writer.schema().avro_json.clone(),
+            schema: table.schema().avro_json.clone(),
             offsets,
-        }
+        })
     }
 
     /// Sleeps until `until_ms` on the sink's clock, unless that runs into the invocation's deadline.

@@ -10,10 +10,21 @@
 //! Directories are objects' prefixes, as on S3: a delete removes the parent directories it leaves empty (up to
 //! the root), so that a table whose markers come and go (`.hoodie/.temp/<t>/…`) keeps no trail of empty
 //! directories for every listing to walk. A write whose directory vanished that way re-creates it.
+//!
+//! The directories a write made or found are remembered ([`KnownDirs`]): the next write into them goes straight
+//! to its temporary file, without a `mkdir` that fails with `EEXIST` (one per write otherwise). The memory is
+//! only a hint: a directory removed behind its back (by a delete of this storage, another process or a person)
+//! makes the temporary file's creation fail with `NotFound`, and the write then creates the directory and tries
+//! again, as it does when a concurrent delete removed it.
+//!
+//! Every file with data is synced before it is renamed or linked into place; an empty one is not, as a sync
+//! protects no bytes of it (see [`sync_data`]).
 
+use std::collections::HashSet;
 use std::io::ErrorKind;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -28,6 +39,42 @@ use super::{
 pub struct LocalStorage {
     root: PathBuf,
     uri: String,
+    dirs: KnownDirs,
+}
+
+/// At most this many directories are remembered (a table's partitions and the timeline's few).
+const MAX_KNOWN_DIRS: usize = 4096;
+
+/// Directories that a write of this storage (or a clone of it) made or found, and that no delete of it removed
+/// since: a hint that saves a write its `mkdir`, never a reason for a write to fail (see the module doc).
+#[derive(Debug, Clone, Default)]
+struct KnownDirs(Arc<Mutex<HashSet<PathBuf>>>);
+
+impl KnownDirs {
+    fn contains(&self, dir: &Path) -> bool {
+        self.lock().contains(dir)
+    }
+
+    fn insert(&self, dir: &Path) {
+        let mut dirs = self.lock();
+        // Bounded: directories removed behind the set's back are never forgotten otherwise (a cleared set costs
+        // one `mkdir` per directory on its next write).
+        if dirs.len() >= MAX_KNOWN_DIRS {
+            dirs.clear();
+        }
+        dirs.insert(dir.to_path_buf());
+    }
+
+    fn forget(&self, dir: &Path) {
+        self.lock().remove(dir);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<PathBuf>> {
+        // The set is only a hint, and no operation on it can leave it half-changed: a poisoned lock is fine.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 impl LocalStorage {
@@ -35,7 +82,11 @@ impl LocalStorage {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
         let uri = root.display().to_string();
-        Self { root, uri }
+        Self {
+            root,
+            uri,
+            dirs: KnownDirs::default(),
+        }
     }
 
     /// The root directory.
@@ -62,31 +113,50 @@ fn io_err(path: &str) -> impl FnOnce(std::io::Error) -> StorageError + '_ {
     }
 }
 
-/// A fresh, empty temporary file beside `target`.
-fn create_temp(target: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+/// A fresh, empty temporary file beside `target`. Its directory is created unless `dirs` knows it.
+fn create_temp(target: &Path, dirs: &KnownDirs) -> std::io::Result<tempfile::NamedTempFile> {
     let dir = target.parent().unwrap_or_else(|| Path::new("."));
     let mut attempts = 0;
     loop {
-        std::fs::create_dir_all(dir)?;
+        if !dirs.contains(dir) {
+            std::fs::create_dir_all(dir)?;
+            dirs.insert(dir);
+        }
         match tempfile::Builder::new()
             .prefix(".tmp-hudi-sink-")
             .tempfile_in(dir)
         {
             Ok(tmp) => return Ok(tmp),
-            // A concurrent delete removed the directory as it became empty: make it again.
-            Err(e) if e.kind() == ErrorKind::NotFound && attempts < 8 => attempts += 1,
+            // The directory is gone (a concurrent delete removed it as it became empty, or it was removed
+            // behind `dirs`' back): make it again.
+            Err(e) if e.kind() == ErrorKind::NotFound && attempts < 8 => {
+                dirs.forget(dir);
+                attempts += 1;
+            }
             Err(e) => return Err(e),
         }
     }
 }
 
-/// Writes `data` to a fresh temporary file beside `target` and syncs it.
-fn write_temp(target: &Path, data: &[u8]) -> std::io::Result<tempfile::TempPath> {
+/// Writes `data` to a fresh temporary file beside `target` and syncs it ([`sync_data`]).
+fn write_temp(target: &Path, data: &[u8], dirs: &KnownDirs) -> std::io::Result<tempfile::TempPath> {
     use std::io::Write;
-    let mut tmp = create_temp(target)?;
+    let mut tmp = create_temp(target, dirs)?;
     tmp.write_all(data)?;
-    tmp.as_file().sync_all()?;
+    sync_data(tmp.as_file(), data.len() as u64)?;
     Ok(tmp.into_temp_path())
+}
+
+/// Syncs a temporary file of `len` bytes before it is renamed or linked into place, so that a crash never leaves
+/// the target name on a file whose bytes were lost. An empty file has no bytes to lose: with or without the sync,
+/// a crash leaves the target name absent or on an empty file (no name here is made durable by a directory sync),
+/// so the sync is skipped. A third of an instant's files are empty in Hudi: its markers and its `.requested` and
+/// `.inflight` timeline files.
+fn sync_data(file: &std::fs::File, len: u64) -> std::io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    file.sync_all()
 }
 
 /// Lists files under `dir`. An entry deleted while the listing runs is simply absent from it (as an object
@@ -188,7 +258,7 @@ impl MultipartUpload for LocalUpload {
         let file = self.take_file()?;
         let (p, full, size) = (self.path.clone(), self.full.clone(), self.size);
         blocking(&self.path, move || {
-            file.as_file().sync_all().map_err(io_err(&p))?;
+            sync_data(file.as_file(), size).map_err(io_err(&p))?;
             file.persist(&full).map_err(|e| io_err(&p)(e.error))?;
             Ok(size)
         })
@@ -251,8 +321,9 @@ impl Storage for LocalStorage {
     async fn put(&self, path: &str, data: Bytes) -> StorageResult<()> {
         let full = self.resolve(path)?;
         let p = path.to_string();
+        let dirs = self.dirs.clone();
         tokio::task::spawn_blocking(move || -> StorageResult<()> {
-            let tmp = write_temp(&full, &data).map_err(io_err(&p))?;
+            let tmp = write_temp(&full, &data, &dirs).map_err(io_err(&p))?;
             tmp.persist(&full).map_err(|e| io_err(&p)(e.error))?;
             Ok(())
         })
@@ -266,11 +337,12 @@ impl Storage for LocalStorage {
     async fn put_if_absent(&self, path: &str, data: Bytes) -> StorageResult<PutOutcome> {
         let full = self.resolve(path)?;
         let p = path.to_string();
+        let dirs = self.dirs.clone();
         tokio::task::spawn_blocking(move || -> StorageResult<PutOutcome> {
             if full.exists() {
                 return Ok(PutOutcome::AlreadyExists);
             }
-            let tmp = write_temp(&full, &data).map_err(io_err(&p))?;
+            let tmp = write_temp(&full, &data, &dirs).map_err(io_err(&p))?;
             // link(2) fails with EEXIST if the target exists: the atomic create-if-absent.
             match std::fs::hard_link(&tmp, &full) {
                 Ok(()) => Ok(PutOutcome::Created),
@@ -292,7 +364,11 @@ impl Storage for LocalStorage {
         let full = self.resolve(path)?;
         let p = path.to_string();
         let target = full.clone();
-        let file = blocking(path, move || create_temp(&target).map_err(io_err(&p))).await?;
+        let dirs = self.dirs.clone();
+        let file = blocking(path, move || {
+            create_temp(&target, &dirs).map_err(io_err(&p))
+        })
+        .await?;
         Ok(Box::new(LocalUpload {
             path: path.to_string(),
             full,
@@ -335,8 +411,8 @@ impl Storage for LocalStorage {
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(path)(e)),
         }
-        // Parents left empty go too (best effort: a directory that is not empty, or is being written to,
-        // simply stays).
+        // Parents left empty go too, up to the first that is not (best effort: a directory that is not empty, or
+        // is being written to, simply stays).
         let mut dir = full.parent();
         while let Some(d) = dir {
             if d == self.root
@@ -345,6 +421,7 @@ impl Storage for LocalStorage {
             {
                 break;
             }
+            self.dirs.forget(d);
             dir = d.parent();
         }
         Ok(())
@@ -392,6 +469,55 @@ mod tests {
             .await
             .expect("put again");
         assert_eq!(store.list(".hoodie/.temp/").await.expect("list").len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_directory_removed_behind_the_known_dirs_back_is_made_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = LocalStorage::new(dir.path());
+        let partition = dir.path().join("p/q");
+        store
+            .put("p/q/a.parquet", Bytes::from_static(b"a"))
+            .await
+            .expect("put");
+        assert!(store.dirs.contains(&partition), "remembered after a put");
+        // Removed by someone else: every kind of write still lands.
+        std::fs::remove_dir_all(dir.path().join("p")).expect("remove");
+        store
+            .put("p/q/b.parquet", Bytes::from_static(b"b"))
+            .await
+            .expect("put into a removed directory");
+        std::fs::remove_dir_all(dir.path().join("p")).expect("remove");
+        assert_eq!(
+            store
+                .put_if_absent("p/q/c.parquet", Bytes::from_static(b"c"))
+                .await
+                .expect("put_if_absent into a removed directory"),
+            PutOutcome::Created
+        );
+        std::fs::remove_dir_all(dir.path().join("p")).expect("remove");
+        let mut upload = store
+            .put_multipart("p/q/d.parquet")
+            .await
+            .expect("multipart into a removed directory");
+        upload.write(Bytes::from_static(b"d")).await.expect("write");
+        upload.complete().await.expect("complete");
+        let names: Vec<_> = store
+            .list("p/")
+            .await
+            .expect("list")
+            .into_iter()
+            .map(|o| o.path)
+            .collect();
+        assert_eq!(names, ["p/q/d.parquet"]);
+        assert_eq!(&store.get("p/q/d.parquet").await.expect("get")[..], b"d");
+        // A clone shares what is known; a delete that removes the directory forgets it.
+        let clone = store.clone();
+        assert!(clone.dirs.contains(&partition));
+        clone.delete("p/q/d.parquet").await.expect("delete");
+        assert!(!partition.exists());
+        assert!(!store.dirs.contains(&partition), "forgotten once removed");
+        assert!(!store.dirs.contains(&dir.path().join("p")));
     }
 
     #[tokio::test]

@@ -9,7 +9,9 @@
 //! - [`FileSystemView`] holds one [`FileSlice`] per live file group, never the history: a warm batch costs one
 //!   GET per commit completed since the last one, whatever the number of instants or files the table ever had.
 //! - Merge-on-read: a slice also holds its log files (`.<fileId>_<baseInstant>.log.<version>_<token>`) whose
-//!   base instant is the slice's and that [`LogVisibility`] counts as committed, in reader order.
+//!   base instant is the slice's and that [`LogVisibility`] counts as committed, in reader order; while a
+//!   compaction of the group is pending, also the committed logs of the slice it will make (writers append
+//!   there while another engine's compaction is pending), after the slice's own: Hudi's merged file slice.
 
 mod log_visibility;
 mod visibility;
@@ -67,7 +69,8 @@ pub struct FileSlice {
     /// Its size in bytes.
     pub size: u64,
     /// Merge-on-read: the committed log files appended to this slice, in reader order (empty on copy-on-write
-    /// tables). Slices without a base file (log-only groups, written by other engines) are not represented.
+    /// tables), then those appended to the slice of a pending compaction of the group (see the module doc).
+    /// Slices without a base file (log-only groups, written by other engines) are not represented.
     pub log_files: Vec<SliceLogFile>,
 }
 
@@ -90,6 +93,16 @@ impl FileSlice {
             .iter()
             .map(|l| crate::storage::join_path(&[&self.partition_path, &l.name.file_name()]))
             .collect()
+    }
+
+    /// The logs of the slice based at `base` (the slice's own, or a pending compaction's), in reader order.
+    pub fn logs_based_at<'s>(
+        &'s self,
+        base: &'s InstantTime,
+    ) -> impl Iterator<Item = &'s SliceLogFile> + 's {
+        self.log_files
+            .iter()
+            .filter(move |l| l.name.base_instant == *base)
     }
 
     /// Appends a committed log of this slice, keeping reader order and each log once.
@@ -136,8 +149,9 @@ impl FileSlice {
 /// appended to a pending compaction's slice; attached when that slice appears, dropped when a newer one does.
 type DetachedLogs = BTreeMap<(String, String), Vec<SliceLogFile>>;
 
-/// Attaches `log` to its group's slice when the slice's base instant is the log's and its base is not a pending
-/// compaction, else keeps it detached.
+/// Attaches `log` to its group's slice when the slice's base instant is the log's, or when the log's base is a
+/// pending compaction newer than the slice (the slice the compaction will make, merged with the one it reads, as
+/// Hudi's `getLatestMergedFileSlicesBeforeOrOn` does); else keeps it detached.
 fn attach_log(
     best: &mut LatestSlices,
     detached: &mut DetachedLogs,
@@ -149,7 +163,8 @@ fn attach_log(
     match best.get_mut(&key) {
         Some(slice)
             if slice.base_instant == log.name.base_instant
-                && !logs.is_pending_compaction_base(&log.name) =>
+                || (slice.base_instant < log.name.base_instant
+                    && logs.is_pending_compaction_base(&log.name)) =>
         {
             slice.add_log(log);
         }
@@ -205,6 +220,15 @@ fn offer(best: &mut LatestSlices, slice: FileSlice) -> Result<(), TimelineError>
         }
         Some(existing) if existing.base_instant >= slice.base_instant => Ok(()),
         _ => {
+            let mut slice = slice;
+            // Logs appended to this slice while its compaction was pending were merged into the older slice.
+            if let Some(older) = best.remove(&key) {
+                for log in older.log_files {
+                    if log.name.base_instant >= slice.base_instant {
+                        slice.add_log(log);
+                    }
+                }
+            }
             best.insert(key, slice);
             Ok(())
         }

@@ -11,7 +11,9 @@ pub mod fs_view;
 pub mod instant;
 pub mod log_file_name;
 pub mod partition_metadata;
+pub mod planned_groups;
 pub mod properties;
+pub mod records;
 pub mod timeline;
 
 use thiserror::Error;

@@ -94,6 +94,15 @@ pub enum TimelineError {
         /// Why.
         reason: String,
     },
+    /// A pending compaction's plan cannot be read: which file groups it plans, and so which slice a write to
+    /// them appends to, is unknown (`table::planned_groups`).
+    #[error("compaction plan .hoodie/{instant}.compaction.requested cannot be read: {reason}")]
+    CompactionPlan {
+        /// The compaction.
+        instant: String,
+        /// Why.
+        reason: String,
+    },
     /// Storage failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
@@ -441,6 +450,21 @@ pub fn writer_base(timeline: &Timeline, delta: bool) -> Option<&Instant> {
         .into_iter()
         .rev()
         .find(|c| oldest_live.is_none_or(|p| c.time < *p))
+}
+
+/// The write instants pending below `base` (a writer's base from [`writer_base`]): the base does not cover them,
+/// yet one may still complete (another engine's writer completes out of instant order), so the commit of a
+/// writer that began now checks them too once they completed (`crate::commit::conflict`).
+pub fn pending_below(timeline: &Timeline, base: Option<&Instant>) -> Vec<InstantTime> {
+    let Some(base) = base else {
+        return Vec::new();
+    };
+    timeline
+        .pending()
+        .into_iter()
+        .filter(|p| p.action.is_write() && p.time < base.time)
+        .map(|p| p.time.clone())
+        .collect()
 }
 
 #[cfg(test)]

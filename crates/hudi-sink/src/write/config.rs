@@ -500,6 +500,7 @@ mod tests {
         for key in [
             "hudi.sink.services.retired.grace.ms",
             "hudi.sink.compaction.max.file.groups",
+            "hudi.sink.clustering.copy.min.row.group.bytes",
             "hudi.sink.catalog.sync.timeout.ms",
             "hudi.sink.s3.attempt.timeout.ms",
             "hoodie.write.lock.dynamodb.table",

@@ -17,6 +17,7 @@ pub mod lease;
 pub mod merge;
 pub mod ordering;
 mod table_writer;
+pub mod toast;
 pub mod verify;
 
 use thiserror::Error;

@@ -26,6 +26,7 @@ use crate::table::file_name::{marker_path, BaseFileName, MarkerType, WriteToken}
 use crate::table::fs_view::{FileSlice, FileSystemView};
 use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::partition_metadata::{metafile_path, PartitionMetadata};
+use crate::table::planned_groups::PlannedGroups;
 use crate::table::properties::TableProperties;
 use crate::table::timeline::Timeline;
 use crate::write::{WriteConfig, WriteOperation};
@@ -36,6 +37,7 @@ mod open;
 mod prepare;
 mod rollback;
 mod schema;
+mod toast_slice;
 
 use merge_bucket::footer_may_contain;
 use open::check_compatible;
@@ -144,6 +146,8 @@ pub struct TableWriter {
     known_partitions: std::sync::Mutex<BTreeSet<String>>,
     /// The latest completed commit whose schema [`TableWriter::catch_up_schema`] last applied.
     schema_seen: std::sync::Mutex<Option<InstantTime>>,
+    /// The plans of the compactions pending at the last merge-on-read write (each plan is read once).
+    planned: tokio::sync::Mutex<PlannedGroups>,
 }
 
 /// Partitions a writer remembers as having their metadata file.
@@ -340,6 +344,13 @@ impl TableWriter {
         };
         view.sync(storage, timeline).await?;
         view.saw_pending(instant);
+        let planned = if self.properties.is_merge_on_read() {
+            let mut known = self.planned.lock().await;
+            *known = PlannedGroups::load(storage, timeline, Some(&known)).await?;
+            known.clone()
+        } else {
+            PlannedGroups::default()
+        };
         self.catch_up_schema(timeline, view.applied_schema())
             .await?;
         let incoming = project_incoming(&prepared.batch, &self.schema())?;
@@ -444,12 +455,21 @@ impl TableWriter {
                 continue;
             }
             if let (true, Some(slice)) = (self.properties.is_merge_on_read(), existing) {
+                // Another engine's pending compaction of the group: append to the slice it will make, as
+                // Hudi's writers do (its executor carries nothing; `table::planned_groups`).
+                let append_to = planned.foreign(&partition, &slice.file_id).filter(|_| {
+                    !crate::mutation::is_disabled(crate::mutation::Mutation::ForeignCompactionSlice)
+                });
+                let backfilled = self
+                    .backfill_from_slice(slice, timeline, &incoming, &winners)
+                    .await?;
                 let (stat, applied) = self
                     .append_bucket(
                         instant,
                         &partition,
                         slice,
-                        &incoming,
+                        append_to,
+                        backfilled.as_ref().unwrap_or(&incoming),
                         &winners,
                         &mut file_index,
                         &mut counts,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use hudi_sink::avro::{decode_container, encode_container, AvroValue, SchemaGraph};
-use hudi_sink::services::avro::RequestedReplaceMetadata;
+use hudi_sink::table::records::RequestedReplaceMetadata;
 
 use crate::common;
 

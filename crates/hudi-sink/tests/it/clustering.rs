@@ -153,12 +153,20 @@ async fn run_clustering(
         lock,
         LOCK_WAIT,
         clock,
-        &ServicesConfig::default(),
+        &every_small_file(),
         writer,
         TOLERANCE,
         None,
     )
     .await
+}
+
+/// Spark's plan, every small file (fan-out 1): these tables hold a dozen small files per partition.
+fn every_small_file() -> ServicesConfig {
+    ServicesConfig {
+        clustering_fan_out: 1,
+        ..ServicesConfig::default()
+    }
 }
 
 fn memory_lock() -> MemoryLock {
@@ -450,7 +458,7 @@ async fn a_crash_at_any_storage_call_of_a_rollback_leaves_a_readable_table() {
     assert_eq!(new_files.len(), CITIES.len());
     clock.advance(TOLERANCE.as_millis() as i64 + 1_000);
 
-    let config = ServicesConfig::default();
+    let config = every_small_file();
     let mut m = 1u64;
     loop {
         let base = dir.path().join(format!("rollback-{m}"));

@@ -431,3 +431,127 @@ fn the_base_stays_below_a_pending_write_that_may_complete_after_a_compaction() {
     ]);
     assert_eq!(writer_base(&timeline, true), None);
 }
+
+#[test]
+fn an_append_to_a_group_another_engine_plans_goes_to_its_slice_from_a_newer_instant() {
+    let compaction = time(WINNER);
+    let planned = PlannedGroups::default().with_foreign(&compaction, &[("p", "g1")]);
+    let log = |base: &str| {
+        let mut stat = WriteStat::new("g1", "p", &format!("p/.g1_{base}.log.1_0-1-0"));
+        stat.log_version = Some(1);
+        vec![stat]
+    };
+    let (candidate, older, base) = (time(CANDIDATE), time(BASE), time(BASE));
+    // To the compaction's slice, from a newer instant: fine.
+    let to_slice = log(WINNER);
+    assert_eq!(
+        Candidate::new(&candidate, Some(&base), &to_slice).check_planned(&planned),
+        Ok(())
+    );
+    // Below it (the slice the plan reads): the executor would supersede the log.
+    let below = log(BASE);
+    let refused = Candidate::new(&candidate, Some(&base), &below).check_planned(&planned);
+    assert_eq!(
+        refused,
+        Err(Conflict::PlannedByCompaction {
+            partition: "p".into(),
+            file_id: "g1".into(),
+            compaction: compaction.clone(),
+        })
+    );
+    // The writer knows the answer by its text (the protocol carries conflicts as text).
+    let text = refused
+        .as_ref()
+        .map_err(ToString::to_string)
+        .expect_err("refused");
+    assert!(is_planned_by_compaction(&text), "{text}");
+    assert!(!is_planned_by_compaction(
+        &Conflict::FileGroupWritten {
+            partition: "p".into(),
+            file_id: "g1".into(),
+            winner: compaction.clone(),
+        }
+        .to_string()
+    ));
+    // To its slice, but from an instant older than the compaction.
+    assert!(Candidate::new(&older, None, &to_slice)
+        .check_planned(&planned)
+        .is_err());
+    // Another group, or no foreign plan: nothing to check.
+    let other = vec![WriteStat::new(
+        "g2",
+        "p",
+        &format!("p/.g2_{BASE}.log.1_0-1-0"),
+    )];
+    assert_eq!(
+        Candidate::new(&candidate, Some(&base), &other).check_planned(&planned),
+        Ok(())
+    );
+    assert_eq!(
+        Candidate::new(&candidate, Some(&base), &below).check_planned(&PlannedGroups::default()),
+        Ok(())
+    );
+}
+
+#[test]
+fn a_write_pending_below_the_base_is_checked_once_it_completed() {
+    use crate::table::timeline::Timeline;
+    let i = |t: &str, a: Action, st: State| Instant::new(time(t), a, st);
+    // Another engine requested WINNER before the commit CANDIDATE-as-base completed; the writer that began
+    // then is based on it, and WINNER is pending below that base.
+    let timeline = Timeline::from_instants([
+        i(BASE, Action::Commit, State::Completed),
+        i(WINNER, Action::Commit, State::Inflight),
+        i(CANDIDATE, Action::Commit, State::Completed),
+    ]);
+    let base = writer_base(&timeline, false);
+    assert_eq!(base.map(|b| b.time.as_str()), Some(CANDIDATE));
+    let pending = pending_below(&timeline, base);
+    assert_eq!(pending, vec![time(WINNER)]);
+    // WINNER completes (out of instant order) with the first file group of bucket 3; the writer's commit
+    // creates another one in the same bucket.
+    let theirs = "00000003-dddd-eeee-ffff-000000000002-0";
+    let mine = "00000003-aaaa-bbbb-cccc-000000000001-0";
+    let completed = [
+        done(BASE, Action::Commit, &[("q", "g1")], &[]),
+        done(WINNER, Action::Commit, &[("p", theirs)], &[]),
+        done(CANDIDATE, Action::Commit, &[("q", "g1")], &[]),
+    ];
+    let (instant, base, written) = (time(NEWER), time(CANDIDATE), stats(&[("p", mine)]));
+    let candidate = Candidate::new(&instant, Some(&base), &written);
+    let instants = || completed.iter().map(|d| &d.instant);
+    // Without the pending set WINNER is below the base, and nothing is checked.
+    assert_eq!(check(&candidate, instants(), &completed), Ok(()));
+    let candidate = candidate.pending(&pending);
+    assert_eq!(
+        check(&candidate, instants(), &completed),
+        Err(Conflict::BucketTouched {
+            partition: "p".into(),
+            bucket: 3,
+            winner: time(WINNER),
+        })
+    );
+    // Commits that were completed at or below the base stay the writer's view.
+    let (written_q, base_only) = (stats(&[("q", "g1")]), [time(WINNER)]);
+    let candidate = Candidate::new(&instant, Some(&base), &written_q).pending(&base_only);
+    assert_eq!(check(&candidate, instants(), &completed), Ok(()));
+}
+
+#[test]
+fn only_writes_pending_below_the_base_are_listed() {
+    use crate::table::timeline::Timeline;
+    let i = |t: &str, a: Action, st: State| Instant::new(time(t), a, st);
+    let timeline = Timeline::from_instants([
+        i(BASE, Action::Commit, State::Requested),
+        i(WINNER, Action::ReplaceCommit, State::Inflight),
+        i(CANDIDATE, Action::Commit, State::Completed),
+        i(NEWER, Action::Commit, State::Inflight),
+    ]);
+    let base = timeline
+        .completed_commits()
+        .into_iter()
+        .find(|c| c.time == time(CANDIDATE));
+    // A clustering is not a write, and a write newer than the base is in the window anyway.
+    assert_eq!(pending_below(&timeline, base), vec![time(BASE)]);
+    assert_eq!(pending_below(&timeline, None), Vec::<InstantTime>::new());
+}

@@ -48,6 +48,9 @@ enum Closing {
     Settled,
     /// Rolled back: nothing of it completes.
     RolledBack,
+    /// Rolled back because it had nothing to commit: every contribution was left out (with why, by member;
+    /// the table's checkpoint is unchanged), or another window took its slot.
+    Emptied(BTreeMap<String, String>, Checkpoint),
     /// Not due yet: ask again then (epoch ms).
     Wait(i64),
     /// What the decision was based on changed before the lock: decide again.
@@ -174,6 +177,20 @@ impl Coordinator {
                 Closing::RolledBack => {
                     return Ok(CoordinatorResponse::RolledBack {
                         instant: instant.to_string(),
+                    })
+                }
+                // A member left out is told why, so that it knows what refused it (a conflict that calls for a
+                // fresh look at the table, say); the others start over.
+                Closing::Emptied(excluded, checkpoint) => {
+                    return Ok(match excluded.get(member) {
+                        Some(reason) => CoordinatorResponse::Excluded {
+                            instant: instant.to_string(),
+                            reason: reason.clone(),
+                            checkpoint: checkpoint.to_sink_json(),
+                        },
+                        None => CoordinatorResponse::RolledBack {
+                            instant: instant.to_string(),
+                        },
                     })
                 }
                 Closing::Wait(until_ms) => {
@@ -328,7 +345,16 @@ impl Coordinator {
             // Nothing to commit: the window is rolled back, and its members start over (those whose
             // offsets were committed find them in the checkpoint).
             self.rollback_fenced(guard, instant).await?;
-            return Ok(Closing::RolledBack);
+            let excluded = decided
+                .resolution
+                .excluded
+                .iter()
+                .map(|(m, why)| (m.clone(), why.to_string()))
+                .collect();
+            return Ok(Closing::Emptied(
+                excluded,
+                decided.resolution.checkpoint.clone(),
+            ));
         }
         // Base files of excluded members that landed since the decision are named by their markers too.
         let mut doomed = decided.doomed.clone();
@@ -479,20 +505,28 @@ impl Decided {
             .as_deref()
             .map(InstantTime::parse)
             .transpose()?;
+        let pending = window
+            .pending
+            .iter()
+            .map(|t| InstantTime::parse(t))
+            .collect::<Result<Vec<_>, _>>()?;
         let completed = timeline.completed_commits();
         let mut after_base = Vec::new();
         for done in completed
             .iter()
-            .filter(|d| base.as_ref().is_none_or(|b| d.time > *b))
+            .filter(|d| base.as_ref().is_none_or(|b| d.time > *b) || pending.contains(&d.time))
         {
             after_base.push(completed_write(coordinator, timeline, done).await?);
         }
         let (checkpoint, committed_schema) = coordinator.latest(timeline).await?;
+        let planned = coordinator.planned_groups(timeline, action).await?;
         let resolution = resolve(
             WindowOf {
                 instant,
                 base: base.as_ref(),
+                pending: &pending,
                 action,
+                planned: &planned,
             },
             contributions,
             checkpoint,

@@ -254,12 +254,17 @@ impl Coordinator {
         }
         crate::write::create_pending_instant(storage, &instant, action).await?;
         write_heartbeat(storage, self.clock.as_ref(), &instant).await?;
-        let base = crate::commit::conflict::writer_base(&timeline, action == Action::DeltaCommit)
-            .map(|i| i.time.to_string());
+        let base = crate::commit::conflict::writer_base(&timeline, action == Action::DeltaCommit);
+        let pending = crate::commit::conflict::pending_below(&timeline, base)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let base = base.map(|i| i.time.to_string());
         let window = WindowObject {
             instant: instant.to_string(),
             end_ms: (slot + 1) * interval as i64,
             base_instant: base,
+            pending,
             checkpoint: checkpoint.to_sink_json(),
             closing: false,
             closing_ms: 0,

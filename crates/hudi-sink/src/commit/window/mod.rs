@@ -105,6 +105,10 @@ pub(crate) struct WindowObject {
     pub end_ms: i64,
     /// The base instant of every member.
     pub base_instant: Option<String>,
+    /// The writes pending below the base when the window opened: checked once completed
+    /// (`commit/conflict.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
     /// The checkpoint when the window opened (`hudi.sink.checkpoint` JSON).
     pub checkpoint: String,
     /// Set by a closer before it reads the members: a member that joins afterwards leaves.

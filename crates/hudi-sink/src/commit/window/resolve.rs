@@ -18,6 +18,7 @@ use crate::mutation::{is_disabled, Mutation};
 use crate::protocol::{checkpoint_covers, Contribution};
 use crate::table::commit::Checkpoint;
 use crate::table::instant::{Action, Instant, InstantTime, State};
+use crate::table::planned_groups::PlannedGroups;
 
 /// Why a contribution is left out of its window's commit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,8 +60,12 @@ pub struct WindowOf<'a> {
     pub instant: &'a InstantTime,
     /// Its base instant.
     pub base: Option<&'a InstantTime>,
+    /// The writes pending below the base when it opened.
+    pub pending: &'a [InstantTime],
     /// Its action (`commit`, or `deltacommit` on merge-on-read).
     pub action: Action,
+    /// The groups pending compactions plan (another engine's take appends to their own slice only).
+    pub planned: &'a PlannedGroups,
 }
 
 fn first_offset(c: &Contribution) -> i64 {
@@ -147,9 +152,11 @@ fn check_contribution(
     after_base: &[CompletedWrite],
     accepted: &[Contribution],
 ) -> Result<(), Conflict> {
-    let candidate =
-        Candidate::new(window.instant, window.base, &contribution.write_stats).deltacommit(delta);
+    let candidate = Candidate::new(window.instant, window.base, &contribution.write_stats)
+        .pending(window.pending)
+        .deltacommit(delta);
     crate::commit::conflict::check(&candidate, completed.iter().copied(), after_base)?;
+    candidate.check_planned(window.planned)?;
     if accepted.is_empty() {
         return Ok(());
     }
@@ -201,7 +208,9 @@ mod tests {
         WindowOf {
             instant,
             base: None,
+            pending: &[],
             action,
+            planned: &crate::table::planned_groups::NOTHING_PLANNED,
         }
     }
 

@@ -10,10 +10,15 @@
 //! ```
 //!
 //! The result is a JSON object text: the meta columns first, then the row image's members copied byte for
-//! byte (numbers keep their exact text), read by the ordinary JSON decoder against the table schema. A
+//! byte (numbers keep their exact text; the base64 strings of Connect decimal columns become their exact
+//! decimal text, `connect.rs`), read by the ordinary JSON decoder against the table schema. A
 //! value that is none of these forms, an unknown op, or a delete without `before` is a [`DebeziumError`]:
 //! the record becomes a dead letter naming the reason.
+//!
+//! Registry-framed Avro values ([`AvroEnvelope`], `avro.rs`) follow the same rules through their writer
+//! schema and stay Avro: the flattened row is a datum of the row schema with the meta columns first.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
@@ -21,14 +26,24 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use thiserror::Error;
 
+mod avro;
+pub mod connect;
 mod schema;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_avro;
 
+pub use avro::AvroEnvelope;
 pub use schema::{check_table, table_schema};
 
 /// `hudi.sink.debezium.connector`: which connector's source block and payload the table follows.
 pub const CONNECTOR_KEY: &str = "hudi.sink.debezium.connector";
+
+/// `hudi.sink.debezium.replica.identity`: the source tables' Postgres `REPLICA IDENTITY` (`full` or
+/// `default`). A delete carries only the replica identity in `before`: a table partitioned by a column
+/// outside the record key needs `full` to place its deletes (`crate::bootstrap::debezium_settings`).
+pub const REPLICA_IDENTITY_KEY: &str = "hudi.sink.debezium.replica.identity";
 
 /// `_change_operation_type` (string): the event's `op`; `d` makes the row a delete.
 pub const OP_COLUMN: &str = "_change_operation_type";
@@ -153,12 +168,25 @@ pub enum DebeziumError {
     /// Not UTF-8 JSON.
     #[error("not JSON: {0}")]
     NotJson(String),
+    /// A registry-framed value whose body is not a datum of its writer schema.
+    #[error("not Avro under its writer schema: {0}")]
+    NotAvro(String),
     /// JSON, but neither an envelope, nor `{schema,payload}`, nor an `ExtractNewRecordState` row.
     #[error("not a Debezium change event: {0}")]
     NotEnvelope(String),
     /// An op code the sink does not apply (`t` truncate, `m` message, or an unknown one).
     #[error("op {0:?} is not applied (only c, u, r and d are)")]
     UnknownOp(String),
+    /// A Connect decimal column whose string is not Debezium's encoding (a dead letter of stage decode).
+    #[error("column {column}: {reason}")]
+    Decimal {
+        /// The column.
+        column: String,
+        /// The string found (shortened).
+        value: String,
+        /// Why.
+        reason: connect::DecimalError,
+    },
     /// The row image the op needs is missing or not an object.
     #[error("op {op:?} needs an object in `{field}`, found {found}")]
     MissingImage {
@@ -223,6 +251,17 @@ fn describe(raw: Option<&RawValue>) -> String {
 
 /// Reads one value as `connector`'s change event.
 pub fn flatten(connector: Connector, value: &[u8]) -> Result<Flattened, DebeziumError> {
+    flatten_with(connector, value, &BTreeMap::new())
+}
+
+/// [`flatten`], with the string of each column in `decimals` read as a Connect decimal of that scale
+/// (base64 of the unscaled value) and written as its exact decimal text; numbers (`decimal.format=NUMERIC`)
+/// are kept as they are.
+pub fn flatten_with(
+    connector: Connector,
+    value: &[u8],
+    decimals: &BTreeMap<String, u32>,
+) -> Result<Flattened, DebeziumError> {
     let text = std::str::from_utf8(value).map_err(|e| DebeziumError::NotJson(e.to_string()))?;
     let trimmed = text.trim();
     if trimmed.is_empty() || trimmed == "null" {
@@ -252,9 +291,9 @@ pub fn flatten(connector: Connector, value: &[u8]) -> Result<Flattened, Debezium
         }
     }
     if members.get("op").is_some() && members.get("source").is_some() {
-        envelope(connector, &members)
+        envelope(connector, &members, decimals)
     } else if members.get("__op").is_some() || members.get("__deleted").is_some() {
-        extracted(connector, &members)
+        extracted(connector, &members, decimals)
     } else {
         Err(DebeziumError::NotEnvelope(
             "an object with neither `op` and `source` (an envelope) nor `__op`/`__deleted` \
@@ -284,13 +323,10 @@ impl Meta {
     /// The columns of `connector` in its order, `_event_seq` computed from file and position.
     fn write(&self, connector: Connector, out: &mut String) {
         let seq = match (&self.file, &self.pos) {
-            (Value::String(file), Value::Number(pos)) => match pos.as_i64() {
-                Some(pos) if pos >= 0 && !file.trim().is_empty() => {
-                    let number = file.rsplit('.').next().unwrap_or(file);
-                    Value::String(format!("{number}.{pos}"))
-                }
-                _ => Value::Null,
-            },
+            (Value::String(file), Value::Number(pos)) => pos
+                .as_i64()
+                .and_then(|pos| event_seq(file, pos))
+                .map_or(Value::Null, Value::String),
             _ => Value::Null,
         };
         let values: &[(&str, &Value)] = match connector {
@@ -327,13 +363,29 @@ impl Meta {
     }
 }
 
+/// `_event_seq` of binlog `file` at `pos`: `"<file number>.<pos>"` (`mysql-bin.000003` at 484 →
+/// `000003.484`); none for a negative position or an empty file name.
+fn event_seq(file: &str, pos: i64) -> Option<String> {
+    if pos < 0 || file.trim().is_empty() {
+        return None;
+    }
+    let number = file.rsplit('.').next().unwrap_or(file);
+    Some(format!("{number}.{pos}"))
+}
+
 fn value_of(raw: Option<&RawValue>) -> Value {
     raw.and_then(|r| serde_json::from_str(r.get()).ok())
         .unwrap_or(Value::Null)
 }
 
-/// The object `{meta…, row members…}`; `row` is an object's raw text.
-fn assemble(connector: Connector, meta: &Meta, row: &[(&str, &RawValue)]) -> Vec<u8> {
+/// The object `{meta…, row members…}`; `row` is an object's raw text; the strings of `decimals` columns are
+/// decoded as Connect decimals.
+fn assemble(
+    connector: Connector,
+    meta: &Meta,
+    row: &[(&str, &RawValue)],
+    decimals: &BTreeMap<String, u32>,
+) -> Result<Vec<u8>, DebeziumError> {
     let mut out = String::with_capacity(256);
     out.push('{');
     meta.write(connector, &mut out);
@@ -341,14 +393,40 @@ fn assemble(connector: Connector, meta: &Meta, row: &[(&str, &RawValue)]) -> Vec
         out.push(',');
         out.push_str(&Value::String((*name).to_string()).to_string());
         out.push(':');
-        out.push_str(value.get());
+        let encoded = match decimals.get(*name) {
+            Some(scale) if value.get().trim_start().starts_with('"') => {
+                serde_json::from_str::<String>(value.get())
+                    .ok()
+                    .map(|e| (e, scale))
+            }
+            _ => None,
+        };
+        match encoded {
+            Some((encoded, scale)) => {
+                let text = connect::decode_decimal(&encoded, *scale).map_err(|reason| {
+                    DebeziumError::Decimal {
+                        column: (*name).to_string(),
+                        value: encoded.chars().take(64).collect(),
+                        reason,
+                    }
+                })?;
+                out.push('"');
+                out.push_str(&text);
+                out.push('"');
+            }
+            None => out.push_str(value.get()),
+        }
     }
     out.push('}');
-    out.into_bytes()
+    Ok(out.into_bytes())
 }
 
 /// An envelope: the image the op names, the meta columns from `source`, `op` and `ts_ms`.
-fn envelope(connector: Connector, members: &Members<'_>) -> Result<Flattened, DebeziumError> {
+fn envelope(
+    connector: Connector,
+    members: &Members<'_>,
+    decimals: &BTreeMap<String, u32>,
+) -> Result<Flattened, DebeziumError> {
     let op = match value_of(members.get("op")) {
         Value::String(op) => op,
         other => {
@@ -402,7 +480,7 @@ fn envelope(connector: Connector, members: &Members<'_>) -> Result<Flattened, De
     };
     let fields: Vec<(&str, &RawValue)> = row.0.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     Ok(Flattened::Row {
-        json: assemble(connector, &meta, &fields),
+        json: assemble(connector, &meta, &fields, decimals)?,
         delete,
     })
 }
@@ -410,7 +488,11 @@ fn envelope(connector: Connector, members: &Members<'_>) -> Result<Flattened, De
 /// A row flattened by `ExtractNewRecordState`: `__`-prefixed fields added with `add.fields` become the
 /// meta columns (`__op`, `__ts_ms`, and source fields as `__<field>` or `__source_<field>`); `__deleted`
 /// `"true"` (rewrite mode) makes it a delete.
-fn extracted(connector: Connector, members: &Members<'_>) -> Result<Flattened, DebeziumError> {
+fn extracted(
+    connector: Connector,
+    members: &Members<'_>,
+    decimals: &BTreeMap<String, u32>,
+) -> Result<Flattened, DebeziumError> {
     let get = |name: &str| -> Value {
         members
             .get(&format!("__{name}"))
@@ -468,7 +550,7 @@ fn extracted(connector: Connector, members: &Members<'_>) -> Result<Flattened, D
         .map(|(k, v)| (k.as_str(), *v))
         .collect();
     Ok(Flattened::Row {
-        json: assemble(connector, &meta, &fields),
+        json: assemble(connector, &meta, &fields, decimals)?,
         delete,
     })
 }

@@ -7,7 +7,7 @@ use crate::schema::avro::{AvroSchema, PrimitiveType, RecordField};
 use super::*;
 
 /// The Avro type of a meta column (HoodieStreamer makes every column nullable).
-fn column_type(name: &str) -> PrimitiveType {
+pub(super) fn column_type(name: &str) -> PrimitiveType {
     match name {
         OP_COLUMN | SHARD_COLUMN | SCHEMA_COLUMN | BIN_FILE_COLUMN | SEQ_COLUMN => {
             PrimitiveType::String

@@ -609,6 +609,19 @@ impl RecordDecoder {
         }
     }
 
+    /// Refuses a record whose column `field` holds `value` that cannot become `expected`, as the decoder
+    /// refuses one (a Debezium decimal that is not its encoding is such a value).
+    pub fn value_refusal(
+        field: &str,
+        value: String,
+        expected: &str,
+        detail: impl Into<String>,
+    ) -> RecordDecodeError {
+        invalid(value, expected, detail)
+            .at(Segment::Field(field.to_string()))
+            .into_error()
+    }
+
     /// Refuses a record whose writer schema cannot be used, in the same error type as a decode refusal.
     pub fn schema_refusal(detail: impl Into<String>) -> RecordDecodeError {
         Fail::new(RecordDecodeReason::Schema {

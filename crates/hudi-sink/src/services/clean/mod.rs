@@ -37,9 +37,6 @@ use bytes::Bytes;
 
 pub use plan::{earliest_commit_to_retain, slices_to_delete, ListedSlice};
 
-use super::avro::{
-    ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan,
-};
 use super::commits::CommitCache;
 use super::config::CleanerPolicy;
 use super::ServiceContext;
@@ -48,6 +45,9 @@ use crate::storage::{ObjectMeta, PutOutcome, Storage};
 use crate::table::file_name::BaseFileName;
 use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::partition_metadata::PARTITION_METAFILE;
+use crate::table::records::{
+    ActionInstant, CleanFileInfo, CleanMetadata, CleanPartitionMetadata, CleanerPlan,
+};
 use crate::table::timeline::Timeline;
 use crate::write::WriteError;
 

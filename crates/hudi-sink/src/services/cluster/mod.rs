@@ -29,6 +29,7 @@
 //! - Bucket-index tables are never clustered: their file groups are fixed per bucket.
 
 mod complete;
+mod copy;
 mod execute;
 mod plan;
 mod schedule;
@@ -51,10 +52,7 @@ use crate::write::{TableWriter, WriteError};
 
 use super::{ServiceContext, ServiceReport, ServicesConfig};
 
-/// Key in the plan's `extraMetadata` naming the engine that scheduled it.
-pub const WRITER_KEY: &str = "hudi.sink.writer";
-/// This sink's name under [`WRITER_KEY`]: the mark of plans it may roll back.
-pub const WRITER_NAME: &str = "msk-hudi-sink";
+pub use crate::table::records::{WRITER_KEY, WRITER_NAME};
 /// `operationType` of clustering plans and commits (Spark classifies replacecommits by it).
 pub const OPERATION_CLUSTER: &str = "CLUSTER";
 /// The execution strategy named in the plan (Spark's default), so that Spark can run or inspect it.
@@ -91,6 +89,9 @@ pub struct ClusteringPlanned {
     pub groups: Vec<PlannedGroup>,
     /// Size at which an output file is closed (`hoodie.clustering.plan.strategy.target.file.max.bytes`).
     pub target_file_max_bytes: u64,
+    /// Smallest row group copied as encoded (`hudi.sink.clustering.copy.min.row.group.bytes`); a file with
+    /// a smaller one is decoded.
+    pub copy_min_row_group_bytes: u64,
 }
 
 impl ClusteringPlanned {

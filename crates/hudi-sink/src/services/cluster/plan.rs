@@ -1,16 +1,24 @@
 //! Planning: which small files are clustered together, and the Avro plan that records it.
 //!
-//! The grouping follows Spark's size-based plan strategy: per partition, the small slices largest first,
-//! a group closed when the next slice would push it past `max.bytes.per.group`; groups of a single slice
-//! are dropped (rewriting one file alone gains nothing), and planning stops at `max.num.groups`. So every
-//! group has at least two slices of one partition and at most `max.bytes.per.group` input bytes.
+//! The grouping is size-tiered. Spark's size-based plan strategy takes every small file of a partition each
+//! time; Spark's writers commit rarely, but this sink commits every few seconds, and merging whatever is small
+//! at each inline run rewrites a partition's growing clustered file to absorb a few new kilobytes. Here a small
+//! slice of `s` bytes is rewritten only in a group of at least `fan × s` input bytes (`fan` is
+//! `hudi.sink.clustering.fan.out`), and only while `fan × s` is below the target file size: each rewrite
+//! multiplies the size of the file holding a byte by the fan-out, so every byte is rewritten at most
+//! log_fan(target / size of the file it was first written in) times (3 at the defaults, 16 and 120 MiB, for
+//! batch files above 30 KB; a file of 8 KB: 8 KB → 128 KB → 2 MB → 32 MB), and what waits per partition is
+//! bounded too: under `fan` files per factor `fan` of size, from the batch file to the target. A file of at
+//! least target / fan is left alone even below `hoodie.parquet.small.file.limit`: rewriting it could gain
+//! less than the fan-out, and since outputs are cut at the writer's estimate of the target (taken before
+//! compression), outputs of one run could otherwise be rewritten into outputs of the same size at the next.
 //!
-//! One rule more than Spark's: a small slice larger than twice all the smaller ones of its partition
-//! together is left as it is. Spark's writers commit rarely; this sink commits every few seconds, and without the rule
-//! every inline run would rewrite the partition's whole clustered file to absorb a few new kilobytes, so the
-//! bytes rewritten per commit would grow with the table until its files reach the limit. With it a file is
-//! rewritten only together with at least half as many other bytes, so each byte is rewritten at most about
-//! log1.5(limit / smallest file) times, whatever the table's age.
+//! Per partition, the candidate slices smallest first: the longest run of them whose bytes reach the bound
+//! of its largest slice is planned (the smaller ones then reach it too). It is cut into groups largest
+//! first, a group closed when the next slice would push it past `max.bytes.per.group`; a group that no
+//! longer reaches the bound of its largest slice (one slice alone never does with a fan-out above 1) is
+//! dropped, and planning stops at `max.num.groups`. So every group has at least two slices of one partition
+//! and at most `max.bytes.per.group` input bytes. Fan-out 1 is Spark's rule: every small file.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,12 +26,12 @@ use super::{
     ClusteringPlanned, PlannedGroup, EXECUTION_STRATEGY_CLASS, OPERATION_CLUSTER, PLAN_VERSION,
     WRITER_KEY, WRITER_NAME,
 };
-use crate::services::avro::{
-    ClusteringGroup, ClusteringPlan, ClusteringStrategy, RequestedReplaceMetadata, SliceInfo,
-};
 use crate::services::ServicesConfig;
 use crate::table::file_name::BaseFileName;
 use crate::table::instant::InstantTime;
+use crate::table::records::{
+    ClusteringGroup, ClusteringPlan, ClusteringStrategy, RequestedReplaceMetadata, SliceInfo,
+};
 use crate::table::timeline::FileSlice;
 use crate::write::WriteError;
 
@@ -54,10 +62,13 @@ pub fn plan_groups(
     let max_groups = config.clustering_max_num_groups as usize;
     let max_bytes = config.clustering_max_bytes_per_group;
     let target = config.clustering_target_file_max_bytes.max(1);
+    let fan_out = u64::from(config.clustering_fan_out.max(1));
+    // The input bytes a group needs to rewrite a slice of `size` bytes.
+    let needed = |size: u64| size.saturating_mul(fan_out);
     let mut by_partition: BTreeMap<&str, Vec<&FileSlice>> = BTreeMap::new();
     for slice in slices {
         let key = (slice.partition_path.clone(), slice.file_id.clone());
-        if slice.size < limit && !excluded.contains(&key) {
+        if slice.size < limit && needed(slice.size) < target && !excluded.contains(&key) {
             by_partition
                 .entry(slice.partition_path.as_str())
                 .or_default()
@@ -66,8 +77,9 @@ pub fn plan_groups(
     }
     let mut groups = Vec::new();
     let close = |current: &mut Vec<&FileSlice>, groups: &mut Vec<PlannedGroup>| {
-        if current.len() >= 2 {
-            let bytes: u64 = current.iter().map(|s| s.size).sum();
+        let bytes: u64 = current.iter().map(|s| s.size).sum();
+        // Largest first: the first slice sets the bound of the group.
+        if current.len() >= 2 && current.first().is_some_and(|s| bytes >= needed(s.size)) {
             groups.push(PlannedGroup {
                 partition_path: current[0].partition_path.clone(),
                 slices: current.iter().map(|s| (*s).clone()).collect(),
@@ -81,20 +93,21 @@ pub fn plan_groups(
         if groups.len() >= max_groups {
             break;
         }
-        small.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.file_id.cmp(&b.file_id)));
-        // Bounded write amplification (module doc): the largest slices that outweigh the rest stay.
-        let mut rest: u64 = small.iter().map(|s| s.size).sum();
-        let keep = small
-            .iter()
-            .position(|s| {
-                rest -= s.size;
-                s.size <= rest.saturating_mul(2)
-            })
-            .unwrap_or(small.len());
-        let small = &small[keep..];
+        // Smallest first: the longest run whose bytes reach the bound of its largest (last) slice.
+        small.sort_by(|a, b| a.size.cmp(&b.size).then_with(|| a.file_id.cmp(&b.file_id)));
+        let mut bytes = 0u64;
+        let mut take = 0;
+        for (i, slice) in small.iter().enumerate() {
+            bytes = bytes.saturating_add(slice.size);
+            if i >= 1 && bytes >= needed(slice.size) {
+                take = i + 1;
+            }
+        }
+        let mut chosen = small[..take].to_vec();
+        chosen.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.file_id.cmp(&b.file_id)));
         let mut current: Vec<&FileSlice> = Vec::new();
         let mut bytes = 0u64;
-        for &slice in small {
+        for slice in chosen {
             if !current.is_empty() && bytes.saturating_add(slice.size) > max_bytes {
                 close(&mut current, &mut groups);
                 bytes = 0;
@@ -211,6 +224,7 @@ impl ClusteringPlanned {
         instant: InstantTime,
         meta: &RequestedReplaceMetadata,
         target_file_max_bytes: u64,
+        copy_min_row_group_bytes: u64,
     ) -> Result<Self, WriteError> {
         let bad = |reason: String| WriteError::Data {
             reason: format!("clustering plan {instant}: {reason}"),
@@ -266,6 +280,7 @@ impl ClusteringPlanned {
             instant,
             groups,
             target_file_max_bytes,
+            copy_min_row_group_bytes,
         })
     }
 }
@@ -291,7 +306,15 @@ mod tests {
             clustering_max_bytes_per_group: max_group,
             clustering_max_num_groups: max_groups,
             clustering_target_file_max_bytes: 250,
+            clustering_fan_out: 2,
             ..ServicesConfig::default()
+        }
+    }
+
+    fn fan_out(config: ServicesConfig, fan_out: u32) -> ServicesConfig {
+        ServicesConfig {
+            clustering_fan_out: fan_out,
+            ..config
         }
     }
 
@@ -343,23 +366,63 @@ mod tests {
     }
 
     #[test]
-    fn a_file_is_rewritten_only_with_at_least_half_as_many_other_bytes() {
-        // A clustered file of 64 and new files of 10: left alone until the new ones add up to half of it.
-        let mut slices = vec![slice("p", "big", 64)];
-        for i in 0..3 {
-            slices.push(slice("p", &format!("n{i}"), 10));
+    fn a_file_is_rewritten_only_with_fan_out_times_its_bytes() {
+        // The default fan-out: a clustered file of 160 waits while new files of 10 gather, and new files
+        // are rewritten only 16 at a time.
+        let default = ServicesConfig {
+            clustering_target_file_max_bytes: 100_000,
+            ..fan_out(config(10_000, u64::MAX, 30), 16)
+        };
+        assert_eq!(
+            default.clustering_fan_out,
+            ServicesConfig::default().clustering_fan_out
+        );
+        let mut slices = vec![slice("p", "big", 160)];
+        for i in 0..15 {
+            slices.push(slice("p", &format!("n{i:02}"), 10));
         }
-        let groups = plan_groups(&slices, &BTreeSet::new(), &config(100, 1000, 30));
-        assert_eq!(ids(&groups), owned(&[("p", &["n0", "n1", "n2"])]));
-        slices.push(slice("p", "n3", 10));
-        let groups = plan_groups(&slices, &BTreeSet::new(), &config(100, 1000, 30));
+        assert!(plan_groups(&slices, &BTreeSet::new(), &default).is_empty());
+        slices.push(slice("p", "n15", 10));
+        let groups = plan_groups(&slices, &BTreeSet::new(), &default);
         assert_eq!(groups.len(), 1);
-        assert_eq!(groups[0].input_bytes(), 104, "{groups:?}");
-        // Bytes rewritten over a long run of small commits stay a bounded multiple of the bytes written:
-        // 400 commits of one 1-byte file each, clustered after every 4th, with a limit of 1,000.
+        assert_eq!(groups[0].input_bytes(), 160, "{groups:?}");
+        assert!(groups[0].slices.iter().all(|s| s.file_id != "big"));
+        // Sixteen files of 160 and one of 170: 2,730 bytes, at least 16 × 170, so all of them.
+        let mut slices = vec![slice("p", "big", 170)];
+        for i in 0..15 {
+            slices.push(slice("p", &format!("m{i:02}"), 160));
+        }
+        assert!(plan_groups(&slices, &BTreeSet::new(), &default).is_empty());
+        slices.push(slice("p", "m15", 160));
+        let groups = plan_groups(&slices, &BTreeSet::new(), &default);
+        assert_eq!(groups[0].slices.len(), 17, "{groups:?}");
+        // A file of target / fan-out or more is left alone: with a target of 250, one of 16 is, one of 15
+        // is not.
+        let near = fan_out(config(1_000, u64::MAX, 30), 16);
+        let mut slices: Vec<FileSlice> = (0..17)
+            .map(|i| slice("p", &format!("f{i:02}"), 15))
+            .collect();
+        slices.push(slice("p", "x", 16));
+        let groups = plan_groups(&slices, &BTreeSet::new(), &near);
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].slices.len(), 17, "{groups:?}");
+        assert!(groups[0].slices.iter().all(|s| s.file_id != "x"));
+    }
+
+    #[test]
+    fn bytes_rewritten_over_a_long_run_stay_under_three_times_the_bytes_written() {
+        // 40,000 commits of one 1-byte file each, clustered after every 4th, with a limit of 1,000 and a
+        // target of 16,000 at the default fan-out: a byte goes 1 → 16 → 256 → 4,096, three rewrites at
+        // most. Outputs are as large as their inputs, cut at the target.
+        let config = ServicesConfig {
+            small_file_limit: 1_000,
+            clustering_target_file_max_bytes: 16_000,
+            clustering_max_bytes_per_group: u64::MAX,
+            ..ServicesConfig::default()
+        };
         let mut files: Vec<(String, u64)> = Vec::new();
-        let (mut written, mut rewritten) = (0u64, 0u64);
-        for commit in 0..400u32 {
+        let (mut written, mut rewritten, mut most_small) = (0u64, 0u64, 0usize);
+        for commit in 0..40_000u32 {
             files.push((format!("c{commit}"), 1));
             written += 1;
             if commit % 4 != 3 {
@@ -369,20 +432,29 @@ mod tests {
                 .iter()
                 .map(|(id, size)| slice("p", id, *size))
                 .collect();
-            for g in plan_groups(&slices, &BTreeSet::new(), &config(1_000, u64::MAX, 30)) {
+            for (n, g) in plan_groups(&slices, &BTreeSet::new(), &config)
+                .into_iter()
+                .enumerate()
+            {
                 let ids: BTreeSet<&str> = g.slices.iter().map(|s| s.file_id.as_str()).collect();
                 files.retain(|(id, _)| !ids.contains(id.as_str()));
-                files.push((format!("x{commit}"), g.input_bytes()));
-                rewritten += g.input_bytes();
+                let bytes = g.input_bytes();
+                for (k, start) in (0..bytes).step_by(16_000).enumerate() {
+                    files.push((format!("x{commit}-{n}-{k}"), (bytes - start).min(16_000)));
+                }
+                rewritten += bytes;
             }
+            most_small = most_small.max(files.iter().filter(|(_, s)| *s < 1_000).count());
         }
         assert_eq!(files.iter().map(|(_, s)| s).sum::<u64>(), written);
-        // Without the rule every run rewrites the whole partition: about 50 times the bytes written.
+        // The rule this replaced (a file rewritten with half its bytes of others) came to about 8 times.
         assert!(
-            rewritten <= 12 * written,
+            rewritten <= 3 * written,
             "{rewritten} bytes rewritten for {written} written"
         );
-        assert!(files.len() <= 12, "{} files: {files:?}", files.len());
+        assert!(rewritten >= 2 * written, "{rewritten} for {written}");
+        // At most 15 waiting files per tier (1, 16, 256) and the 3 commits between runs.
+        assert!(most_small <= 48, "{most_small} small files at most");
     }
 
     #[test]
@@ -392,8 +464,10 @@ mod tests {
             .enumerate()
             .map(|(i, size)| slice("p", &format!("f{i}"), *size))
             .collect();
-        let groups = plan_groups(&slices, &BTreeSet::new(), &config(100, 100, 30));
-        // Largest first: [60] alone (dropped), [50, 40], [30, 30, 30], [20, 10].
+        // Fan-out 1 (Spark's rule: every small file). Largest first: [60] alone (dropped), [50, 40],
+        // [30, 30, 30], [20, 10].
+        let spark = |c: ServicesConfig| fan_out(c, 1);
+        let groups = plan_groups(&slices, &BTreeSet::new(), &spark(config(100, 100, 30)));
         assert_eq!(
             ids(&groups),
             owned(&[
@@ -405,19 +479,28 @@ mod tests {
         for g in &groups {
             assert!(g.slices.len() >= 2 && g.input_bytes() <= 100, "{g:?}");
         }
-        let limited = plan_groups(&slices, &BTreeSet::new(), &config(100, 100, 2));
+        let limited = plan_groups(&slices, &BTreeSet::new(), &spark(config(100, 100, 2)));
         assert_eq!(ids(&limited), ids(&groups[..2]));
+        // Fan-out 2: a group cut by the byte limit below twice its largest slice waits.
+        assert_eq!(
+            ids(&plan_groups(
+                &slices,
+                &BTreeSet::new(),
+                &config(100, 100, 30)
+            )),
+            owned(&[("p", &["f3", "f4", "f5"])])
+        );
         // The group count is bounded across partitions too.
         let mut many = slices.clone();
         many.extend(slices.iter().map(|s| FileSlice {
             partition_path: "q".into(),
             ..s.clone()
         }));
-        let limited = plan_groups(&many, &BTreeSet::new(), &config(100, 100, 4));
+        let limited = plan_groups(&many, &BTreeSet::new(), &spark(config(100, 100, 4)));
         assert_eq!(limited.len(), 4);
         assert_eq!(limited[3].partition_path, "q");
         // Output files announced: input bytes over the target, rounded up.
-        let big = plan_groups(&slices, &BTreeSet::new(), &config(100, 1000, 30));
+        let big = plan_groups(&slices, &BTreeSet::new(), &spark(config(100, 1000, 30)));
         assert_eq!(big.len(), 1);
         assert_eq!(big[0].input_bytes(), 270);
         assert_eq!(big[0].num_output_file_groups, 2);
@@ -443,6 +526,7 @@ mod tests {
             instant: InstantTime::parse("20240101000000009").expect("t"),
             groups: plan_groups(&slices, &BTreeSet::new(), &config(100, 1000, 30)),
             target_file_max_bytes: 250,
+            copy_min_row_group_bytes: 0,
         };
         let meta = to_requested(&planned, "s3://bucket/table/");
         assert!(is_this_sinks(&meta));
@@ -459,8 +543,8 @@ mod tests {
         let bytes = meta.to_avro_bytes().expect("encode");
         let back = RequestedReplaceMetadata::from_avro_bytes(&bytes).expect("decode");
         assert_eq!(back, meta);
-        let rebuilt =
-            ClusteringPlanned::from_requested(planned.instant.clone(), &back, 250).expect("plan");
+        let rebuilt = ClusteringPlanned::from_requested(planned.instant.clone(), &back, 250, 0)
+            .expect("plan");
         let sizeless: Vec<PlannedGroup> = planned
             .groups
             .iter()
@@ -481,6 +565,6 @@ mod tests {
         foreign.extra_metadata.clear();
         assert!(!is_this_sinks(&foreign));
         foreign.operation_type = "INSERT_OVERWRITE".into();
-        assert!(ClusteringPlanned::from_requested(planned.instant, &foreign, 250).is_err());
+        assert!(ClusteringPlanned::from_requested(planned.instant, &foreign, 250, 0).is_err());
     }
 }

@@ -6,11 +6,11 @@ use bytes::Bytes;
 
 use super::plan::{is_this_sinks, plan_file_groups, plan_groups, to_requested};
 use super::ClusteringPlanned;
-use crate::services::avro::RequestedReplaceMetadata;
 use crate::services::ServiceContext;
 use crate::storage::{PutOutcome, Storage};
 use crate::table::instant::{Action, Instant, InstantTime, State};
 use crate::table::properties::TableProperties;
+use crate::table::records::RequestedReplaceMetadata;
 use crate::table::timeline::{FileSlice, Timeline};
 use crate::write::WriteError;
 
@@ -123,6 +123,7 @@ pub async fn schedule(
         instant: ctx.new_instant_time(timeline),
         groups,
         target_file_max_bytes: ctx.config.clustering_target_file_max_bytes,
+        copy_min_row_group_bytes: ctx.config.clustering_copy_min_row_group_bytes,
     };
     let body = to_requested(&planned, storage.base_uri())
         .to_avro_bytes()

@@ -1,6 +1,6 @@
 //! Clustering on an in-memory table: planning, the pending instant, rewriting, completion, rollback.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -14,12 +14,12 @@ use crate::clock::ManualClock;
 use crate::lock::memory::MemoryLock;
 use crate::lock::LeaseOptions;
 use crate::schema::avro::AvroSchema;
-use crate::services::avro::RequestedReplaceMetadata;
 use crate::storage::memory::MemoryStorage;
 use crate::table::commit::{CommitMetadata, OperationType, ReplaceCommitMetadata, WriteStat};
 use crate::table::file_name::heartbeat_path;
 use crate::table::file_name::BaseFileName;
 use crate::table::instant::{Action, Instant, State};
+use crate::table::records::RequestedReplaceMetadata;
 use crate::table::timeline::RETIRED_DIR;
 use crate::write::WriteConfig;
 
@@ -65,6 +65,11 @@ async fn table(extra: &str) -> Table {
 impl Table {
     /// One insert commit of keys `ids`, alternating between the partitions `sf` and `nyc`.
     async fn insert(&self, ids: std::ops::Range<u32>) -> InstantTime {
+        self.insert_written(ids).await.0
+    }
+
+    /// [`Self::insert`], and the bytes of the files it wrote.
+    async fn insert_written(&self, ids: std::ops::Range<u32>) -> (InstantTime, u64) {
         self.clock.advance(1000);
         let n = ids.len();
         let columns: Vec<ArrayRef> = vec![
@@ -87,7 +92,15 @@ impl Table {
         assert_eq!(columns[0].len(), n);
         let batch =
             RecordBatch::try_new(self.writer.schema().data.clone(), columns).expect("batch");
-        self.writer.write(&[batch]).await.expect("insert").instant
+        let result = self.writer.write(&[batch]).await.expect("insert");
+        let bytes = result
+            .commit
+            .partition_to_write_stats
+            .values()
+            .flatten()
+            .map(|s| u64::try_from(s.file_size_in_bytes).expect("size"))
+            .sum();
+        (result.instant, bytes)
     }
 
     async fn timeline(&self) -> Timeline {
@@ -178,7 +191,7 @@ impl Table {
     async fn complete(&self, planned: &ClusteringPlanned, stats: Vec<WriteStat>) -> Completion {
         let timeline = self.timeline().await;
         let schema = self.writer.schema().avro_json.clone();
-        self.with_ctx(&ServicesConfig::default(), async |ctx| {
+        self.with_ctx(&every_small_file(), async |ctx| {
             complete(ctx, &timeline, planned, stats, &schema)
                 .await
                 .expect("complete")
@@ -188,7 +201,7 @@ impl Table {
 
     async fn rollback_expired(&self) -> u64 {
         let timeline = self.timeline().await;
-        self.with_ctx(&ServicesConfig::default(), async |ctx| {
+        self.with_ctx(&every_small_file(), async |ctx| {
             rollback_expired(ctx, &timeline, TOLERANCE)
                 .await
                 .expect("rollback")
@@ -212,6 +225,16 @@ impl Table {
     }
 }
 
+/// Spark's plan, every small file (fan-out 1): these tests of the mechanics cluster a few files of a few rows.
+fn every_small_file() -> ServicesConfig {
+    ServicesConfig {
+        clustering_fan_out: 1,
+        // The test tables' files are tiny: copy them all.
+        clustering_copy_min_row_group_bytes: 0,
+        ..ServicesConfig::default()
+    }
+}
+
 fn path(t: &InstantTime, state: State) -> String {
     Instant::new(t.clone(), Action::ReplaceCommit, state).path()
 }
@@ -230,10 +253,7 @@ async fn small_files() -> Table {
 async fn scheduling_writes_the_plan_the_empty_inflight_and_a_heartbeat() {
     let t = small_files().await;
     let before = t.rows().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     assert_eq!(planned.groups.len(), 2);
     assert_eq!(planned.num_input_slices(), 8);
     let mut partitions: Vec<&str> = planned
@@ -305,23 +325,23 @@ async fn scheduling_writes_the_plan_the_empty_inflight_and_a_heartbeat() {
         .expect("pending");
     assert_eq!(pending.own, vec![planned.instant.clone()]);
     assert_eq!(pending.file_groups.len(), 8);
-    assert!(t.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(t.schedule(&every_small_file()).await.is_none());
 }
 
 #[tokio::test]
 async fn nothing_is_scheduled_without_two_small_files_or_when_not_allowed() {
     let t = table("").await;
     t.insert(0..2).await; // one file per partition
-    assert!(t.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(t.schedule(&every_small_file()).await.is_none());
     t.insert(2..4).await;
     let off = ServicesConfig {
         small_file_limit: 0,
-        ..ServicesConfig::default()
+        ..every_small_file()
     };
     assert!(t.schedule(&off).await.is_none());
     let tiny = ServicesConfig {
         small_file_limit: 100, // every file is larger
-        ..ServicesConfig::default()
+        ..every_small_file()
     };
     assert!(t.schedule(&tiny).await.is_none());
     // Another engine's pending replacecommit of unknown extent (an insert overwrite): wait for it.
@@ -330,16 +350,54 @@ async fn nothing_is_scheduled_without_two_small_files_or_when_not_allowed() {
         .put(&path(&foreign, State::Requested), Bytes::new())
         .await
         .expect("put");
-    assert!(t.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(t.schedule(&every_small_file()).await.is_none());
     t.storage
         .delete(&path(&foreign, State::Requested))
         .await
         .expect("delete");
-    assert!(t.schedule(&ServicesConfig::default()).await.is_some());
+    assert!(t.schedule(&every_small_file()).await.is_some());
 
     // Bucket-index tables are never clustered.
     let b = table("hoodie.index.type=BUCKET\nhoodie.bucket.index.num.buckets=1\n").await;
-    assert!(b.schedule(&ServicesConfig::default()).await.is_none());
+    assert!(b.schedule(&every_small_file()).await.is_none());
+}
+
+/// Row groups of the base file at `path`.
+async fn row_groups_of(t: &Table, path: &str) -> usize {
+    let data = t.storage.get(path).await.expect("new file");
+    parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&data)
+        .expect("footer")
+        .num_row_groups()
+}
+
+#[tokio::test]
+async fn row_groups_below_the_copy_minimum_are_decoded_into_one() {
+    // Four files of a few rows per partition: copied, each output keeps the four input row groups; with
+    // the default minimum (1 MiB) they are decoded and re-encoded as one row group.
+    for (minimum, expected) in [(0u64, 4usize), (1024 * 1024, 1)] {
+        let t = small_files().await;
+        let before = t.rows().await;
+        let config = ServicesConfig {
+            clustering_copy_min_row_group_bytes: minimum,
+            ..every_small_file()
+        };
+        let planned = t.schedule(&config).await.expect("planned");
+        assert_eq!(planned.copy_min_row_group_bytes, minimum);
+        let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
+            .await
+            .expect("execute");
+        assert_eq!(stats.len(), 2, "one output file per group");
+        for stat in &stats {
+            assert_eq!(
+                row_groups_of(&t, &stat.path).await,
+                expected,
+                "minimum {minimum}"
+            );
+        }
+        assert_eq!(t.complete(&planned, stats).await, Completion::Committed);
+        assert_eq!(t.rows().await, before, "minimum {minimum}");
+    }
 }
 
 #[tokio::test]
@@ -347,10 +405,7 @@ async fn execute_and_complete_replace_small_files_with_the_same_rows() {
     let t = small_files().await;
     let before = t.rows().await;
     let inputs = t.slices().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
         .await
         .expect("execute");
@@ -440,6 +495,69 @@ async fn execute_and_complete_replace_small_files_with_the_same_rows() {
 }
 
 #[tokio::test]
+async fn a_group_mixing_copied_and_decoded_files_keeps_every_row_and_key() {
+    let mut t = table("").await;
+    t.insert(0..10).await;
+    t.insert(10..20).await;
+    // Files of another codec are decoded and re-encoded; the table's own are copied.
+    let config = WriteConfig::from_properties_text(
+        "hoodie.table.name=t\nhoodie.base.path=mem://cluster/t\n\
+         hoodie.datasource.write.recordkey.field=uuid\n\
+         hoodie.datasource.write.partitionpath.field=city\n\
+         hoodie.datasource.write.operation=insert\nhoodie.parquet.compression.codec=snappy\n",
+    )
+    .expect("config");
+    let snappy = TableWriter::create_or_open(t.storage.clone(), t.clock.clone(), config, None)
+        .await
+        .expect("snappy writer");
+    let gzip = std::mem::replace(&mut t.writer, snappy);
+    t.insert(20..30).await;
+    t.insert(30..40).await;
+    t.writer = gzip;
+    let before = t.rows().await;
+    assert_eq!(before.len(), 40);
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
+    let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
+        .await
+        .expect("execute");
+    // Both paths ran: a switch between them closes the open output, so a group gives more than one file.
+    assert!(stats.len() > 2, "{} files", stats.len());
+    assert_eq!(
+        t.complete(&planned, stats.clone()).await,
+        Completion::Committed
+    );
+    assert_eq!(t.rows().await, before, "every row, its file name rewritten");
+    for stat in &stats {
+        let data = t.storage.get(&stat.path).await.expect("new file");
+        assert_eq!(data.len() as i64, stat.file_size_in_bytes);
+        let footer = read_footer(&data).expect("footer");
+        let (_, batches) = read_base_file(data).expect("rows");
+        let keys: Vec<String> = batches
+            .iter()
+            .flat_map(|b| {
+                b.column(2)
+                    .as_string::<i32>()
+                    .iter()
+                    .flatten()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(keys.len() as i64, stat.num_writes);
+        let bloom = footer.bloom_filter().expect("bloom").expect("a filter");
+        assert!(keys.iter().all(|k| bloom.might_contain(k.as_bytes())));
+        assert_eq!(
+            footer.min_record_key(),
+            keys.iter().min().map(String::as_str)
+        );
+        assert_eq!(
+            footer.max_record_key(),
+            keys.iter().max().map(String::as_str)
+        );
+    }
+}
+
+#[tokio::test]
 async fn outputs_are_split_at_the_target_size() {
     let t = table("").await;
     for i in 0..6 {
@@ -449,7 +567,7 @@ async fn outputs_are_split_at_the_target_size() {
     let input_bytes: u64 = t.slices().await.iter().map(|s| s.size).sum();
     let config = ServicesConfig {
         clustering_target_file_max_bytes: input_bytes / 8,
-        ..ServicesConfig::default()
+        ..every_small_file()
     };
     let planned = t.schedule(&config).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
@@ -478,6 +596,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
             instant: foreign_time.clone(),
             groups: Vec::new(),
             target_file_max_bytes: 1,
+            copy_min_row_group_bytes: 0,
         },
         "mem://cluster/t",
     );
@@ -491,10 +610,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
         .await
         .expect("put");
 
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
         .await
         .expect("execute");
@@ -520,7 +636,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
     assert!(!t.exists(&path(&planned.instant, State::Completed)).await);
     // The next plan takes a new time.
     let again = t
-        .schedule(&ServicesConfig::default())
+        .schedule(&every_small_file())
         .await
         .expect("planned again");
     assert!(again.instant > planned.instant);
@@ -529,10 +645,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
 #[tokio::test]
 async fn a_plan_without_heartbeat_expires_by_its_instant_time() {
     let t = small_files().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     t.storage
         .delete(&heartbeat_path(&planned.instant))
         .await
@@ -555,10 +668,7 @@ async fn a_plan_without_heartbeat_expires_by_its_instant_time() {
 async fn a_plan_overtaken_by_a_commit_to_its_groups_is_rolled_back_at_completion() {
     let t = small_files().await;
     let before = t.rows().await;
-    let planned = t
-        .schedule(&ServicesConfig::default())
-        .await
-        .expect("planned");
+    let planned = t.schedule(&every_small_file()).await.expect("planned");
     let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
         .await
         .expect("execute");
@@ -594,4 +704,96 @@ async fn a_plan_overtaken_by_a_commit_to_its_groups_is_rolled_back_at_completion
     }
     assert_eq!(t.rows_checked(false).await, visible);
     assert_eq!(before, visible, "the copied slice holds the same rows");
+}
+
+/// Inline clustering over a long run of small commits at the default fan-out: 1,000 commits of 40 rows (20 per
+/// partition), a run after every 4th, with a limit of 64 KiB and a target of 1 MiB so that files reach the
+/// limit within the run.
+/// The bytes clustering reads stay under 3 times the bytes the commits wrote, the small files per partition
+/// under 48 (15 waiting per factor 16 of size, from the batch file to the target, and the commits between
+/// runs), and the table holds every row once, with its commit time, at the end.
+#[tokio::test]
+async fn a_long_run_rewrites_under_three_times_the_bytes_written() {
+    const COMMITS: u32 = 1_000;
+    const ROWS: u32 = 40;
+    const LIMIT: u64 = 64 * 1024;
+    let t = table("").await;
+    let config = ServicesConfig {
+        small_file_limit: LIMIT,
+        clustering_target_file_max_bytes: 16 * LIMIT,
+        ..ServicesConfig::default()
+    };
+    let (mut written, mut rewritten, mut most_small, mut runs) = (0u64, 0u64, 0usize, 0u32);
+    let mut expected = Vec::new();
+    for commit in 0..COMMITS {
+        let ids = commit * ROWS..(commit + 1) * ROWS;
+        let (instant, bytes) = t.insert_written(ids.clone()).await;
+        written += bytes;
+        for i in ids {
+            let city = if i % 2 == 0 { "sf" } else { "nyc" };
+            let fare = (i % 7 != 0).then(|| (f64::from(i) / 4.0).to_string());
+            expected.push(vec![
+                instant.to_string(),
+                format!("trip-{i:05}"),
+                city.to_string(),
+                format!("trip-{i:05}"),
+                i.to_string(),
+                fare.unwrap_or_else(|| "null".into()),
+                city.to_string(),
+            ]);
+        }
+        if commit % 4 != 3 {
+            continue;
+        }
+        let Some(planned) = t.schedule(&config).await else {
+            continue;
+        };
+        rewritten += planned
+            .groups
+            .iter()
+            .map(PlannedGroup::input_bytes)
+            .sum::<u64>();
+        let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
+            .await
+            .expect("execute");
+        assert_eq!(t.complete(&planned, stats).await, Completion::Committed);
+        runs += 1;
+        let mut small: BTreeMap<String, usize> = BTreeMap::new();
+        for slice in t.slices().await {
+            if slice.size < LIMIT {
+                *small.entry(slice.partition_path).or_default() += 1;
+            }
+        }
+        most_small = most_small.max(small.values().copied().max().unwrap_or(0));
+    }
+    eprintln!(
+        "{COMMITS} commits: {written} bytes written, {rewritten} rewritten ({:.2}x) in {runs} runs, \
+         at most {most_small} small files per partition",
+        rewritten as f64 / written as f64
+    );
+    assert!(runs >= 10, "{runs} clustering runs");
+    assert!(
+        rewritten <= 3 * written,
+        "{rewritten} bytes rewritten for {written} written"
+    );
+    assert!(most_small < 48, "{most_small} small files in a partition");
+    // Row-exact: every row once, with its commit time; sequence numbers of its commit, all distinct.
+    let rows = t.rows().await;
+    let seqnos: BTreeSet<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(seqnos.len(), rows.len());
+    assert!(
+        rows.iter().all(|r| r[1].starts_with(&r[0])),
+        "sequence numbers"
+    );
+    let mut got: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|mut r| {
+            r.remove(1);
+            r
+        })
+        .collect();
+    got.sort();
+    expected.sort();
+    assert_eq!(got.len(), (COMMITS * ROWS) as usize);
+    assert!(got == expected, "the rows differ from the rows written");
 }

@@ -63,9 +63,9 @@ pub fn late_logs(
                 ))
             })?;
         let planned_logs: BTreeSet<&str> = op.log_paths.iter().map(String::as_str).collect();
+        // Only the planned slice's own logs: those another engine's writer appended to slice `c` are there already.
         let mut late: Vec<LateLog> = current
-            .log_files
-            .iter()
+            .logs_based_at(&current.base_instant)
             .map(|log| LateLog {
                 partition: current.partition_path.clone(),
                 log: log.clone(),

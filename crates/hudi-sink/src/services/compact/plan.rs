@@ -5,10 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{instant_path, CompactionPlanned, PlannedOperation, WRITER_KEY, WRITER_NAME};
 use crate::log_file::LogFileName;
 use crate::mutation::{is_disabled, Mutation};
-use crate::services::avro::compaction::COMPACTION_PLAN_VERSION;
-use crate::services::avro::{CompactionOperation, CompactionPlan};
 use crate::storage::Storage;
 use crate::table::instant::{Action, InstantTime, State};
+use crate::table::records::compaction::COMPACTION_PLAN_VERSION;
+use crate::table::records::{CompactionOperation, CompactionPlan};
 use crate::table::timeline::{FileSlice, Timeline};
 use crate::write::WriteError;
 

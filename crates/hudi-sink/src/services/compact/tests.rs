@@ -7,11 +7,11 @@ use bytes::Bytes;
 use super::plan::{plan_operations, to_plan};
 use super::*;
 use crate::log_file::LogFileName;
-use crate::services::avro::compaction::COMPACTION_PLAN_VERSION;
 use crate::storage::memory::MemoryStorage;
 use crate::storage::Storage;
 use crate::table::commit::{CommitMetadata, OperationType, WriteStat};
 use crate::table::fs_view::SliceLogFile;
+use crate::table::records::compaction::COMPACTION_PLAN_VERSION;
 
 fn t(n: u32) -> InstantTime {
     InstantTime::parse(&format!("202401010000000{n:02}")).expect("time")

@@ -5,12 +5,14 @@
 //! deltacommit that wrote it, so the writer is found in the write stats of completed deltacommits. The rule,
 //! one clause per method, on top of the base file rule of [`super::SliceVisibility`] (the log's slice must be
 //! its group's visible slice, which the callers check):
-//! - [`LogVisibility::is_pending_compaction_base`]: the log's base instant is not a pending compaction (such
-//!   logs stay invisible to hudi-rs 0.5.0 until the compaction commits, so a writer must not append to them);
 //! - [`LogVisibility::written_by`]: a completed deltacommit ≤ the cutoff names the log as its `path`, or a
 //!   completed compaction ≤ the cutoff carried it into its new slice (`table::carried`; visible from the later
 //!   of the compaction and the deltacommit whose blocks it holds). Logs of a failed (pending or rolled-back)
 //!   deltacommit and rollback command blocks are named by none, so they are not visible.
+//!
+//! A committed log whose base instant is a pending compaction ([`LogVisibility::is_pending_compaction_base`])
+//! belongs to the slice that compaction will make; until then readers merge it after the logs of the slice
+//! the compaction reads (Spark does; hudi-rs 0.5.0 hides such logs until the compaction commits).
 //!
 //! Cost: [`LogVisibility::load`] reads every completed deltacommit ≤ the cutoff (one GET each), which is bounded
 //! by the active timeline. A log written by an archived deltacommit is therefore not found; compaction retires
@@ -108,9 +110,9 @@ impl LogVisibility {
         self.writers.get(path)
     }
 
-    /// Whether the log at `path` holds committed data as of the cutoff: both clauses of the module doc.
-    pub fn is_visible(&self, path: &str, log: &LogFileName) -> bool {
-        !self.is_pending_compaction_base(log) && self.written_by(path).is_some()
+    /// Whether the log at `path` holds committed data as of the cutoff (the rule of the module doc).
+    pub fn is_visible(&self, path: &str) -> bool {
+        self.written_by(path).is_some()
     }
 }
 
@@ -141,37 +143,37 @@ mod tests {
     #[test]
     fn a_log_written_by_a_completed_deltacommit_at_or_before_the_cutoff_is_visible() {
         let tl = timeline();
-        let (path, name) = log(10, 1);
+        let (path, _) = log(10, 1);
         let mut latest = LogVisibility::new(&tl, Some(&t(20)));
         latest.record(&path, &t(20));
         assert_eq!(latest.written_by(&path), Some(&t(20)));
-        assert!(latest.is_visible(&path, &name));
+        assert!(latest.is_visible(&path));
         // As of 10 the deltacommit 20 is in the future: not recorded, not visible.
         let mut as_of_10 = LogVisibility::new(&tl, Some(&t(10)));
         as_of_10.record(&path, &t(20));
         assert_eq!(as_of_10.written_by(&path), None);
-        assert!(!as_of_10.is_visible(&path, &name));
+        assert!(!as_of_10.is_visible(&path));
         // Nothing committed: nothing recorded.
         let mut none = LogVisibility::new(&tl, None);
         none.record(&path, &t(20));
-        assert!(!none.is_visible(&path, &name));
+        assert!(!none.is_visible(&path));
     }
 
     #[test]
     fn a_log_of_a_failed_deltacommit_is_invisible() {
         let tl = timeline();
         // Deltacommit 30 never completed: no completed stat names its log (its name carries base 10 only).
-        let (written, written_name) = log(10, 1);
-        let (failed, failed_name) = log(10, 2);
+        let (written, _) = log(10, 1);
+        let (failed, _) = log(10, 2);
         let mut v = LogVisibility::new(&tl, Some(&t(20)));
         v.record(&written, &t(20));
-        assert!(v.is_visible(&written, &written_name));
+        assert!(v.is_visible(&written));
         assert_eq!(v.written_by(&failed), None);
-        assert!(!v.is_visible(&failed, &failed_name));
+        assert!(!v.is_visible(&failed));
     }
 
     #[test]
-    fn a_log_whose_base_is_a_pending_compaction_is_invisible() {
+    fn a_log_whose_base_is_a_pending_compaction_is_visible_once_written() {
         // Deltacommit 50 completed while compaction 40 was pending, appending to the compaction's slice.
         let tl =
             timeline().with_instant(Instant::new(t(50), Action::DeltaCommit, State::Completed));
@@ -181,8 +183,8 @@ mod tests {
         assert_eq!(v.written_by(&path), Some(&t(50)));
         assert!(v.is_pending_compaction_base(&name));
         assert!(
-            !v.is_visible(&path, &name),
-            "written, but against a pending compaction"
+            v.is_visible(&path),
+            "written against a pending compaction: merged by readers"
         );
         // Once the compaction completes (a commit at 40) the base is no longer pending.
         let done = Timeline::from_instants([

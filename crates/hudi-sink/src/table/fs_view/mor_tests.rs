@@ -84,7 +84,7 @@ async fn check(view: &mut FileSystemView, storage: &dyn Storage) -> Vec<(String,
 }
 
 #[tokio::test]
-async fn logs_join_their_slice_failed_and_pending_compaction_logs_do_not_and_compaction_starts_a_slice(
+async fn logs_join_their_slice_failed_ones_do_not_pending_compaction_logs_merge_and_compaction_starts_a_slice(
 ) {
     let table = Table {
         storage: MemoryStorage::new("mem://mor"),
@@ -113,17 +113,19 @@ async fn logs_join_their_slice_failed_and_pending_compaction_logs_do_not_and_com
     table.file(&log_name(10, 2)).await;
     assert_eq!(check(&mut view, storage).await, one_log);
 
-    // Compaction 40 is scheduled; deltacommit 50 appends to the compaction's slice (base instant 40): not
-    // visible while the compaction is pending (hudi-rs 0.5.0 hides it), in the listing and the view.
+    // Compaction 40 is scheduled; deltacommit 50 appends to the compaction's slice (base instant 40), as
+    // Hudi's writers do: while the compaction is pending, readers merge it after the slice the compaction
+    // reads (Spark's merged file slice; hudi-rs 0.5.0 hides it), in the listing and the view.
     table
         .put(&format!(".hoodie/{}.compaction.requested", t(40)), b"plan")
         .await;
     table
         .complete(50, "deltacommit", upsert, &[log_name(40, 1)])
         .await;
-    assert_eq!(check(&mut view, storage).await, one_log);
+    let merged = vec![(base_name(10), vec![log_name(10, 1), log_name(40, 1)])];
+    assert_eq!(check(&mut view, storage).await, merged);
     let mut cold = FileSystemView::new();
-    assert_eq!(check(&mut cold, storage).await, one_log);
+    assert_eq!(check(&mut cold, storage).await, merged);
 
     // The compaction commits (a `commit`, operation COMPACT, naming the new base file): a new slice with the
     // new base, and the log appended to it while it was pending.

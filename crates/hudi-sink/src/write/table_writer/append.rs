@@ -4,6 +4,7 @@
 //! ```text
 //! winners of (partition, bucket) ─ data rows: upserts and `_hoodie_is_deleted` rows (event time)
 //!                                ─ delete records: the delete operation and Kafka tombstones (IntWrapper 0)
+//!                                ─ leading delete records: keys deleted and then re-created in the batch
 //!   ─ marker <log>.marker.APPEND ─ .<fileId>_<base>.log.<v>_<token>, created if absent (v+1 when taken)
 //!   ─ HoodieDeltaWriteStat
 //! ```
@@ -13,6 +14,11 @@
 //! whether a delete finds its key (every delete counts as `deleted`, never `delete_misses`). The log file is
 //! created with create-if-absent, so two writers of the same slice at the same time never overwrite each
 //! other's file: the second takes the next version.
+//!
+//! A key the batch deletes (tombstone) and then re-creates gets a delete record (IntWrapper 0) in a delete
+//! block ahead of the data block, as two deltacommits [delete] then [record] would write it: readers apply
+//! blocks in order, so the delete removes the slice's earlier log versions and the re-created record is then
+//! merged against the base file's version only (docs/semantics.md, "Merge-on-read tables").
 
 use arrow_array::RecordBatch;
 use bytes::Bytes;
@@ -58,13 +64,15 @@ const MAX_VERSION_ATTEMPTS: u32 = 64;
 
 impl TableWriter {
     /// Appends `winners` to `slice` as one new log file and returns its stat and the tombstoned keys it
-    /// deletes (`None` when nothing was written).
+    /// deletes (`None` when nothing was written). With `append_to`, the log goes to the slice of that pending
+    /// compaction of another engine instead (base instant `append_to`, no base file yet).
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn append_bucket(
         &self,
         instant: &InstantTime,
         partition: &str,
         slice: &FileSlice,
+        append_to: Option<&InstantTime>,
         batch: &RecordBatch,
         winners: &[(&str, Winner)],
         file_index: &mut usize,
@@ -73,6 +81,7 @@ impl TableWriter {
         let mut sources = Vec::new();
         let mut keys = Vec::new();
         let mut deletes = Vec::new();
+        let mut leading_deletes = Vec::new();
         let mut tombstoned = Vec::new();
         // Under a Debezium payload a delete event is a delete record carrying its ordering value (what
         // HoodieStreamer's append handle writes for a payload without an insert value): readers keep a
@@ -105,6 +114,14 @@ impl TableWriter {
                 }
             } else if w.row != TOMBSTONE_ROW {
                 // Upserts, and `_hoodie_is_deleted` rows, which readers merge by ordering value.
+                if w.force
+                    && !crate::mutation::is_disabled(
+                        crate::mutation::Mutation::RecreateWritesDelete,
+                    )
+                {
+                    // Re-created after a tombstone of this batch: the tombstone's delete goes first.
+                    leading_deletes.push(DeleteRecord::new(*key, partition));
+                }
                 sources.push(Source::Insert(w.row));
                 keys.push(*key);
                 if w.delete {
@@ -138,14 +155,17 @@ impl TableWriter {
         if let Some(rows) = &data {
             writer = writer.with_records(std::slice::from_ref(rows))?;
         }
+        if !leading_deletes.is_empty() {
+            writer = writer.with_leading_deletes(&leading_deletes)?;
+        }
         if !deletes.is_empty() {
             writer = writer.with_deletes(&deletes)?;
         }
         let body = Bytes::from(writer.finish()?);
         let token = WriteToken::new(*file_index as u64, crate::write::lease::stage(), 0);
-        let existing: Vec<&LogFileName> = slice.log_files.iter().map(|l| &l.name).collect();
-        let mut name =
-            LogFileName::next_in_slice(existing, &slice.file_id, &slice.base_instant, token)?;
+        let base = append_to.unwrap_or(&slice.base_instant);
+        let existing: Vec<&LogFileName> = slice.logs_based_at(base).map(|l| &l.name).collect();
+        let mut name = LogFileName::next_in_slice(existing, &slice.file_id, base, token)?;
         let mut attempts = 0;
         let path = loop {
             let file_name = name.file_name();
@@ -179,19 +199,27 @@ impl TableWriter {
         *file_index += 1;
         let size = body.len() as i64;
         let mut stat = WriteStat::new(&slice.file_id, partition, &path);
-        stat.prev_commit = slice.base_instant.to_string();
+        stat.prev_commit = base.to_string();
         stat.num_writes = sources.len() as i64;
         stat.num_update_writes = sources.len() as i64;
-        stat.num_deletes = deletes.len() as i64;
+        stat.num_deletes = (leading_deletes.len() + deletes.len()) as i64;
         stat.total_write_bytes = size;
         stat.file_size_in_bytes = size;
-        stat.total_log_records = (sources.len() + deletes.len()) as i64;
-        stat.total_log_blocks = i64::from(!sources.is_empty()) + i64::from(!deletes.is_empty());
+        stat.total_log_records = (sources.len() + leading_deletes.len() + deletes.len()) as i64;
+        stat.total_log_blocks = i64::from(!leading_deletes.is_empty())
+            + i64::from(!sources.is_empty())
+            + i64::from(!deletes.is_empty());
         stat.log_version = Some(i64::from(name.version));
         stat.log_offset = Some(0);
-        stat.base_file = Some(slice.file_name.clone());
-        let mut log_files: Vec<String> =
-            slice.log_files.iter().map(|l| l.name.file_name()).collect();
+        // The pending compaction's slice has no base file yet (Hudi's append handle writes "").
+        stat.base_file = Some(match append_to {
+            Some(_) => String::new(),
+            None => slice.file_name.clone(),
+        });
+        let mut log_files: Vec<String> = slice
+            .logs_based_at(base)
+            .map(|l| l.name.file_name())
+            .collect();
         log_files.push(name.file_name());
         stat.log_files = Some(log_files);
         stat.records_stats = Some(serde_json::json!({ "val": null }));

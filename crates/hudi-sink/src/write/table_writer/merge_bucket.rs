@@ -180,12 +180,35 @@ impl TableWriter {
             })
             .collect();
         let schema = self.schema();
+        let shape = self.shape();
+        let toast = shape.toast.as_ref().filter(|_| stored.is_some());
         for col in 0..schema.data.fields().len() {
             let inc = incoming.column(col);
+            // A TOAST placeholder that replaces a stored row keeps the stored value (`write::toast`).
+            let backfilled: Option<Vec<(usize, usize)>> =
+                toast.filter(|t| t.columns().contains(&col)).and_then(|t| {
+                    let mut changed = false;
+                    let own: Vec<(usize, usize)> = rows
+                        .iter()
+                        .zip(&indices)
+                        .map(|(src, &index)| match src {
+                            Source::Update {
+                                incoming: i,
+                                stored: r,
+                            } if t.is_placeholder(incoming, col, *i) => {
+                                changed = true;
+                                (0, *r)
+                            }
+                            _ => index,
+                        })
+                        .collect();
+                    changed.then_some(own)
+                });
+            let indices = backfilled.as_deref().unwrap_or(&indices);
             let array = match stored {
                 Some(s) => {
                     let st = s.column(meta_offset + col);
-                    interleave(&[st.as_ref(), inc.as_ref()], &indices).map_err(|source| {
+                    interleave(&[st.as_ref(), inc.as_ref()], indices).map_err(|source| {
                         WriteError::Arrow {
                             context: "merge columns",
                             source,

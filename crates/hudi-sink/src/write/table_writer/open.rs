@@ -308,6 +308,7 @@ impl TableWriter {
             view: tokio::sync::Mutex::new(FileSystemView::new()),
             known_partitions: std::sync::Mutex::new(BTreeSet::new()),
             schema_seen: std::sync::Mutex::new(None),
+            planned: tokio::sync::Mutex::new(Default::default()),
         })
     }
 }

@@ -157,6 +157,7 @@ impl TableWriter {
             .ordering
             .map(|(idx, cmp)| (batch.column(idx).clone(), cmp));
         let mut partitions = BTreeMap::new();
+        let mut predecessors = Vec::new();
         for (part, rows_in_part) in by_partition {
             let winners = if operation == WriteOperation::Insert && self.bucketed().is_none() {
                 // Plain inserts append every row (Hudi does not combine before insert by default). Every
@@ -183,10 +184,16 @@ impl TableWriter {
                     ordering.as_ref().map(|(col, cmp)| (col, *cmp)),
                 );
                 counts.deduped += folded.superseded;
+                predecessors.extend(folded.predecessors);
                 folded.winners
             };
             partitions.insert(part, winners);
         }
+        // A TOAST placeholder takes the value of the version it superseded in this batch.
+        let batch = match &shape.toast {
+            Some(toast) => toast.fill_from_predecessors(batch, &predecessors)?,
+            None => batch,
+        };
         Ok(PreparedWrite {
             operation,
             batch,

@@ -71,6 +71,8 @@ pub(super) struct Shape {
     pub(super) is_deleted: Option<usize>,
     /// Under a Debezium payload: the `_change_operation_type` column, whose `d` makes a row a delete.
     pub(super) op_deleted: Option<usize>,
+    /// Under `PostgresDebeziumAvroPayload`: the TOAST placeholder check (`write::toast`).
+    pub(super) toast: Option<crate::write::toast::Toast>,
 }
 
 impl Shape {
@@ -125,12 +127,25 @@ impl Shape {
             }
             _ => None,
         };
+        let toast = match config.payload_class.as_deref() {
+            Some(p)
+                if crate::record::debezium::connector_of_payload(p)
+                    == Some(crate::record::debezium::Connector::Postgres)
+                    && !crate::mutation::is_disabled(crate::mutation::Mutation::ToastBackfill) =>
+            {
+                let unavailable =
+                    crate::write::toast::Unavailable::from_properties(&config.properties)?;
+                Some(crate::write::toast::Toast::new(unavailable, &schema.data))
+            }
+            _ => None,
+        };
         Ok(Self {
             schema: Arc::new(schema),
             keygen,
             ordering,
             is_deleted,
             op_deleted,
+            toast,
         })
     }
 }

@@ -3,11 +3,11 @@
 
 use std::collections::BTreeSet;
 
-use hudi_sink::services::avro::{CleanMetadata, CleanerPlan};
 use hudi_sink::services::clean::relative_path;
 use hudi_sink::storage::Storage;
 use hudi_sink::table::file_name::BaseFileName;
 use hudi_sink::table::instant::{Action, Instant, InstantTime, State};
+use hudi_sink::table::records::{CleanMetadata, CleanerPlan};
 use hudi_sink::table::timeline::{latest_file_slices, Timeline, META_DIR};
 
 /// A file slice as a reader picks it: path and size.

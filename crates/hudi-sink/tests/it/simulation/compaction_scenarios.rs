@@ -19,6 +19,15 @@
 //! taken for this sink's (its time is retired) and rolled back again once its heartbeat is old, or it would
 //! pass for another engine's pending compaction and block compaction and archival for good (mutation
 //! `compaction-orphan-rolled-back`: the final timeline keeps a pending instant).
+//!
+//! **Another engine's compaction is pending while windows commit.** Hudi's Java compaction plans the `sf`
+//! groups (a plan without this sink's mark) and its executor, which carries nothing, merges later. Writer B
+//! wrote its logs to the old slices before the plan and submits after it: its appends are refused
+//! (`PlannedByCompaction`) and it writes again, to the compaction's slice. Writer A, which saw the plan,
+//! appends to that slice at once. While the compaction is pending the library's reader merges those logs
+//! after the old slice (Spark's merged file slice); once the executor completes, they follow the new base
+//! files, and nothing is lost (mutation `foreign-compaction-slice`: both writers append to the old slices and
+//! the executor's base files supersede them).
 
 use super::scenarios::trip_msgs;
 use super::window_scenarios::{batch_of, HeldAt, Table};
@@ -134,6 +143,70 @@ fn export_for_interop() {
     }
 }
 
+/// Where [`export_recreated_across_the_carry`] writes its table, before and after the compaction completes.
+const RECREATE_OUT: &str = "HUDI_SINK_INTEROP_RECREATE_OUT";
+
+/// Writes to `$HUDI_SINK_INTEROP_RECREATE_OUT/{before,after}` a table whose key is deleted in the logs a
+/// compaction of this sink plans and re-created (below its base version) in a log committed while the
+/// compaction merges, just before and just after the compaction completes (it carries that log), for the
+/// JVM interop suite (`tests/interop/test_carried_logs.py`). Does nothing without the variable.
+#[test]
+fn export_recreated_across_the_carry() {
+    if std::env::var_os(RECREATE_OUT).is_none() {
+        return;
+    }
+    super::scenarios::run_scenario(recreated_across_the_carry_boxed, None)
+        .unwrap_or_else(|f| panic!("export failed: {f:?}"));
+}
+
+fn recreated_across_the_carry_boxed(
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>>>> {
+    Box::pin(recreated_across_the_carry())
+}
+
+/// See [`export_recreated_across_the_carry`]: `trip-k` has V1 (`ts` 100) in the base file and its tombstone
+/// in a log; the compaction plans that slice and pauses; V3 (`ts` 50) commits into the old slice.
+async fn recreated_across_the_carry() -> Result<(), Failure> {
+    use super::recreate_scenarios::{tombstone, trip};
+    let out = std::env::var_os(RECREATE_OUT)
+        .map(std::path::PathBuf::from)
+        .ok_or_else(|| fail("setup", "no output directory"))?;
+    let table = Table::with_props(
+        true,
+        &[
+            ("hudi.sink.heartbeat.tolerable.misses", "600"),
+            ("hoodie.bucket.index.num.buckets", "1"),
+        ],
+    )?;
+    let store: Arc<dyn Storage> = table.recorder.clone();
+    let first = [trip(0, "trip-k", 100, "v1"), trip(1, "trip-n", 100, "v1")];
+    let second = [tombstone(2, "trip-k")];
+    base_and_log(&table, &[&first, &second]).await?;
+    let held_merge = HeldAt::new(store.clone(), ".marker.MERGE", None);
+    let compactor = spawn_compaction(&table, held_merge.clone(), BEAT_MS * 600);
+    held_merge.held.notified().await;
+    let a = table
+        .sink(store.clone(), table.clocks[2].clone(), "a")
+        .await?;
+    a.process(batch_of(&[trip(3, "trip-k", 50, "v3")])?)
+        .await
+        .map_err(|e| fail("the re-creation commits during the merge", e.to_string()))?;
+    export(table.recorder.as_ref(), &out.join("before")).await?;
+    held_merge.release.notify_one();
+    let report = compactor
+        .await
+        .map_err(|e| fail("no panic", e.to_string()))?
+        .map_err(|e| fail("the compaction completes", e.to_string()))?
+        .ok_or_else(|| fail("the compaction completes", "nothing compacted"))?;
+    if report.carried == 0 {
+        return Err(fail(
+            "the compaction carries the re-creation",
+            format!("{report:?}"),
+        ));
+    }
+    export(table.recorder.as_ref(), &out.join("after")).await
+}
+
 /// See the module doc.
 async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
     // A heartbeat tolerance far beyond the script's pauses: the paused compaction stays alive.
@@ -195,7 +268,11 @@ async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
     let model = table
         .check_model(&[&first, &second, &third, &fourth])
         .await?;
-    // hudi-rs reads the same table (only without a mutation: the invariants above decide those runs).
+    hudi_rs_reads(&table, &model).await
+}
+
+/// hudi-rs reads `table` as `model` (only without a mutation: the invariants decide those runs).
+async fn hudi_rs_reads(table: &Table, model: &Model) -> Result<(), Failure> {
     let unmutated = Mutation::ALL
         .iter()
         .all(|m| !hudi_sink::mutation::is_disabled(*m));
@@ -263,6 +340,131 @@ async fn a_compaction_paused_between_its_plan_files_is_rolled_back_twice() -> Re
         .map_err(commits("a batch commits after the compactor woke"))?;
     let all: Vec<&[Msg]> = batches.iter().map(|b| b.as_slice()).collect();
     table.check(&all).await
+}
+
+/// See the module doc.
+async fn another_engines_compaction_is_pending_while_windows_commit() -> Result<(), Failure> {
+    let table = Table::with_props(true, &[("hudi.sink.heartbeat.tolerable.misses", "600")])?;
+    let store: Arc<dyn Storage> = table.recorder.clone();
+    let commits = |what: &'static str| move |e: WriteError| fail(what, e.to_string());
+    let first = trip_msgs(0, "sf");
+    let second = updates(0, "sf", 4);
+    base_and_log(&table, &[&first, &second]).await?;
+    // B writes its logs to the old slices and pauses before submitting (its clock stands still: it is not
+    // late, only behind): its view predates the plan.
+    let b_batch = updates(1, "sf", 1);
+    let held_submit = HeldAt::new(store.clone(), "/contribution.", None);
+    let b = table
+        .sink(held_submit.clone(), table.clocks[3].clone(), "b")
+        .await?;
+    let b_kafka = batch_of(&b_batch)?;
+    let b_task = tokio::spawn(async move { b.process(b_kafka).await });
+    held_submit.held.notified().await;
+    // The other engine plans the groups: this sink's planner, paused before the merge, with the plan then
+    // stored again without the sink's mark, as Hudi's Java planner writes it.
+    let held_merge = HeldAt::new(store.clone(), ".marker.MERGE", None);
+    let compactor = spawn_compaction(&table, held_merge.clone(), BEAT_MS * 600);
+    held_merge.held.notified().await;
+    let timeline = Timeline::load(store.as_ref())
+        .await
+        .map_err(|e| fail("timeline", e.to_string()))?;
+    let planned = timeline
+        .pending()
+        .into_iter()
+        .find(|i| i.action == Action::Compaction)
+        .map(|i| i.time.clone())
+        .ok_or_else(|| fail("a compaction is planned", format!("{timeline:?}")))?;
+    let requested = format!(".hoodie/{planned}.compaction.requested");
+    let mut plan = store
+        .get(&requested)
+        .await
+        .map_err(|e| fail("the plan", e.to_string()))
+        .and_then(|bytes| {
+            hudi_sink::table::records::CompactionPlan::from_avro_bytes(&bytes)
+                .map_err(|e| fail("the plan", e.to_string()))
+        })?;
+    plan.extra_metadata.clear();
+    let foreign = plan
+        .to_avro_bytes()
+        .map_err(|e| fail("the plan", e.to_string()))?;
+    store
+        .put(&requested, bytes::Bytes::from(foreign))
+        .await
+        .map_err(|e| fail("the plan", e.to_string()))?;
+    // B submits after the plan: refused, it writes its batch again to the compaction's slice.
+    held_submit.release.notify_one();
+    b_task
+        .await
+        .map_err(|e| fail("no panic", e.to_string()))?
+        .map_err(commits("b commits while the compaction is pending"))?;
+    // A saw the plan: it appends to the compaction's slice at once.
+    let a_batch = updates(0, "sf", 7);
+    let a = table
+        .sink(store.clone(), table.clocks[2].clone(), "a")
+        .await?;
+    a.process(batch_of(&a_batch)?)
+        .await
+        .map_err(commits("a commits while the compaction is pending"))?;
+    let in_slice = store
+        .list("")
+        .await
+        .map_err(|e| fail("listing", e.to_string()))?
+        .into_iter()
+        .filter(|o| o.path.contains(&format!("_{planned}.log.")))
+        .count();
+    let appending = !hudi_sink::mutation::is_disabled(Mutation::ForeignCompactionSlice);
+    if appending && in_slice < 2 {
+        return Err(fail(
+            "writers append to the pending compaction's slice",
+            format!("{in_slice} logs of slice {planned}"),
+        ));
+    }
+    // The library's reader merges them after the old slices while the compaction is pending (Spark's merged
+    // file slice): every committed batch is there.
+    let mut pending_model = Model::default();
+    for batch in [&first, &second, &b_batch, &a_batch] {
+        pending_model.apply(batch);
+    }
+    let timeline = Timeline::load(store.as_ref())
+        .await
+        .map_err(|e| fail("timeline", e.to_string()))?;
+    let rows = super::invariants::table_rows(store.as_ref(), &timeline).await?;
+    pending_model
+        .check_rows(rows)
+        .map_err(|e| fail("readers see every commit while a compaction is pending", e))?;
+    // Hudi's executor completes the plan, carrying nothing (the switch stands for it during its run only: no
+    // other task runs meanwhile).
+    let under_test = hudi_sink::mutation::active();
+    hudi_sink::mutation::set_active(Some(Mutation::CompactionCarriesLateLogs));
+    held_merge.release.notify_one();
+    let completed = compactor.await;
+    hudi_sink::mutation::set_active(under_test);
+    completed
+        .map_err(|e| fail("no panic", e.to_string()))?
+        .map_err(|e| fail("the other engine's compaction completes", e.to_string()))?
+        .ok_or_else(|| {
+            fail(
+                "the other engine's compaction completes",
+                "nothing compacted",
+            )
+        })?;
+    // The sink writes again, on the new slices.
+    let c_batch = updates(0, "sf", 10);
+    let c = table
+        .sink(store.clone(), table.clocks[1].clone(), "c")
+        .await?;
+    c.process(batch_of(&c_batch)?)
+        .await
+        .map_err(commits("c commits after the compaction"))?;
+    let model = table
+        .check_model(&[&first, &second, &b_batch, &a_batch, &c_batch])
+        .await?;
+    hudi_rs_reads(&table, &model).await
+}
+
+pub(super) fn another_engines_compaction_is_pending_while_windows_commit_boxed(
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>>>> {
+    Box::pin(another_engines_compaction_is_pending_while_windows_commit())
 }
 
 pub(super) fn a_compaction_paused_between_its_plan_files_is_rolled_back_twice_boxed(

@@ -10,6 +10,7 @@
 //! archived while an older instant is still pending (readers would take that instant's files for
 //! archived, committed data).
 
+use super::window_invariant::check_windows;
 use super::*;
 
 /// What the recorder saw.
@@ -43,15 +44,19 @@ struct Seen {
     /// Compaction plans stored, by time: per (partition, file id), the planned slice's base instant and the
     /// log paths the plan merges.
     compaction_plans: BTreeMap<String, PlannedGroups>,
+    /// The compactions whose stored plan is another engine's (no mark of this sink).
+    foreign_compactions: BTreeSet<String>,
 }
 
 /// A compaction plan's groups: per (partition, file id), the planned slice's base instant and the log paths
 /// it merges.
 type PlannedGroups = BTreeMap<(String, String), (String, BTreeSet<String>)>;
 
+mod buckets;
 mod compaction;
 mod retention;
 
+use buckets::check_one_group_per_bucket;
 use retention::check_retention;
 
 /// The instant in a base file's name (`<fileId>_<token>_<t>.parquet`), for data files outside `.hoodie/`.
@@ -282,6 +287,9 @@ impl Seen {
                     if name.ends_with(".commit") {
                         self.check_compaction_commit(time, data);
                     }
+                    if name.ends_with(".deltacommit") {
+                        self.check_appends_to_foreign_plans(time, data);
+                    }
                 }
                 if std::env::var_os("SIM_TRACE").is_some() {
                     let files: Vec<String> = CommitMetadata::from_json(data)
@@ -354,7 +362,7 @@ impl Recorder {
     }
 
     /// Every completed commit ever created, oldest first: (time, file name, metadata).
-    fn commits(&self) -> Result<Vec<(String, String, ReplaceCommitMetadata)>, Failure> {
+    pub(super) fn commits(&self) -> Result<Vec<(String, String, ReplaceCommitMetadata)>, Failure> {
         let seen = lock(&self.seen);
         seen.commits
             .iter()
@@ -651,6 +659,7 @@ pub(super) async fn check_invariants(
             }
         }
     }
+    check_one_group_per_bucket(&commits)?;
     check_retention(store, &timeline, &commits, services).await?;
     check_windows(&commits)?;
 
@@ -694,73 +703,6 @@ pub(super) async fn check_invariants(
         .check_rows(rows)
         .map_err(|e| fail("table equals the model", e))?;
     Ok(commits.len() as u64)
-}
-
-/// The interval commit's invariants over every commit ever made (in instant order): each acknowledged batch is
-/// committed exactly once (no offset is in two members' contributions, in one commit or in two), each instant
-/// lies in its own window's interval, and a window that shares its interval with an earlier committed write
-/// instant was opened for a writer with a backlog (the slot rule: no other window waits less than a slot).
-fn check_windows(commits: &[(String, String, ReplaceCommitMetadata)]) -> Result<(), Failure> {
-    use hudi_sink::commit::window::WindowRecord;
-    // Per (topic, partition): the committed ranges, with who committed each.
-    type Committed = Vec<(i64, i64, String)>;
-    let mut ranges: BTreeMap<(String, i32), Committed> = BTreeMap::new();
-    let mut ends: BTreeMap<i64, String> = BTreeMap::new();
-    for (time, _, meta) in commits {
-        let Some(record) = WindowRecord::from_extra_metadata(&meta.commit.extra_metadata) else {
-            continue;
-        };
-        match ends.get(&record.end_ms) {
-            Some(other) if !record.backlog => {
-                return Err(fail(
-                    "instants ≤ windows elapsed, but for backlogs",
-                    format!(
-                        "{time} closes a window ending at {} after {other}, and no backlog opened it",
-                        record.end_ms
-                    ),
-                ));
-            }
-            Some(_) => {}
-            None => {
-                ends.insert(record.end_ms, time.clone());
-            }
-        }
-        let instant_ms = hudi_sink::table::instant::InstantTime::parse(time)
-            .ok()
-            .and_then(|t| t.to_millis())
-            .unwrap_or(0);
-        if instant_ms >= record.end_ms {
-            return Err(fail(
-                "instants ≤ windows elapsed",
-                format!(
-                    "{time} is not inside its window ending at {}",
-                    record.end_ms
-                ),
-            ));
-        }
-        for (member, offsets) in &record.members {
-            for topic in offsets {
-                for r in &topic.ranges {
-                    let seen = ranges
-                        .entry((topic.topic.clone(), r.partition))
-                        .or_default();
-                    if let Some((first, last, by)) =
-                        seen.iter().find(|(f, l, _)| r.first <= *l && *f <= r.last)
-                    {
-                        return Err(fail(
-                            "every acknowledged batch is committed exactly once",
-                            format!(
-                                "{time} commits {}/{} {}..={} of {member}, already committed ({first}..={last}) by {by}",
-                                topic.topic, r.partition, r.first, r.last
-                            ),
-                        ));
-                    }
-                    seen.push((r.first, r.last, format!("{member} in {time}")));
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The rows of the table's latest file slices as a snapshot reader reads them: base files, merged with their

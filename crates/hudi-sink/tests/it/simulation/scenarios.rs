@@ -78,10 +78,10 @@ impl Storage for HeldCommitCreate {
 
 /// Writer 0's transport: its commit waits until the script lets it go.
 #[derive(Debug)]
-struct GatedCommit {
-    inner: InProcessClient,
-    at_commit: Arc<Notify>,
-    go: Arc<Notify>,
+pub(super) struct GatedCommit {
+    pub(super) inner: InProcessClient,
+    pub(super) at_commit: Arc<Notify>,
+    pub(super) go: Arc<Notify>,
 }
 
 #[async_trait]
@@ -472,6 +472,22 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
     (
         "a-compaction-paused-between-its-plan-files-is-rolled-back-twice",
         super::compaction_scenarios::a_compaction_paused_between_its_plan_files_is_rolled_back_twice_boxed,
+    ),
+    (
+        "another-engines-compaction-is-pending-while-windows-commit",
+        super::compaction_scenarios::another_engines_compaction_is_pending_while_windows_commit_boxed,
+    ),
+    (
+        "a-foreign-write-completes-below-a-writers-base",
+        super::foreign_writer_scenarios::a_foreign_write_completes_below_a_writers_base_boxed,
+    ),
+    (
+        "toast-placeholders-keep-stored-values",
+        super::toast_scenarios::toast_placeholders_keep_stored_values_boxed,
+    ),
+    (
+        "keys-recreated-in-their-tombstones-batch",
+        super::recreate_scenarios::keys_recreated_in_their_tombstones_batch_boxed,
     ),
 ];
 

@@ -164,6 +164,38 @@ impl Table {
         self.sink_with(storage, clock, name, &self.schema).await
     }
 
+    /// As [`Table::sink`], its coordinator calls going through `transport` (given the in-process client).
+    pub(super) async fn sink_via(
+        &self,
+        storage: Arc<dyn Storage>,
+        clock: Arc<SimClock>,
+        name: &str,
+        transport: impl FnOnce(InProcessClient) -> Arc<dyn CoordinatorClient>,
+    ) -> Result<KafkaSink, Failure> {
+        let coordinator = Coordinator::new(
+            storage.clone(),
+            Arc::new(self.lock.contender().with_clock(clock.clone())),
+            clock.clone(),
+            sim_coordinator_config(&self.sink_config, &sim_services()),
+        );
+        let writer = TableWriter::create_or_open(
+            storage,
+            clock.clone(),
+            self.config.clone(),
+            Some(self.schema.clone()),
+        )
+        .await
+        .map_err(|e| fail("setup", e.to_string()))?;
+        Ok(KafkaSink::new(
+            writer,
+            transport(InProcessClient::new(coordinator)),
+            Arc::new(StorageDeadLetterSink::new(self.dead.clone())),
+            clock,
+            self.sink_config.clone(),
+            name,
+        ))
+    }
+
     /// As [`Table::sink`], deployed with the schema file `schema`.
     pub(super) async fn sink_with(
         &self,

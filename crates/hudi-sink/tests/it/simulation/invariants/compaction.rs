@@ -1,5 +1,6 @@
 //! The invariants of compaction, checked as its timeline files are stored: a plan merges only committed
-//! logs, and a commit keeps every committed log of the slices it replaces (merged or carried).
+//! logs, a commit keeps every committed log of the slices it replaces (merged or carried), and while another
+//! engine's compaction is pending, appends to its groups go to its slice.
 
 use super::*;
 
@@ -8,7 +9,7 @@ impl Seen {
     /// written by an instant that had completed when the plan was stored.
     pub(super) fn check_compaction_plan(&mut self, time: &str, data: &Bytes) {
         *self.services.entry("compactions planned").or_default() += 1;
-        let plan = match hudi_sink::services::avro::CompactionPlan::from_avro_bytes(data) {
+        let plan = match hudi_sink::table::records::CompactionPlan::from_avro_bytes(data) {
             Ok(plan) => plan,
             Err(e) => {
                 self.violations
@@ -16,6 +17,16 @@ impl Seen {
                 return;
             }
         };
+        let this_sinks = plan
+            .extra_metadata
+            .get(hudi_sink::table::records::WRITER_KEY)
+            .map(String::as_str)
+            == Some(hudi_sink::table::records::WRITER_NAME);
+        if this_sinks {
+            self.foreign_compactions.remove(time);
+        } else {
+            self.foreign_compactions.insert(time.to_string());
+        }
         let mut planned = BTreeMap::new();
         for op in &plan.operations {
             let logs: BTreeSet<String> = op
@@ -75,8 +86,13 @@ impl Seen {
             let Some((partition, log)) = log_name_of(path) else {
                 continue;
             };
-            // Its new slices hold only the copies it names: any other log there would be read as committed.
-            if log.base_instant.to_string() == time && !copies.contains(path) {
+            // Its new slices hold only the copies it names and the logs completed deltacommits appended to
+            // them while it was pending (writers do while another engine's compaction is pending): any
+            // other log there would be read as committed.
+            let appended = self.commits.get(writer).is_some_and(|(name, b)| {
+                name.ends_with(".deltacommit") && listed_paths(b).contains(path)
+            });
+            if log.base_instant.to_string() == time && !copies.contains(path) && !appended {
                 self.violations.push((
                     "no file of an excluded member is ever visible",
                     format!("{time} completes while {path} of its slice, which it does not name, is on storage"),
@@ -98,6 +114,42 @@ impl Seen {
                     "a compaction keeps every committed log of the slices it replaces",
                     format!("{time} neither merges nor carries {path}, committed by {writer}"),
                 ));
+            }
+        }
+    }
+
+    /// A deltacommit `time` completes: each log it names in a group that another engine's pending compaction
+    /// plans is in that compaction's slice and newer than it. Hudi's executors carry nothing, so a log below
+    /// the slice would vanish behind the new base file.
+    pub(super) fn check_appends_to_foreign_plans(&mut self, time: &str, body: &Bytes) {
+        let pending: Vec<&String> = self
+            .foreign_compactions
+            .iter()
+            .filter(|c| !self.commits.contains_key(*c))
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        *self
+            .services
+            .entry("deltacommits while another engine's compaction was pending")
+            .or_default() += 1;
+        for path in listed_paths(body) {
+            let Some((partition, log)) = log_name_of(&path) else {
+                continue;
+            };
+            let key = (partition.to_string(), log.file_id.clone());
+            for c in &pending {
+                let planned = self
+                    .compaction_plans
+                    .get(*c)
+                    .is_some_and(|groups| groups.contains_key(&key));
+                if planned && (log.base_instant.to_string() != **c || time <= c.as_str()) {
+                    self.violations.push((
+                        "appends to another engine's planned groups go to its compaction's slice",
+                        format!("{time} appends {path} while compaction {c} of another engine plans its group"),
+                    ));
+                }
             }
         }
     }

@@ -24,5 +24,11 @@ pub use replace::{
     ClusteringGroup, ClusteringPlan, ClusteringStrategy, RequestedReplaceMetadata, SliceInfo,
 };
 
+/// Key in a plan's `extraMetadata` naming the engine that scheduled it.
+pub const WRITER_KEY: &str = "hudi.sink.writer";
+/// This sink's name under [`WRITER_KEY`]: the mark of plans it may roll back, and of the compaction plans whose
+/// late logs it carries (another engine's plan gets writers' appends in its own slice instead).
+pub const WRITER_NAME: &str = "msk-hudi-sink";
+
 /// Namespace of every Hudi timeline record (`org.apache.hudi.avro.model.<Name>`); readers require it.
 pub const HUDI_NAMESPACE: &str = "org.apache.hudi.avro.model";

@@ -1,0 +1,174 @@
+//! A scripted scenario of Postgres TOAST placeholders (`write::toast`), on a copy-on-write and on a
+//! merge-on-read table, with its own invariant: **no placeholder replaces a stored value**.
+//!
+//! Writer 1 creates three documents. Writer 2, another process, then sends updates that leave the TOASTed
+//! `doc` out (the placeholder): `doc-1` and `doc-2` against the stored rows, `doc-3` first with a new
+//! text and then with the placeholder in the same batch. Its batch is delivered twice. Writer 1, still
+//! warm, sends one more placeholder for `doc-1`. Each key must keep the last real text it was sent; with
+//! the back-fill switched off (`toast-backfill`) the placeholder reaches the table.
+
+use super::window_scenarios::{batch_of, Table};
+use super::*;
+use hudi_sink::log_file::merge::{conform, merge_file_slice};
+use hudi_sink::log_file::scan::{scan_stored_log_files, CommittedInstants, MergeMode};
+use hudi_sink::record::debezium::{table_schema, Connector};
+use hudi_sink::table::properties::TableProperties;
+
+const PLACEHOLDER: &str = "__debezium_unavailable_value";
+
+const ROW_SCHEMA: &str = r#"{"type":"record","name":"Value","namespace":"pg.public.documents","fields":[
+    {"name":"uuid","type":"string"},{"name":"city","type":"string"},
+    {"name":"doc","type":["null","string"],"default":null},
+    {"name":"amount","type":["null","long"],"default":null}]}"#;
+
+/// A Postgres change event of `uuid` at `lsn` carrying `doc`.
+fn event(offset: i64, lsn: i64, op: &str, uuid: &str, doc: &str) -> Msg {
+    let value = serde_json::json!({
+        "before": null,
+        "after": {"uuid": uuid, "city": "sf", "doc": doc, "amount": lsn},
+        "source": {"version": "2.7.3.Final", "connector": "postgresql", "name": "pg", "ts_ms": lsn,
+                   "snapshot": "false", "db": "shop", "schema": "public", "table": "documents",
+                   "txId": lsn, "lsn": lsn, "xmin": null},
+        "op": op, "ts_ms": lsn, "transaction": null});
+    Msg {
+        topic: TOPIC.into(),
+        partition: 0,
+        offset,
+        key: Some(uuid.to_string()),
+        value: serde_json::to_vec(&value).ok(),
+    }
+}
+
+/// `doc` per record key in the table's latest merged slices (base file and committed logs).
+async fn docs(store: &dyn Storage) -> Result<BTreeMap<String, Option<String>>, Failure> {
+    let io = |e: &dyn std::fmt::Display| fail("readable table", e.to_string());
+    let timeline = Timeline::load(store).await.map_err(|e| io(&e))?;
+    let props = TableProperties::load(store).await.map_err(|e| io(&e))?;
+    let mode = MergeMode::from_table_properties(&props.as_map()).map_err(|e| io(&e))?;
+    let committed = CommittedInstants::new(
+        timeline
+            .completed_commits()
+            .into_iter()
+            .map(|i| i.time.clone()),
+        timeline.instants().first().map(|i| i.time.clone()),
+    );
+    let mut out = BTreeMap::new();
+    for slice in latest_file_slices(store, &timeline, None)
+        .await
+        .map_err(|e| io(&e))?
+    {
+        let log = scan_stored_log_files(store, &slice.log_paths(), &committed, &mode)
+            .await
+            .map_err(|e| io(&e))?;
+        let base = store.get(&slice.path()).await.map_err(|e| io(&e))?;
+        for b in merge_file_slice(Some(base), log).map_err(|e| io(&e))? {
+            let b = b.map_err(|e| io(&e))?;
+            let b = conform(&b, &b.schema()).map_err(|e| io(&e))?;
+            let keys = b
+                .column_by_name("_hoodie_record_key")
+                .ok_or_else(|| io(&"no record key column"))?
+                .as_string::<i32>()
+                .clone();
+            let doc = b
+                .column_by_name("doc")
+                .ok_or_else(|| io(&"no doc column"))?
+                .as_string::<i32>()
+                .clone();
+            for row in 0..b.num_rows() {
+                let d = doc.is_valid(row).then(|| doc.value(row).to_string());
+                out.insert(keys.value(row).to_string(), d);
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn process(sink: &KafkaSink, batch: &[Msg]) -> Result<(), Failure> {
+    sink.process(batch_of(batch)?)
+        .await
+        .map(|_| ())
+        .map_err(|e| fail("batches commit", e.to_string()))
+}
+
+/// See the module doc, on one table type.
+async fn placeholders_on(mor: bool) -> Result<(), Failure> {
+    let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
+    let table = Table::with_props(
+        mor,
+        &[
+            ("hudi.sink.commit.interval.ms", "0"),
+            ("hoodie.bucket.index.num.buckets", "1"),
+            ("hudi.sink.value.format", "debezium"),
+            ("hudi.sink.debezium.connector", "postgres"),
+            ("hudi.sink.debezium.replica.identity", "full"),
+            ("hoodie.datasource.write.precombine.field", "_event_lsn"),
+            (
+                "hoodie.datasource.write.payload.class",
+                Connector::Postgres.payload_class(),
+            ),
+        ],
+    )?;
+    let schema = table_schema(
+        Connector::Postgres,
+        &AvroSchema::parse(ROW_SCHEMA).map_err(|e| setup(&e))?,
+    )
+    .map_err(|e| setup(&e))?;
+    let store: Arc<dyn Storage> = table.recorder.clone();
+    let w1 = table
+        .sink_with(store.clone(), table.clocks[1].clone(), "w1", &schema)
+        .await?;
+    process(
+        &w1,
+        &[
+            event(0, 100, "c", "doc-1", "first text of doc-1"),
+            event(1, 101, "c", "doc-2", "first text of doc-2"),
+            event(2, 102, "c", "doc-3", "first text of doc-3"),
+        ],
+    )
+    .await?;
+    let w2 = table
+        .sink_with(store.clone(), table.clocks[2].clone(), "w2", &schema)
+        .await?;
+    let updates = [
+        event(3, 110, "u", "doc-1", PLACEHOLDER),
+        event(4, 111, "u", "doc-2", PLACEHOLDER),
+        event(5, 112, "u", "doc-3", "second text of doc-3"),
+        event(6, 113, "u", "doc-3", PLACEHOLDER),
+    ];
+    process(&w2, &updates).await?;
+    process(&w2, &updates).await?;
+    process(&w1, &[event(7, 120, "u", "doc-1", PLACEHOLDER)]).await?;
+    let got = docs(store.as_ref()).await?;
+    let want: BTreeMap<String, Option<String>> = [
+        ("doc-1", "first text of doc-1"),
+        ("doc-2", "first text of doc-2"),
+        ("doc-3", "second text of doc-3"),
+    ]
+    .into_iter()
+    .map(|(k, d)| (k.to_string(), Some(d.to_string())))
+    .collect();
+    if got != want {
+        return Err(fail(
+            "no placeholder replaces a stored value",
+            format!(
+                "{} table holds {got:?}, want {want:?}",
+                if mor {
+                    "merge-on-read"
+                } else {
+                    "copy-on-write"
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+async fn toast_placeholders_keep_stored_values() -> Result<(), Failure> {
+    placeholders_on(false).await?;
+    placeholders_on(true).await
+}
+
+pub(super) fn toast_placeholders_keep_stored_values_boxed(
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>>>> {
+    Box::pin(toast_placeholders_keep_stored_values())
+}
