@@ -18,6 +18,8 @@ Usage:
   hudi_read.py --engine daft TABLE snapshot
   hudi_read.py --engine delta TABLE snapshot     (the Delta Lake mirror, read with the `deltalake` package)
   hudi_read.py --engine delta TABLE as_of VERSION
+  hudi_read.py --engine polars TABLE snapshot    (the Delta Lake mirror, read with Polars)
+  hudi_read.py --engine polars TABLE as_of VERSION
   hudi_read.py --option KEY=VALUE ... TABLE snapshot   (hudi-rs read options, e.g. the file group reader version)
 """
 
@@ -159,6 +161,22 @@ def read_delta(path, mode, args):
     return table.select(order)
 
 
+def read_polars(path, mode, args):
+    """The Delta Lake mirror of the table read with Polars (its own parquet reader over the Delta log's files)."""
+    import polars as pl
+    from deltalake import DeltaTable
+
+    if mode == "snapshot":
+        version = None
+    elif mode == "as_of":
+        version = int(args[0])
+    else:
+        raise SystemExit("polars: only snapshot and as_of VERSION reads")
+    frame = pl.read_delta(path, version=version)
+    order = [f.name for f in DeltaTable(path, version=version).schema().fields]
+    return frame.select(order).to_arrow()
+
+
 def file_slices(path, args):
     from hudi import HudiTableBuilder
 
@@ -178,7 +196,7 @@ def file_slices(path, args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--engine", default="hudi", choices=["hudi", "daft", "delta"])
+    p.add_argument("--engine", default="hudi", choices=["hudi", "daft", "delta", "polars"])
     p.add_argument("--pretty", action="store_true", help="print a readable table instead of JSON")
     p.add_argument("--option", action="append", default=[], help="a hudi-rs read option KEY=VALUE")
     p.add_argument("table")
@@ -192,6 +210,8 @@ def main():
         table = read_hudi_rs(a.table, a.mode, a.args, a.option)
     elif a.engine == "delta":
         table = read_delta(a.table, a.mode, a.args)
+    elif a.engine == "polars":
+        table = read_polars(a.table, a.mode, a.args)
     else:
         table = read_daft(a.table, a.mode, a.args)
     if a.pretty:

@@ -1,7 +1,8 @@
 //! The Delta Lake mirror (`hudi.sink.delta.mirror=true`, docs/delta.md) end to end: `hudi-sink ingest` of a
 //! stream with inserts, updates and deletes into copy-on-write tables, one instant per event file, then the
-//! Delta log read with Python `deltalake` (delta-rs) equals the Hudi snapshot read with hudi-rs and the
-//! generator's model, row for row, and the log has one version per Hudi instant.
+//! Delta log read with Python `deltalake` (delta-rs) and Polars equals the Hudi snapshot read with hudi-rs and
+//! the generator's model, row for row, and the log has one version per Hudi instant. Also through cleaning,
+//! archival, clustering and a schema evolution, and Delta time travel against Hudi's.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -64,16 +65,44 @@ fn delta_commits(table: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Every row of the table, meta columns included, as sorted canonical JSON lines: `engine` `hudi` (hudi-rs) or
-/// `delta` (the mirror read by `deltalake`).
+/// Every action of every Delta commit, in version order.
+fn delta_actions(table: &Path) -> Vec<Vec<Value>> {
+    let mut names: Vec<String> = std::fs::read_dir(table.join("_delta_log"))
+        .expect("_delta_log/ exists")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json") && !n.starts_with('_'))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|n| {
+            std::fs::read_to_string(table.join("_delta_log").join(n))
+                .expect("read")
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).expect("action JSON"))
+                .collect()
+        })
+        .collect()
+}
+
+/// Every row of the table, meta columns included, as sorted canonical JSON lines: `engine` `hudi` (hudi-rs),
+/// `delta` (the mirror read by `deltalake`) or `polars` (the mirror read by Polars).
 fn full_rows(table: &Path, engine: &str) -> Vec<String> {
-    let out = Command::new(python())
+    full_rows_at(table, engine, None)
+}
+
+/// [`full_rows`] as of `at`: a Hudi instant for `hudi`, a Delta version for `delta` and `polars`.
+fn full_rows_at(table: &Path, engine: &str, at: Option<&str>) -> Vec<String> {
+    let mut command = Command::new(python());
+    command
         .arg(workspace_root().join("tests/python/hudi_read.py"))
         .args(["--engine", engine])
-        .arg(table)
-        .arg("snapshot")
-        .output()
-        .expect("run python");
+        .arg(table);
+    match at {
+        Some(at) => command.args(["as_of", at]),
+        None => command.arg("snapshot"),
+    };
+    let out = command.output().expect("run python");
     assert!(
         out.status.success(),
         "{}",
@@ -134,6 +163,10 @@ fn mirror_round_trip(name: &str, sets: &[&str], one_row_per_key: bool) {
         delta_full == hudi_full,
         "{name}: the Delta mirror differs from hudi-rs's snapshot"
     );
+    assert!(
+        full_rows(&table, "polars") == hudi_full,
+        "{name}: Polars's read of the Delta mirror differs from hudi-rs's snapshot"
+    );
     if one_row_per_key {
         let expected = model_rows(&model);
         let hudi = read_table(&table);
@@ -160,10 +193,24 @@ fn mirror_round_trip(name: &str, sets: &[&str], one_row_per_key: bool) {
     for (commit, instant) in commits.iter().zip(&instants) {
         assert_eq!(commit["hudiInstant"], instant.as_str(), "{name}");
     }
-    // Every earlier version reads too (nothing was cleaned in four commits).
-    if one_row_per_key {
-        assert!(!read_delta(&table, Some(0)).is_empty(), "{name}: version 0");
+    // Time travel: every version reads what Hudi reads as of its instant (nothing was cleaned in four commits).
+    for (version, instant) in instants.iter().enumerate() {
+        assert!(
+            full_rows_at(&table, "delta", Some(&version.to_string()))
+                == full_rows_at(&table, "hudi", Some(instant)),
+            "{name}: Delta version {version} differs from Hudi as of {instant}"
+        );
     }
+
+    // `show` reports the mirror up to date.
+    let shown = ok(&["show", "--table", &s(&table)]);
+    let expected = format!(
+        "delta mirror: version {} (sequence {}), mirrors {}, 0 completed instants behind",
+        instants.len() - 1,
+        instants.len() - 1,
+        instants[instants.len() - 1]
+    );
+    assert!(shown.contains(&expected), "{name}: {shown}");
 
     // A redelivery commits nothing in Hudi and nothing in Delta.
     ingest_one_instant_per_file(&table, &events, "COPY_ON_WRITE", &all_sets);
@@ -204,4 +251,227 @@ fn mirror_non_partitioned() {
         ],
         true,
     );
+}
+
+/// Copies the event files of `from` into `to` with a `tip` (a new nullable double) in every record's value,
+/// for the schema evolution.
+fn with_tip(from: &Path, to: &Path) {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    std::fs::create_dir_all(to).expect("events dir");
+    for entry in std::fs::read_dir(from).expect("events") {
+        let path = entry.expect("entry").path();
+        let mut event: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("event");
+        for records in event["records"]
+            .as_object_mut()
+            .expect("records")
+            .values_mut()
+        {
+            for record in records.as_array_mut().expect("partition records") {
+                let Some(text) = record["value"].as_str() else {
+                    continue;
+                };
+                let mut value: Value =
+                    serde_json::from_slice(&b64.decode(text).expect("base64")).expect("JSON value");
+                let ts = value["ts"].as_i64().expect("ts");
+                value["tip"] = Value::from((ts % 1000) as f64 / 8.0);
+                record["value"] = Value::from(b64.encode(value.to_string()));
+            }
+        }
+        std::fs::write(to.join(path.file_name().expect("name")), event.to_string()).expect("write");
+    }
+}
+
+/// Generates `files` event files of 60 records into `dir/name`.
+fn generate(dir: &Path, name: &str, files: u32, seed: &str) -> std::path::PathBuf {
+    let events = dir.join(name);
+    let records = (files * 60).to_string();
+    ok(&[
+        "generate",
+        "--out",
+        &events.display().to_string(),
+        "--records",
+        &records,
+        "--partitions",
+        "2",
+        "--keys",
+        "80",
+        "--update-ratio",
+        "0.4",
+        "--delete-ratio",
+        "0.15",
+        "--records-per-file",
+        "60",
+        "--seed",
+        seed,
+    ]);
+    events
+}
+
+/// Upserts and deletes into a table whose cleaner keeps one commit and whose archival keeps two to three, with a
+/// schema evolution (a new nullable column `tip`, with values) halfway: the mirror's latest version reads as
+/// hudi-rs's snapshot (with deltalake and Polars), the evolution is one `metaData` action with the new column,
+/// cleans and archival add no version, and every version back to the last clean's retained instant reads as
+/// Hudi's time travel does at its instant.
+#[test]
+fn mirror_through_cleaning_archival_and_schema_evolution() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = dir.path().join("evolving");
+    // One stream of six files (one offset range): the first three as they are, the last three with `tip`.
+    let all = generate(dir.path(), "all", 6, "281");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&all)
+        .expect("events")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 6, "{files:?}");
+    let first = dir.path().join("first");
+    let plain = dir.path().join("plain");
+    for (i, file) in files.iter().enumerate() {
+        let to = if i < 3 { &first } else { &plain };
+        std::fs::create_dir_all(to).expect("dir");
+        std::fs::copy(file, to.join(file.file_name().expect("name"))).expect("copy");
+    }
+    let second = with_tip_dir(dir.path(), &plain);
+    let evolved = dir.path().join("trips_tip.avsc");
+    let schema = std::fs::read_to_string(workspace_root().join("events/schema/trips.avsc"))
+        .expect("schema")
+        .replace(
+            r#"{"name": "_hoodie_is_deleted""#,
+            r#"{"name": "tip", "type": ["null", "double"], "default": null},
+    {"name": "_hoodie_is_deleted""#,
+        );
+    std::fs::write(&evolved, schema).expect("write schema");
+    let sets = [
+        "hudi.sink.delta.mirror=true",
+        "hoodie.cleaner.commits.retained=1",
+        "hoodie.keep.min.commits=2",
+        "hoodie.keep.max.commits=3",
+    ];
+    ingest_one_instant_per_file(&table, &first, "COPY_ON_WRITE", &sets);
+    let schema_set = format!(
+        "hoodie.streamer.schemaprovider.source.schema.file={}",
+        evolved.display()
+    );
+    let mut evolved_sets = sets.to_vec();
+    evolved_sets.push(&schema_set);
+    ingest_one_instant_per_file(&table, &second, "COPY_ON_WRITE", &evolved_sets);
+
+    let names: Vec<String> = std::fs::read_dir(table.join(".hoodie"))
+        .expect(".hoodie")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.ends_with(".clean")),
+        "the cleaner ran: {names:?}"
+    );
+    let hudi_full = full_rows(&table, "hudi");
+    assert!(hudi_full
+        .iter()
+        .any(|r| r.contains(r#""tip":"#) && !r.contains(r#""tip":null"#)));
+    assert!(
+        full_rows(&table, "delta") == hudi_full,
+        "the Delta mirror differs from hudi-rs's snapshot"
+    );
+    assert!(
+        full_rows(&table, "polars") == hudi_full,
+        "Polars's read of the Delta mirror differs from hudi-rs's snapshot"
+    );
+
+    // Six commits, six versions: cleans and archival add none, and the fourth carries the new schema.
+    let actions = delta_actions(&table);
+    assert_eq!(
+        actions.len(),
+        6,
+        "one version per commit: {:?} {names:?}",
+        delta_commits(&table)
+    );
+    let metadata: Vec<usize> = actions
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.iter().any(|a| a.get("metaData").is_some()))
+        .map(|(v, _)| v)
+        .collect();
+    assert_eq!(
+        metadata,
+        [0, 3],
+        "metaData at creation and at the evolution"
+    );
+    let schema_string = actions[3]
+        .iter()
+        .find_map(|a| a["metaData"]["schemaString"].as_str())
+        .expect("schemaString");
+    assert!(schema_string.contains(r#""name":"tip""#), "{schema_string}");
+
+    // Time travel inside the cleaner's retention: the last two versions read as Hudi as of their instants.
+    let commits = delta_commits(&table);
+    for version in [4usize, 5] {
+        let instant = commits[version]["hudiInstant"].as_str().expect("instant");
+        assert!(
+            full_rows_at(&table, "delta", Some(&version.to_string()))
+                == full_rows_at(&table, "hudi", Some(instant)),
+            "Delta version {version} differs from Hudi as of {instant}"
+        );
+    }
+}
+
+/// [`with_tip`] into a sibling directory; returns it.
+fn with_tip_dir(dir: &Path, from: &Path) -> std::path::PathBuf {
+    let to = dir.join("with_tip");
+    with_tip(from, &to);
+    to
+}
+
+/// An insert table (no index) clustered every two commits: each clustering's replacecommit is one Delta
+/// version whose adds and removes all say `dataChange: false`, and the latest version reads as hudi-rs's
+/// snapshot.
+#[test]
+fn mirror_clustering_as_a_rewrite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = dir.path().join("clustered");
+    let events = generate(dir.path(), "events", 5, "283");
+    ingest_one_instant_per_file(
+        &table,
+        &events,
+        "COPY_ON_WRITE",
+        &[
+            "hudi.sink.delta.mirror=true",
+            "hoodie.datasource.write.operation=insert",
+            "hoodie.index.type=",
+            "hoodie.clustering.inline.max.commits=2",
+            "hudi.sink.clustering.fan.out=1",
+        ],
+    );
+    let replaces: Vec<String> = std::fs::read_dir(table.join(".hoodie"))
+        .expect(".hoodie")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter_map(|n| n.strip_suffix(".replacecommit").map(str::to_string))
+        .collect();
+    assert!(!replaces.is_empty(), "clustering ran");
+    let hudi_full = full_rows(&table, "hudi");
+    assert!(
+        full_rows(&table, "delta") == hudi_full,
+        "the Delta mirror differs from hudi-rs's snapshot"
+    );
+    let commits = delta_commits(&table);
+    let actions = delta_actions(&table);
+    let mut rewrites = 0;
+    for (version, commit) in commits.iter().enumerate() {
+        let files: Vec<&Value> = actions[version]
+            .iter()
+            .filter_map(|a| a.get("add").or_else(|| a.get("remove")))
+            .collect();
+        let clustering = commit["hudiAction"] == "replacecommit";
+        rewrites += usize::from(clustering);
+        for file in files {
+            assert_eq!(
+                file["dataChange"],
+                Value::Bool(!clustering),
+                "version {version} ({commit}): {file}"
+            );
+        }
+    }
+    // The clusterings mirrored by later commits (the last one's may wait for the next commit).
+    assert!(rewrites >= 1, "a clustering version: {commits:?}");
 }
