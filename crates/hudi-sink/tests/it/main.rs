@@ -11,6 +11,7 @@ mod clustering;
 mod common;
 mod compaction;
 mod debezium_avro;
+mod delta_crash;
 mod docs;
 mod envelope_oracle;
 mod exactly_once;
