@@ -77,11 +77,14 @@ pub enum Mutation {
     /// A compaction leaves out a file group whose late logs would change a snapshot once carried (a key the
     /// planned logs deleted written again, or re-created after a delete), so that its old slice stays.
     CompactionKeepsSnapshot,
+    /// A heartbeat or marker of an instant that is not on the timeline and not retired (another engine's
+    /// writer starting: Hudi's writers write the heartbeat first) is left alone until its heartbeat expires.
+    StartingWriteLeftAlone,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 26] = [
+    pub const ALL: [Mutation; 27] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -108,6 +111,7 @@ impl Mutation {
         Mutation::PendingBelowBaseChecked,
         Mutation::RecreateWritesDelete,
         Mutation::CompactionKeepsSnapshot,
+        Mutation::StartingWriteLeftAlone,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -139,6 +143,7 @@ impl Mutation {
             Mutation::PendingBelowBaseChecked => "pending-below-base-checked",
             Mutation::RecreateWritesDelete => "recreate-drops-delete",
             Mutation::CompactionKeepsSnapshot => "compaction-keeps-snapshot",
+            Mutation::StartingWriteLeftAlone => "starting-write-left-alone",
         }
     }
 

@@ -514,6 +514,22 @@ impl Storage for S3Storage {
         Ok(data)
     }
 
+    async fn modified_ms(&self, path: &str) -> StorageResult<Option<i64>> {
+        let key = self.key(path)?;
+        match self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(&key)
+            .send()
+            .await
+        {
+            Ok(out) => Ok(out.last_modified().and_then(|t| t.to_millis().ok())),
+            Err(e) if status_of(&e) == Some(404) => Ok(None),
+            Err(e) => Err(self.remote("HeadObject", path, &e)),
+        }
+    }
+
     async fn head(&self, path: &str) -> StorageResult<Option<ObjectMeta>> {
         let key = self.key(path)?;
         match self
