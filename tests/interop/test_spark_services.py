@@ -408,9 +408,8 @@ LOCK_TABLE = "hudi-locks"
 # takes a sink write that still beats for failed.
 SPARK_HEARTBEAT = {"hoodie.client.heartbeat.interval_in_ms": "1000", "hoodie.client.heartbeat.tolerable.misses": "5"}
 SPARK_EXPIRY_S = 5
-# The sink judges a Spark attempt by its instant time (Spark's heartbeat files are empty): its tolerance exceeds a
-# Spark write and Spark's expiry together, so that it never rolls back a Spark write in progress and Spark rolls
-# back its refused attempts itself.
+# The sink reads Spark's (empty) heartbeat files by their modification time: its tolerance exceeds Spark's expiry
+# with room to spare, so that Spark rolls back its refused attempts itself, before the sink would.
 SINK_HEARTBEAT = {"hudi.sink.heartbeat.interval.ms": "1000", "hudi.sink.heartbeat.tolerable.misses": "30"}
 
 
@@ -473,10 +472,6 @@ if "{LOCK_TABLE}" not in db.list_tables()["TableNames"]:
     subprocess.run([READERS_PYTHON, "-c", code], check=True)
 
 
-@pytest.mark.skipif(os.environ.get("HUDI_SINK_INTEROP_CONCURRENT") != "1", reason=(
-    "known break, run with HUDI_SINK_INTEROP_CONCURRENT=1: Hudi writes a Spark attempt's heartbeat before its "
-    "requested instant, and a sink coordinator listing in between rolls the attempt back as a zombie; "
-    "timing-dependent, so not a strict expected failure (docs/compatibility.md, limit 9)"))
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, moto_endpoint, monkeypatch):
     """Spark upserts (optimistic concurrency, Hudi's DynamoDBBasedLockProvider) while the sink ingests under
