@@ -125,6 +125,17 @@ fn spawn_compaction(
     })
 }
 
+/// The report of the compaction `task` ran, which must have completed one (`what` names it in failures).
+async fn completed(
+    task: tokio::task::JoinHandle<Result<Option<CompactionReport>, WriteError>>,
+    what: &'static str,
+) -> Result<CompactionReport, Failure> {
+    task.await
+        .map_err(|e| fail("no panic", e.to_string()))?
+        .map_err(|e| fail(what, e.to_string()))?
+        .ok_or_else(|| fail(what, "nothing compacted"))
+}
+
 /// Where [`export_for_interop`] asks the scenario to write its table.
 const INTEROP_OUT: &str = "HUDI_SINK_INTEROP_OUT";
 
@@ -235,11 +246,7 @@ async fn recreated_across_the_carry() -> Result<(), Failure> {
         export(table.recorder.as_ref(), &out.join("before")).await?;
     }
     held_merge.release.notify_one();
-    let report = compactor
-        .await
-        .map_err(|e| fail("no panic", e.to_string()))?
-        .map_err(|e| fail("the compaction completes", e.to_string()))?
-        .ok_or_else(|| fail("the compaction completes", "nothing compacted"))?;
+    let report = completed(compactor, "the compaction completes").await?;
     if let Some(out) = &out {
         export(table.recorder.as_ref(), &out.join("after")).await?;
     }
@@ -258,15 +265,12 @@ async fn recreated_across_the_carry() -> Result<(), Failure> {
         ));
     }
     // The next compaction plans the `sf` group's logs together and writes the version the snapshot shows.
-    let again = spawn_compaction(
+    let next = spawn_compaction(
         &table,
         HeldAt::new(store.clone(), "never held", None),
         BEAT_MS * 600,
-    )
-    .await
-    .map_err(|e| fail("no panic", e.to_string()))?
-    .map_err(|e| fail("the next compaction completes", e.to_string()))?
-    .ok_or_else(|| fail("the next compaction completes", "nothing compacted"))?;
+    );
+    let again = completed(next, "the next compaction completes").await?;
     if let Some(out) = &out {
         export(table.recorder.as_ref(), &out.join("again")).await?;
     }
@@ -321,11 +325,7 @@ async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
     let b_task = tokio::spawn(async move { b.process(b_batch).await });
     held_submit.held.notified().await;
     held_merge.release.notify_one();
-    let report = compactor
-        .await
-        .map_err(|e| fail("no panic", e.to_string()))?
-        .map_err(|e| fail("the compaction completes", e.to_string()))?
-        .ok_or_else(|| fail("the compaction completes", "nothing compacted"))?;
+    let report = completed(compactor, "the compaction completes").await?;
     let carrying = !hudi_sink::mutation::is_disabled(Mutation::CompactionCarriesLateLogs);
     if carrying && report.carried == 0 {
         return Err(fail(
@@ -520,17 +520,9 @@ async fn another_engines_compaction_is_pending_while_windows_commit() -> Result<
     let under_test = hudi_sink::mutation::active();
     hudi_sink::mutation::set_active(Some(Mutation::CompactionCarriesLateLogs));
     held_merge.release.notify_one();
-    let completed = compactor.await;
+    let done = completed(compactor, "the other engine's compaction completes").await;
     hudi_sink::mutation::set_active(under_test);
-    completed
-        .map_err(|e| fail("no panic", e.to_string()))?
-        .map_err(|e| fail("the other engine's compaction completes", e.to_string()))?
-        .ok_or_else(|| {
-            fail(
-                "the other engine's compaction completes",
-                "nothing compacted",
-            )
-        })?;
+    done?;
     // The sink writes again, on the new slices.
     let c_batch = updates(0, "sf", 10);
     let c = table
