@@ -76,11 +76,26 @@ $(JVM_DIR)/jars-hudi1/.stamp: jvm/pom-hudi1.xml
 		-DincludeScope=runtime -DoutputDirectory=$(JVM_DIR)/jars-hudi1
 	touch $@
 
-jvm-jars: $(JVM_DIR)/jars/.stamp $(JVM_DIR)/jars-hudi1/.stamp
+# Trino (jvm/pom-trino.xml; the directory names its version) for tests/interop/test_trino.py: the server tarball
+# from Maven Central, of which tar unpacks lib/ and plugin/, then every plugin but the Hudi connector is removed
+# (the tarball stores a jar once and hard-links it from the other plugins, so the whole of plugin/ is unpacked).
+TRINO_DIR := $(JVM_DIR)/trino-476
+
+$(TRINO_DIR)/.stamp: jvm/pom-trino.xml jvm/settings-central.xml
+	rm -rf $(TRINO_DIR)
+	$(MVN) -q -B -f jvm/pom-trino.xml -s jvm/settings-central.xml -Dmaven.repo.local=$(TRINO_DIR)/m2 \
+		-Dtrino.dir=$(TRINO_DIR) dependency:copy@trino
+	tar -xzf $(TRINO_DIR)/trino-server-*.tar.gz -C $(TRINO_DIR) --wildcards 'trino-server-*/lib' \
+		'trino-server-*/plugin'
+	find $(TRINO_DIR)/trino-server-*/plugin -mindepth 1 -maxdepth 1 ! -name hudi -exec rm -rf {} +
+	rm -rf $(TRINO_DIR)/m2 $(TRINO_DIR)/markers $(TRINO_DIR)/trino-server-*.tar.gz
+	touch $@
+
+jvm-jars: $(JVM_DIR)/jars/.stamp $(JVM_DIR)/jars-hudi1/.stamp $(TRINO_DIR)/.stamp
 
 # The build step is `cargo test --workspace --no-run`, not `cargo build -p …`: the same feature set as `make test`'s
 # cargo run, so after it nothing is compiled again (a `-p` build unifies other features and rebuilds the AWS SDK).
-test-interop: $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp $(JVM_DIR)/jars-hudi1/.stamp
+test-interop: $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp $(JVM_DIR)/jars-hudi1/.stamp $(TRINO_DIR)/.stamp
 	$(CARGO) test --workspace --no-run --quiet
 	HUDI_SINK_BIN=$(CURDIR)/target/debug/hudi-sink $(VENV_INTEROP)/bin/python -m pytest tests/interop -q -rsx -p no:cacheprovider
 	# The read suite again with Hudi 1.0's bundle: a second JVM, since one Spark session holds one Hudi.

@@ -19,10 +19,14 @@ over bytes written at the last sample; other keys kept) and prints them as the t
 `--cpu-share RUNS` measures what inline clustering costs in CPU instead: one workload of 40 files of 5,000
 records (one instant per file), ingested RUNS times into a fresh table with the default services and RUNS times
 with `hoodie.clustering.inline=false`, interleaved; "clustering_cpu_share" is (median CPU with clustering − median
-without) / median without, the whole process's user + system CPU. Nothing is asserted.
+without) / median without, the whole process's user + system CPU. Nothing is asserted. That workload has one
+tier of rewrites (every file is rewritten once, into files of about 1 MB); `--cpu-share-files 400
+--cpu-share-records 500` measures the same share over 400 files of 500 records, where the outputs of the first
+tier are rewritten again (written to `--label`, not to "clustering_cpu_share").
 
     python bench/clustering.py [--batches 10000] [--chunk 500] [--bin target/debug/hudi-sink] [--out DIR]
     python bench/clustering.py --cpu-share 5 [--bin target/release/hudi-sink]
+    python bench/clustering.py --cpu-share 3 --cpu-share-files 400 --cpu-share-records 500 --label share_400
 """
 
 import argparse
@@ -120,17 +124,17 @@ def cpu_of(argv):
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), p.stdout + p.stderr
 
 
-def cpu_share(binary, runs_each, work, extra=()):
-    """Inline clustering's CPU over the ingest's, on one workload of 40 instants (see the module doc).
-    Merges "clustering_cpu_share" and "clustering_cpu" into bench/results.json and returns them."""
+def cpu_share(binary, runs_each, work, extra=(), files=40, records_per_file=5000, key="clustering_cpu_share"):
+    """Inline clustering's CPU over the ingest's, on one workload of `files` instants (see the module doc).
+    Merges `key` and "clustering_cpu" (for the default key) into bench/results.json and returns them."""
     out = work + "-cpu"
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     events = os.path.join(out, "events")
-    subprocess.run([binary, "generate", "--schema", "bench", "--records", "200000", "--partitions", "16",
-                    "--records-per-file", "5000", "--update-ratio", "0", "--delete-ratio", "0",
-                    "--tombstone-ratio", "0", "--late-ratio", "0", "--topic", "bench", "--seed", "1",
-                    "--out", events], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([binary, "generate", "--schema", "bench", "--records", str(files * records_per_file),
+                    "--partitions", "16", "--records-per-file", str(records_per_file), "--update-ratio", "0",
+                    "--delete-ratio", "0", "--tombstone-ratio", "0", "--late-ratio", "0", "--topic", "bench",
+                    "--seed", "1", "--out", events], check=True, stdout=subprocess.DEVNULL)
     files = sorted(glob.glob(os.path.join(events, "*.json")))
     runs = {"clustering": [], "no_clustering": []}
     replaced = {}
@@ -157,10 +161,10 @@ def cpu_share(binary, runs_each, work, extra=()):
         print(f"| {label.replace('_', ' ')} | {', '.join(map(str, runs[label]))} | {statistics.median(runs[label]):.2f} "
               f"| {r['written_mb']} | {r['rewritten_mb']} | {r['clusterings']} |")
     print(f"clustering_cpu_share = {share:.3f}")
-    update = {"clustering_cpu_share": share,
-              "clustering_cpu": {"binary": os.path.relpath(binary, ROOT), "files": len(files), "records_per_file": 5000,
-                                 "properties": list(extra), "runs_cpu_s": runs, "tables": replaced,
-                                 "machine": machine()}}
+    detail = {"binary": os.path.relpath(binary, ROOT), "files": len(files), "records_per_file": records_per_file,
+              "properties": list(extra), "runs_cpu_s": runs, "tables": replaced, "machine": machine()}
+    update = ({"clustering_cpu_share": share, "clustering_cpu": detail} if key == "clustering_cpu_share"
+              else {key: {"share": share, **detail}})
     merge_results(update)
     shutil.rmtree(out, ignore_errors=True)
     return update
@@ -238,9 +242,13 @@ def main():
     ap.add_argument("--out", default=OUT, help="work directory (e.g. on /dev/shm: no disk flushes)")
     ap.add_argument("--cpu-share", type=int, default=0, metavar="RUNS",
                     help="measure inline clustering's CPU share instead of the curve, RUNS runs each way")
+    ap.add_argument("--cpu-share-files", type=int, default=40, metavar="N",
+                    help="files (instants) of the CPU-share workload, of --cpu-share-records records each")
+    ap.add_argument("--cpu-share-records", type=int, default=5000, metavar="N")
     args = ap.parse_args()
     if args.cpu_share:
-        cpu_share(args.bin, args.cpu_share, args.out, args.set)
+        label = args.label if args.label != "clustering_curve" else "clustering_cpu_share"
+        cpu_share(args.bin, args.cpu_share, args.out, args.set, args.cpu_share_files, args.cpu_share_records, label)
     else:
         curve(args.bin, args.batches, args.out, args.chunk, args.records, args.set, args.label)
 

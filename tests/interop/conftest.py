@@ -290,3 +290,108 @@ def diff(label_a, a, label_b, b, limit=6):
     return (f"{label_a}: {len(a)} rows, {label_b}: {len(b)} rows\n"
             f"only in {label_a} ({len(sa - sb)}):\n  " + "\n  ".join(only_a) +
             f"\nonly in {label_b} ({len(sb - sa)}):\n  " + "\n  ".join(only_b))
+
+
+# The tables that the catalog readers (test_hive_input_format.py, test_trino.py) read once `hudi-sink sync-catalog`
+# registered them in moto's Glue.
+COW = "COPY_ON_WRITE"
+MOR = "MERGE_ON_READ"
+
+# Few buckets and instants keep the reads short; retention small enough that cleaning and archival run.
+SERVICES = {**SMALL_RETENTION, "hoodie.bucket.index.num.buckets": "4"}
+
+# name: (table type, properties), all of the wide `bench` schema (every type the tests convert). `mor_hive_logs`:
+# compaction off, so every file group's logs since its first base file are still to be merged;
+# `mor_nonpartitioned`: compactions ran, so slices hold compacted base files, some with logs on top.
+TABLES = {
+    "cow_hive": (COW, SERVICES),
+    "cow_nonpartitioned": (COW, {**SERVICES, **NONPARTITIONED}),
+    "mor_hive_logs": (MOR, {**SERVICES, "hoodie.compact.inline": "false"}),
+    "mor_nonpartitioned": (MOR, {**SERVICES, **NONPARTITIONED}),
+}
+
+
+# 600 events on 150 keys where late records meet compacted base rows (limit 12), else 300 on 75.
+SIZES = {"mor_nonpartitioned": (600, 150)}
+
+
+def write_catalog_tables(tmp_path_factory):
+    """The tables of `TABLES`, each in its own directory; {name: Table}."""
+    out = {}
+    for name, (table_type, props) in TABLES.items():
+        records, keys = SIZES.get(name, (300, 75))
+        out[name] = write_table(tmp_path_factory.mktemp(name), table_type=table_type, schema="bench", props=props,
+                                records=records, keys=keys)
+    return out
+
+
+def run(*args, env):
+    """Runs a command in the repository with `env`; fails the test with its output when it fails."""
+    out = subprocess.run([str(a) for a in args], capture_output=True, text=True, env=env, cwd=ROOT)
+    if out.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, args))} failed:\n{out.stdout}\n{out.stderr}")
+    return out.stdout
+
+
+def aws_env(endpoint, service=None):
+    """The environment of a command that calls moto at `endpoint`: for one service (`AWS_ENDPOINT_URL_<service>`)
+    or all."""
+    variable = f"AWS_ENDPOINT_URL_{service}" if service else "AWS_ENDPOINT_URL"
+    return dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_REGION="us-east-1",
+                **{variable: endpoint})
+
+
+def sync_catalog(table, env, database, name, timestamps=False, base_path=None):
+    """`hudi-sink sync-catalog` of `table` (at `base_path`, by default its directory) into Glue as `database.name`,
+    the timestamp column a `timestamp` when `timestamps` (`support_timestamp`), else a `bigint`."""
+    config = table.path.parent / "table.properties"
+    if not config.exists():
+        table_config(table.path.parent, props={"hoodie.base.path": table.path})
+    run(SINK, "sync-catalog", "--config", config,
+        "--set", f"hoodie.base.path={base_path or table.path}",
+        "--set", "hoodie.datasource.meta.sync.enable=true",
+        "--set", "hoodie.meta.sync.client.tool.class=org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
+        "--set", f"hoodie.datasource.hive_sync.database={database}",
+        "--set", f"hoodie.datasource.hive_sync.table={name}",
+        "--set", f"hoodie.datasource.hive_sync.support_timestamp={str(timestamps).lower()}", env=env)
+
+
+def model_value(value, schema):
+    """A value of the generator's model (JSON: a decimal as text, a date as days, a timestamp as microseconds) in
+    `conftest.canon`'s form."""
+    if value is None:
+        return None
+    if isinstance(schema, list):
+        (schema,) = [s for s in schema if s != "null"]
+    if not isinstance(schema, dict):
+        return value
+    logical = schema.get("logicalType")
+    if logical == "decimal":
+        return ("dec", value)
+    if logical == "date":
+        return ("date", value)
+    if logical == "timestamp-micros":
+        return ("ts_us", value)
+    if schema["type"] == "record":
+        return {f["name"]: model_value(value[f["name"]], f["type"]) for f in schema["fields"]}
+    return value
+
+
+def hoodie_properties(table):
+    return dict(line.split("=", 1) for line in (table.path / ".hoodie" / "hoodie.properties").read_text().splitlines()
+                if "=" in line and not line.startswith("#"))
+
+
+def model_rows(table):
+    schema = json.loads(hoodie_properties(table)["hoodie.table.create.schema"].replace("\\:", ":"))
+    fields = {f["name"]: f["type"] for f in schema["fields"]}
+    return data_only([{k: model_value(v, fields.get(k, "string")) for k, v in r.items()} for r in table.model])
+
+
+def spark_rows(spark, table, **options):
+    """Spark's rows, every column kept: both readers return the stored meta columns of the row they chose."""
+    return rows_of_spark(spark_read(spark, table, **options), drop=())
+
+
+def read_optimized(spark, table):
+    return spark_rows(spark, table, **{"hoodie.datasource.query.type": "read_optimized"})

@@ -75,29 +75,49 @@ def test_without_the_carry_spark_loses_rows(spark, carried, tmp_path):
     assert diff("spark, carry off", got, "correct table", want), "Spark did not see the lost carry"
 
 
-def export_recreated(tmp):
-    """The table of the `export_recreated_across_the_carry` test, just before and just after its compaction
-    completes: (before, after)."""
+def export_recreated(tmp, mutation=None):
+    """The tables of the `export_recreated_across_the_carry` test: just before its compaction completes, just
+    after, and after the next compaction ((before, after, again))."""
     env = dict(os.environ, HUDI_SINK_INTEROP_RECREATE_OUT=str(tmp))
+    if mutation:
+        env["HUDI_SINK_INTEROP_MUTATION"] = mutation
     cmd = ["cargo", "test", "--quiet", "--workspace", "--test", "it",
            "simulation::compaction_scenarios::export_recreated_across_the_carry", "--", "--exact"]
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if out.returncode != 0 or not (tmp / "after" / ".hoodie" / "hoodie.properties").exists():
         pytest.fail(f"{' '.join(cmd)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-    return Table(tmp / "before", [], "MERGE_ON_READ"), Table(tmp / "after", [], "MERGE_ON_READ")
+    return tuple(Table(tmp / name, [], "MERGE_ON_READ") for name in ("before", "after", "again")
+                 if (tmp / name / ".hoodie").exists())
 
 
-def test_a_key_recreated_across_the_carry_shows_another_version_once_the_compaction_completes(spark, tmp_path):
-    """The sink's compaction plans a slice holding `trip-k`'s V1 (ts 100) in its base file and its tombstone in a
-    log; a log re-creating the key with ts 50 commits while the compaction merges, and the compaction carries it
-    into its new slice. Before the compaction completes Spark merges one slice (base V1, tombstone, re-creation)
-    and shows V1 (docs/semantics.md, "Merge-on-read tables"); after it, the new base file without the key, then
-    the carried log: the re-created version. hudi-rs reads the same after."""
-    before, after = export_recreated(tmp_path)
+def key_rows(rows):
+    return sorted((r["uuid"], r["ts"], r["rider"]) for r in rows)
 
-    def key_rows(rows):
-        return [(r["uuid"], r["ts"], r["rider"]) for r in rows if r["uuid"] == "trip-k"]
 
-    assert key_rows(rows_of_spark(spark_read(spark, before))) == [("trip-k", 100, "v1")], "before it completes"
-    assert key_rows(rows_of_spark(spark_read(spark, after))) == [("trip-k", 50, "v3")], "after it completes"
-    assert key_rows(rows_of_arrow(hudi_rs_read(after, "snapshot"))) == [("trip-k", 50, "v3")], "hudi-rs after"
+def test_a_compaction_leaves_out_a_group_whose_carried_log_would_change_the_snapshot(spark, tmp_path):
+    """The sink's compaction plans two groups: `sf` holds `trip-k`'s V1 (ts 100) in its base file and its
+    tombstone in a log, `la` an update of `trip-m`. While it merges, a batch re-creates `trip-k` with ts 50 and
+    updates `trip-m` again. Spark merges `trip-k`'s slice (base V1, tombstone, re-creation) and shows V1
+    (docs/semantics.md, "Merge-on-read tables"); carried behind a new base file without the key, the
+    re-creation would show. The compaction leaves `sf` out and carries `la`'s late log: Spark's snapshot just
+    before it completes, just after, and after the next compaction (which plans `trip-k`'s logs together) are
+    the same rows, and hudi-rs reads them too."""
+    before, after, again = export_recreated(tmp_path)
+    want = [("trip-k", 100, "v1"), ("trip-m", 300, "v3")]
+    for name, table in (("before", before), ("after", after), ("again", again)):
+        assert key_rows(rows_of_spark(spark_read(spark, table))) == want, f"Spark, {name}"
+        assert key_rows(rows_of_arrow(hudi_rs_read(table, "snapshot"))) == want, f"hudi-rs, {name}"
+    # The compaction names only the `la` group's new base file, and carries its late log.
+    compaction = compaction_carried_logs(after)
+    meta = json.loads((after.path / ".hoodie" / f"{compaction}.commit").read_text())
+    partitions = sorted(p for p, stats in meta["partitionToWriteStats"].items()
+                        if any(s["path"].endswith(".parquet") for s in stats))
+    assert [p.split("=")[-1] for p in partitions] == ["la"], meta["partitionToWriteStats"].keys()
+
+
+def test_without_leaving_the_group_out_spark_shows_another_version_after_the_compaction(spark, tmp_path):
+    """The mutation `compaction-keeps-snapshot` compacts the `sf` group too: Spark then shows the re-created
+    version once the compaction completes."""
+    before, after = export_recreated(tmp_path, "compaction-keeps-snapshot")[:2]
+    assert ("trip-k", 100, "v1") in key_rows(rows_of_spark(spark_read(spark, before)))
+    assert ("trip-k", 50, "v3") in key_rows(rows_of_spark(spark_read(spark, after)))

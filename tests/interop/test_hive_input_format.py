@@ -15,46 +15,21 @@ incremental query; the limits found are pinned (docs/compatibility.md, limits 12
 import datetime
 import decimal
 import json
-import os
-import subprocess
 
 import pytest
 
-from conftest import (NONPARTITIONED, READERS_PYTHON, ROOT, SINK, SMALL_RETENTION, canon, data_only, diff, rows_of_spark,
-                      row_key, spark_incremental, spark_read, table_config, write_table)
+from conftest import (COW, MOR, READERS_PYTHON, ROOT, TABLES, aws_env, canon, data_only, diff, hoodie_properties,
+                      model_rows, read_optimized, row_key, rows_of_spark, run, spark_incremental, spark_rows,
+                      sync_catalog, write_catalog_tables)
 from test_carried_logs import compaction_carried_logs, export
 
-COW = "COPY_ON_WRITE"
-MOR = "MERGE_ON_READ"
 READ_OPTIMIZED = "org.apache.hudi.hadoop.HoodieParquetInputFormat"
 REALTIME = "org.apache.hudi.hadoop.realtime.HoodieParquetRealtimeInputFormat"
-
-# Few buckets and instants keep the reads short; retention small enough that cleaning and archival run.
-SERVICES = {**SMALL_RETENTION, "hoodie.bucket.index.num.buckets": "4"}
-
-# name: (table type, properties), all of the wide `bench` schema (every type the tests convert). `mor_hive_logs`:
-# compaction off, so every file group's logs since its first base file are still to be merged;
-# `mor_nonpartitioned`: compactions ran, so slices hold compacted base files, some with logs on top.
-TABLES = {
-    "cow_hive": (COW, SERVICES),
-    "cow_nonpartitioned": (COW, {**SERVICES, **NONPARTITIONED}),
-    "mor_hive_logs": (MOR, {**SERVICES, "hoodie.compact.inline": "false"}),
-    "mor_nonpartitioned": (MOR, {**SERVICES, **NONPARTITIONED}),
-}
-
-
-# 600 events on 150 keys where late records meet compacted base rows (limit 12), else 300 on 75.
-SIZES = {"mor_nonpartitioned": (600, 150)}
 
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
-    out = {}
-    for name, (table_type, props) in TABLES.items():
-        records, keys = SIZES.get(name, (300, 75))
-        out[name] = write_table(tmp_path_factory.mktemp(name), table_type=table_type, schema="bench", props=props,
-                                records=records, keys=keys)
-    return out
+    return write_catalog_tables(tmp_path_factory)
 
 
 class Catalog:
@@ -64,8 +39,7 @@ class Catalog:
 
     def __init__(self, endpoint):
         self.endpoint = endpoint
-        self.env = dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_REGION="us-east-1",
-                        AWS_ENDPOINT_URL_GLUE=endpoint)
+        self.env = aws_env(endpoint, "GLUE")
         self.synced = set()
         self.dumps = {}
 
@@ -73,15 +47,7 @@ class Catalog:
         """The registered table `name + suffix`, synced with `support_timestamp` = `timestamps`."""
         database = "lake_timestamps" if timestamps else "lake"
         if (database, name) not in self.synced:
-            config = table.path.parent / "table.properties"
-            if not config.exists():
-                table_config(table.path.parent, props={"hoodie.base.path": table.path})
-            run(SINK, "sync-catalog", "--config", config,
-                "--set", "hoodie.datasource.meta.sync.enable=true",
-                "--set", "hoodie.meta.sync.client.tool.class=org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
-                "--set", f"hoodie.datasource.hive_sync.database={database}",
-                "--set", f"hoodie.datasource.hive_sync.table={name}",
-                "--set", f"hoodie.datasource.hive_sync.support_timestamp={str(timestamps).lower()}", env=self.env)
+            sync_catalog(table, self.env, database, name, timestamps=timestamps)
             self.synced.add((database, name))
         if (database, name + suffix) not in self.dumps:
             self.dumps[database, name + suffix] = json.loads(run(
@@ -90,13 +56,6 @@ class Catalog:
         dump = self.dumps[database, name + suffix]
         assert dump["table"], f"{database}.{name}{suffix} is not in the catalog"
         return HiveTable(table, dump)
-
-
-def run(*args, env):
-    out = subprocess.run([str(a) for a in args], capture_output=True, text=True, env=env, cwd=ROOT)
-    if out.returncode != 0:
-        pytest.fail(f"{' '.join(map(str, args))} failed:\n{out.stdout}\n{out.stderr}")
-    return out.stdout
 
 
 @pytest.fixture(scope="module")
@@ -213,38 +172,6 @@ def hive_value(value, schema):
     return value
 
 
-def model_value(value, schema):
-    """A value of the generator's model (JSON: a decimal as text, a date as days, a timestamp as microseconds) in
-    `conftest.canon`'s form."""
-    if value is None:
-        return None
-    if isinstance(schema, list):
-        (schema,) = [s for s in schema if s != "null"]
-    if not isinstance(schema, dict):
-        return value
-    logical = schema.get("logicalType")
-    if logical == "decimal":
-        return ("dec", value)
-    if logical == "date":
-        return ("date", value)
-    if logical == "timestamp-micros":
-        return ("ts_us", value)
-    if schema["type"] == "record":
-        return {f["name"]: model_value(value[f["name"]], f["type"]) for f in schema["fields"]}
-    return value
-
-
-def hoodie_properties(table):
-    return dict(line.split("=", 1) for line in (table.path / ".hoodie" / "hoodie.properties").read_text().splitlines()
-                if "=" in line and not line.startswith("#"))
-
-
-def model_rows(table):
-    schema = json.loads(hoodie_properties(table)["hoodie.table.create.schema"].replace("\\:", ":"))
-    fields = {f["name"]: f["type"] for f in schema["fields"]}
-    return data_only([{k: model_value(v, fields.get(k, "string")) for k, v in r.items()} for r in table.model])
-
-
 def recreated_below_a_delete(table):
     """Keys whose events hold a delete (a tombstone or a `_hoodie_is_deleted` row) followed by a record of the key
     with a smaller ordering value than an earlier one: where a merge-on-read slice keeps the key deleted or brings
@@ -268,15 +195,6 @@ def recreated_below_a_delete(table):
             if deleted and any(o is not None and before and o < max(before) for _, o in events[i + 1:]):
                 keys.add(key)
     return keys
-
-
-def spark_rows(spark, table, **options):
-    """Spark's rows, every column kept: both readers return the stored meta columns of the row they chose."""
-    return rows_of_spark(spark_read(spark, table, **options), drop=())
-
-
-def read_optimized(spark, table):
-    return spark_rows(spark, table, **{"hoodie.datasource.query.type": "read_optimized"})
 
 
 def registered(catalog, tables, name, view, timestamps=False):

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -73,12 +74,12 @@ def call(spark, procedure, path, **args):
     return spark.sql(f"call {procedure}({params})").collect()
 
 
-def java_write_client(spark, table):
+def java_write_client(spark, table, settings=None):
     """Hudi's Java write client on the table (what `HoodieCleaner` and the Spark writers run) with
-    JAVA_SETTINGS."""
+    JAVA_SETTINGS and `settings`."""
     jvm = spark._jvm
     props = jvm.java.util.Properties()
-    for key, value in JAVA_SETTINGS.items():
+    for key, value in {**JAVA_SETTINGS, **(settings or {})}.items():
         props.setProperty(key, value)
     config = jvm.org.apache.hudi.config.HoodieWriteConfig.newBuilder().withPath(table.uri).withProps(props).build()
     context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(spark._jsc)
@@ -402,6 +403,49 @@ def test_spark_writer_alternates_with_the_sink(spark, tmp_path, table_type):
 
 LOCK_TABLE = "hudi-locks"
 
+# Spark's attempts beat every second; Hudi 0.15 takes one whose heartbeat file is older than interval x misses for
+# failed (`HoodieHeartbeatClient`). That expiry is several of the sink's heartbeat intervals, so that Spark never
+# takes a sink write that still beats for failed.
+SPARK_HEARTBEAT = {"hoodie.client.heartbeat.interval_in_ms": "1000", "hoodie.client.heartbeat.tolerable.misses": "5"}
+SPARK_EXPIRY_S = 5
+# The sink reads Spark's (empty) heartbeat files by their modification time: its tolerance exceeds Spark's expiry
+# with room to spare, so that Spark rolls back its refused attempts itself, before the sink would.
+SINK_HEARTBEAT = {"hudi.sink.heartbeat.interval.ms": "1000", "hudi.sink.heartbeat.tolerable.misses": "30"}
+
+
+def spark_upsert_retrying(spark, df, table, table_type, options, attempts=20):
+    """A Spark upsert retried as docs/compatibility.md (limit 9) prescribes: after a refusal for a conflict, wait
+    past Spark's heartbeat expiry, roll back the failed writes (the refused attempt; Hudi's LAZY policy does it
+    only in a clean), then write again. Returns the number of refusals."""
+    for refusals in range(attempts):
+        try:
+            spark_upsert(df, table, table_type, options)
+            return refusals
+        except Exception as e:
+            causes = java_causes(e)
+            if "HoodieWriteConflictException" not in causes:
+                raise RuntimeError(causes) from e
+        # The refused attempt's heartbeat stopped with its write client; once it expired, the attempt is a
+        # failed write that `rollbackFailedWrites` takes (and no write that still beats is).
+        time.sleep(SPARK_EXPIRY_S + 1)
+        client = java_write_client(spark, table, options)
+        try:
+            client.rollbackFailedWrites()
+        finally:
+            client.close()
+    raise RuntimeError(f"refused {attempts} times")
+
+
+def spark_rollbacks(table):
+    """The instants Hudi's completed rollbacks (Avro `HoodieRollbackMetadata`) name."""
+    import fastavro
+
+    named = set()
+    for f in (table.path / ".hoodie").glob("*.rollback"):
+        with open(f, "rb") as fh:
+            named.update(next(iter(fastavro.reader(fh)))["commitsRollback"])
+    return named
+
 
 def java_causes(error):
     """A Py4J error as its Java exception's cause chain (one line each)."""
@@ -428,15 +472,12 @@ if "{LOCK_TABLE}" not in db.list_tables()["TableNames"]:
     subprocess.run([READERS_PYTHON, "-c", code], check=True)
 
 
-@pytest.mark.skipif(os.environ.get("HUDI_SINK_INTEROP_CONCURRENT") != "1", reason=(
-    "known break, run with HUDI_SINK_INTEROP_CONCURRENT=1: Spark's retry of a write refused for a conflict "
-    "takes the refused attempt's uncommitted file group for its bucket (Hudi 0.15's bucket index reads "
-    "uncommitted slices), then fails on two file groups in one bucket or appends to a slice readers drop; "
-    "timing-dependent, so not a strict expected failure (docs/compatibility.md, limit 9)"))
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, moto_endpoint, monkeypatch):
     """Spark upserts (optimistic concurrency, Hudi's DynamoDBBasedLockProvider) while the sink ingests under
-    the same DynamoDB lock item: no row lost or doubled, and neither side rolls back the other's instants."""
+    the same DynamoDB lock item, retrying a refused write as limit 9 prescribes: no row lost or doubled, every
+    instant the sink committed stays, Spark rolls back exactly its refused attempts and the sink none of
+    Spark's."""
     jvm = spark._jvm
     for key, value in (("aws.accessKeyId", "test"), ("aws.secretAccessKey", "testtesttest"),
                        ("aws.region", "us-east-1")):
@@ -449,7 +490,7 @@ def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, 
         "hoodie.write.lock.dynamodb.endpoint_url": moto_endpoint,
     }
     files, model = generate(tmp_path, records=600, keys=120, per_file=30, seed=17, gen_args=("--late-ratio", 0))
-    config = table_config(tmp_path, table_type=table_type, props={**SINK_SERVICES_OFF, **lock})
+    config = table_config(tmp_path, table_type=table_type, props={**SINK_SERVICES_OFF, **lock, **SINK_HEARTBEAT})
     table = Table(tmp_path / "table", model, table_type)
     cities = sorted({r["city"] for r in model})
     for key, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "testtesttest"),
@@ -464,7 +505,7 @@ def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, 
                      # new bucket conflict.
                      "hoodie.write.lock.conflict.resolution.strategy":
                          "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy",
-                     "hoodie.write.lock.dynamodb.billing_mode": "PAY_PER_REQUEST"}
+                     "hoodie.write.lock.dynamodb.billing_mode": "PAY_PER_REQUEST", **SPARK_HEARTBEAT}
     first = spark_rows_for(spark, 0, 10, 2_000_000_000_000, cities)
     rounds = [spark_rows_for(spark, 10 * (n + 1), 10, 2_000_000_000_000 + n, cities) for n in range(4)]
     spark_upsert(first, table, table_type, spark_options)
@@ -472,22 +513,17 @@ def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, 
                              *map(str, files[2:])], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     errors = []
+    refusals = []
 
     def spark_writes():
         # A Spark job retries a write that optimistic concurrency refused (a sink commit took the same file
         # group first), as HoodieStreamer and a Structured Streaming query do.
-        for round, df in enumerate(rounds):
-            for _attempt in range(20):
-                try:
-                    spark_upsert(df, table, table_type, spark_options)
-                    break
-                except Exception as e:  # reported below with the sink's outcome
-                    causes = java_causes(e)
-                    if "HoodieWriteConflictException" not in causes:
-                        errors.append(causes)
-                        return
-            else:
-                errors.append(f"round {round}: refused 20 times")
+        for df in rounds:
+            try:
+                refusals.append(spark_upsert_retrying(spark, df, table, table_type, spark_options))
+            except Exception as e:  # reported below with the sink's outcome
+                errors.append(str(e))
+                return
 
     writer = threading.Thread(target=spark_writes)
     writer.start()
@@ -502,6 +538,16 @@ def test_spark_writer_at_the_same_time_as_the_sink(spark, tmp_path, table_type, 
     committed = [r["instant"] for r in reports if r.get("instant")]
     assert len(committed) >= len(files[2:]) // 2, f"the sink committed only {committed}"
     assert set(committed) <= completed, f"sink instants gone: {set(committed) - completed}"
+    # Spark rolled back its refused attempts, each once and nothing else; the sink rolled back none of Spark's
+    # attempts (its retired times, `.hoodie/.aux/hudi-sink/rolled-back/`, are its own).
+    rolled_back = spark_rollbacks(table)
+    assert len(rolled_back) == sum(refusals), f"Spark rolled back {sorted(rolled_back)} after {refusals} refusals"
+    assert not rolled_back & completed, f"Spark rolled back completed instants {sorted(rolled_back & completed)}"
+    spark_commits = {t for t in completed if "hudi.sink.checkpoint" not in json.loads(
+        next((table.path / ".hoodie").glob(f"{t}.*commit")).read_text()).get("extraMetadata", {})}
+    retired = {f.name for f in (table.path / ".hoodie" / ".aux" / "hudi-sink" / "rolled-back").glob("*")}
+    assert not retired & (spark_commits | rolled_back), (
+        f"the sink rolled back Spark's attempts {sorted(retired & (spark_commits | rolled_back))}")
     spark_model = [r.asDict() for df in [first, *rounds] for r in df.collect()]
     check(spark, table, model + spark_model)
 

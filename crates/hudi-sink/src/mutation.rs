@@ -74,11 +74,17 @@ pub enum Mutation {
     /// A merge-on-read batch that deletes a key (tombstone) and then re-creates it writes the delete in a
     /// delete block ahead of the re-created record, so that the key's earlier log versions are removed.
     RecreateWritesDelete,
+    /// A compaction leaves out a file group whose late logs would change a snapshot once carried (a key the
+    /// planned logs deleted written again, or re-created after a delete), so that its old slice stays.
+    CompactionKeepsSnapshot,
+    /// A heartbeat or marker of an instant that is not on the timeline and not retired (another engine's
+    /// writer starting: Hudi's writers write the heartbeat first) is left alone until its heartbeat expires.
+    StartingWriteLeftAlone,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 25] = [
+    pub const ALL: [Mutation; 27] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -104,6 +110,8 @@ impl Mutation {
         Mutation::ToastBackfill,
         Mutation::PendingBelowBaseChecked,
         Mutation::RecreateWritesDelete,
+        Mutation::CompactionKeepsSnapshot,
+        Mutation::StartingWriteLeftAlone,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -134,6 +142,8 @@ impl Mutation {
             Mutation::ToastBackfill => "toast-backfill",
             Mutation::PendingBelowBaseChecked => "pending-below-base-checked",
             Mutation::RecreateWritesDelete => "recreate-drops-delete",
+            Mutation::CompactionKeepsSnapshot => "compaction-keeps-snapshot",
+            Mutation::StartingWriteLeftAlone => "starting-write-left-alone",
         }
     }
 

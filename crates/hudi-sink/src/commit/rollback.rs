@@ -22,6 +22,7 @@ use crate::table::timeline::Timeline;
 use crate::write::{rollback_failed, WriteError};
 
 use super::Coordinator;
+use crate::mutation::{is_disabled, Mutation};
 use crate::write::heartbeat::read_heartbeat;
 
 impl Coordinator {
@@ -120,6 +121,7 @@ impl Coordinator {
         let storage = self.storage.as_ref();
         let window_dir = super::window::WINDOW_DIR;
         let mut zombies = std::collections::BTreeSet::new();
+        let mut absent = std::collections::BTreeSet::new();
         let mut done = Vec::new();
         let mut completed_markers: std::collections::BTreeMap<InstantTime, Vec<ObjectMeta>> =
             std::collections::BTreeMap::new();
@@ -147,13 +149,30 @@ impl Coordinator {
                     if prefix == window_dir {
                         // A member that joined a window being rolled back: it wrote nothing.
                         done.push(obj.path.clone());
-                    } else {
+                    } else if timeline.is_retired(&instant)
+                        || is_disabled(Mutation::StartingWriteLeftAlone)
+                    {
                         // Rolled back, yet written to since: a zombie writer (paused past its heartbeat,
-                        // then resumed) kept writing. Instants are created under the lock before their
-                        // heartbeat and markers, so a live write is never absent from the timeline.
+                        // then resumed) kept writing. This sink's instants are created under the lock before
+                        // their heartbeat and markers, so its live writes are never absent from the timeline.
                         zombies.insert(instant);
+                    } else {
+                        // Hudi's Java writers write their heartbeat before their instant, without the lock:
+                        // a writer starting, unless its heartbeat expired (it died before its instant).
+                        absent.insert(instant);
                     }
                 }
+            }
+        }
+        let now = self.clock.now_millis();
+        let tolerance = self.config.heartbeat_tolerance.as_millis() as i64;
+        for instant in absent {
+            let last = read_heartbeat(storage, &instant)
+                .await?
+                .or_else(|| instant.to_millis())
+                .unwrap_or(0);
+            if now.saturating_sub(last) > tolerance {
+                zombies.insert(instant);
             }
         }
         for (instant, markers) in completed_markers {

@@ -102,6 +102,7 @@ impl Coordinator {
             tracing::info!(
                 instant = %r.instant,
                 groups = r.file_groups,
+                left_out = r.left_out,
                 logs = r.log_files,
                 carried = r.carried,
                 completion_lock_ms = r.completion_lock_ms,

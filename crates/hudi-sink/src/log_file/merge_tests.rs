@@ -1,5 +1,6 @@
 //! File slices built by hand (base files with `ArrowWriter`, logs with [`LogFileWriter`]) and read back
-//! through [`super::scan`] and [`super::merge`]: one rule per test.
+//! through [`super::scan`] and [`super::merge`]: one rule per test. The builders are shared with other
+//! modules' tests of merge-on-read slices.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
@@ -27,35 +28,35 @@ const SCHEMA: &str = r#"{"type":"record","name":"t_record","namespace":"hoodie.t
  {"name":"ts","type":["null","long"],"default":null},
  {"name":"v","type":["null","string"],"default":null},
  {"name":"_hoodie_is_deleted","type":["null","boolean"],"default":null}]}"#;
-const FILE_ID: &str = "f1-0";
-const T0: &str = "20250101000000000";
-const T1: &str = "20250101000000001";
-const T2: &str = "20250101000000002";
-const T3: &str = "20250101000000003";
+pub(crate) const FILE_ID: &str = "f1-0";
+pub(crate) const T0: &str = "20250101000000000";
+pub(crate) const T1: &str = "20250101000000001";
+pub(crate) const T2: &str = "20250101000000002";
+pub(crate) const T3: &str = "20250101000000003";
 
-fn instant(t: &str) -> InstantTime {
+pub(crate) fn instant(t: &str) -> InstantTime {
     InstantTime::parse(t).expect("instant")
 }
 
-fn table_schema() -> AvroSchema {
+pub(crate) fn table_schema() -> AvroSchema {
     AvroSchema::parse(SCHEMA).expect("schema")
 }
 
-fn arrow_schema() -> SchemaRef {
+pub(crate) fn arrow_schema() -> SchemaRef {
     Arc::new(avro_to_arrow(&with_meta_fields(&table_schema())).expect("arrow"))
 }
 
-fn event_time() -> MergeMode {
+pub(crate) fn event_time() -> MergeMode {
     MergeMode::EventTime {
         ordering_field: "ts".into(),
     }
 }
 
 /// One row: key, ordering value, payload, `_hoodie_is_deleted`.
-type Row<'a> = (&'a str, i64, &'a str, bool);
+pub(crate) type Row<'a> = (&'a str, i64, &'a str, bool);
 
 /// Rows written by instant `t` (a log's meta: the file id; a base file's: its file name).
-fn batch(t: &str, file_name: &str, rows: &[Row]) -> RecordBatch {
+pub(crate) fn batch(t: &str, file_name: &str, rows: &[Row]) -> RecordBatch {
     let text = |f: &dyn Fn(usize, &Row) -> String| -> ArrayRef {
         Arc::new(StringArray::from(
             rows.iter()
@@ -82,7 +83,7 @@ fn batch(t: &str, file_name: &str, rows: &[Row]) -> RecordBatch {
     RecordBatch::try_new(arrow_schema(), columns).expect("batch")
 }
 
-fn upserts(t: &str, rows: &[Row]) -> Vec<u8> {
+pub(crate) fn upserts(t: &str, rows: &[Row]) -> Vec<u8> {
     LogFileWriter::new(instant(t), FILE_ID, &table_schema())
         .with_records(&[batch(t, FILE_ID, rows)])
         .expect("records")
@@ -90,7 +91,7 @@ fn upserts(t: &str, rows: &[Row]) -> Vec<u8> {
         .expect("finish")
 }
 
-fn deletes(t: &str, records: &[DeleteRecord]) -> Vec<u8> {
+pub(crate) fn deletes(t: &str, records: &[DeleteRecord]) -> Vec<u8> {
     LogFileWriter::new(instant(t), FILE_ID, &table_schema())
         .with_deletes(records)
         .expect("deletes")
@@ -99,7 +100,7 @@ fn deletes(t: &str, records: &[DeleteRecord]) -> Vec<u8> {
 }
 
 /// A base file written by `T0` with `rows_per_group` rows per row group.
-fn base_file(rows: &[Row], rows_per_group: usize) -> Bytes {
+pub(crate) fn base_file(rows: &[Row], rows_per_group: usize) -> Bytes {
     let name = format!("{FILE_ID}_0-1-0_{T0}.parquet");
     let props = WriterProperties::builder()
         .set_max_row_group_row_count(Some(rows_per_group))
@@ -111,11 +112,15 @@ fn base_file(rows: &[Row], rows_per_group: usize) -> Bytes {
     Bytes::from(out)
 }
 
-fn all_committed() -> CommittedInstants {
+pub(crate) fn all_committed() -> CommittedInstants {
     CommittedInstants::new([T0, T1, T2, T3].map(instant), Some(instant(T0)))
 }
 
-fn scan(logs: &[Vec<u8>], committed: &CommittedInstants, mode: &MergeMode) -> LogRecords {
+pub(crate) fn scan(
+    logs: &[Vec<u8>],
+    committed: &CommittedInstants,
+    mode: &MergeMode,
+) -> LogRecords {
     let names: Vec<String> = (1..=logs.len())
         .map(|v| format!(".{FILE_ID}_{T0}.log.{v}_0-1-0"))
         .collect();
@@ -131,7 +136,7 @@ fn scan(logs: &[Vec<u8>], committed: &CommittedInstants, mode: &MergeMode) -> Lo
 }
 
 /// The merged slice as key → (commit time, ts, v), in output order.
-fn merged(base: Option<Bytes>, log: LogRecords) -> Vec<(String, String, i64, String)> {
+pub(crate) fn merged(base: Option<Bytes>, log: LogRecords) -> Vec<(String, String, i64, String)> {
     rows_of(
         merge_file_slice(base, log)
             .expect("merge")
@@ -140,7 +145,9 @@ fn merged(base: Option<Bytes>, log: LogRecords) -> Vec<(String, String, i64, Str
 }
 
 /// Output rows as key → (commit time, ts, v), in order.
-fn rows_of(batches: impl Iterator<Item = RecordBatch>) -> Vec<(String, String, i64, String)> {
+pub(crate) fn rows_of(
+    batches: impl Iterator<Item = RecordBatch>,
+) -> Vec<(String, String, i64, String)> {
     let mut out = Vec::new();
     for batch in batches {
         let s = |name: &str| {

@@ -39,7 +39,7 @@ pub mod delete_block;
 mod error;
 pub mod merge;
 #[cfg(test)]
-mod merge_tests;
+pub(crate) mod merge_tests;
 pub use crate::table::log_file_name as name;
 pub mod parquet_block;
 pub mod reader;

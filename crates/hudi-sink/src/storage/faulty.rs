@@ -471,6 +471,11 @@ impl Storage for FaultyStorage {
         self.run(Operation::Head, path, self.inner.head(path)).await
     }
 
+    async fn modified_ms(&self, path: &str) -> StorageResult<Option<i64>> {
+        self.run(Operation::Head, path, self.inner.modified_ms(path))
+            .await
+    }
+
     async fn put(&self, path: &str, data: Bytes) -> StorageResult<()> {
         self.run(Operation::Put, path, self.inner.put(path, data))
             .await

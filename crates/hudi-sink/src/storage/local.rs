@@ -305,6 +305,20 @@ impl Storage for LocalStorage {
         Ok(Bytes::from(buf))
     }
 
+    async fn modified_ms(&self, path: &str) -> StorageResult<Option<i64>> {
+        let full = self.resolve(path)?;
+        match tokio::fs::metadata(&full).await {
+            Ok(m) if m.is_file() => Ok(m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .and_then(|d| i64::try_from(d.as_millis()).ok())),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err(path)(e)),
+        }
+    }
+
     async fn head(&self, path: &str) -> StorageResult<Option<ObjectMeta>> {
         let full = self.resolve(path)?;
         match tokio::fs::metadata(&full).await {

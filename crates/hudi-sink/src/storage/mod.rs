@@ -72,6 +72,14 @@ pub trait Storage: Send + Sync + Debug {
     /// Size of an object, or `None` when it does not exist.
     async fn head(&self, path: &str) -> StorageResult<Option<ObjectMeta>>;
 
+    /// When the object was last written, in epoch milliseconds: `None` when it does not exist or the store
+    /// does not keep it. Hudi's Java writers beat by rewriting an empty heartbeat file, so its modification
+    /// time is their beat.
+    async fn modified_ms(&self, path: &str) -> StorageResult<Option<i64>> {
+        let _ = path;
+        Ok(None)
+    }
+
     /// Creates or replaces an object.
     async fn put(&self, path: &str, data: Bytes) -> StorageResult<()>;
 

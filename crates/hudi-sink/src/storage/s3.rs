@@ -167,6 +167,27 @@ pub struct S3Storage {
 }
 
 impl S3Storage {
+    /// `HeadObject` of `path`: `None` when it does not exist.
+    async fn head_object(
+        &self,
+        path: &str,
+    ) -> StorageResult<Option<aws_sdk_s3::operation::head_object::HeadObjectOutput>> {
+        let key = self.key(path)?;
+        match self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(&key)
+            .send()
+            .await
+        {
+            Ok(out) => Ok(Some(out)),
+            // A HEAD response has no body, hence no error code: a missing bucket also reads as absent here.
+            Err(e) if status_of(&e) == Some(404) => Ok(None),
+            Err(e) => Err(self.remote("HeadObject", path, &e)),
+        }
+    }
+
     /// Storage over `client` rooted at `s3://bucket/prefix` (`prefix` may be empty; surrounding `/` are
     /// ignored). The client's own timeout and retry configuration apply; see [`S3Options::client_config`].
     pub fn new(client: Client, bucket: impl Into<String>, prefix: impl Into<String>) -> Self {
@@ -514,38 +535,33 @@ impl Storage for S3Storage {
         Ok(data)
     }
 
+    async fn modified_ms(&self, path: &str) -> StorageResult<Option<i64>> {
+        Ok(self
+            .head_object(path)
+            .await?
+            .and_then(|out| out.last_modified().and_then(|t| t.to_millis().ok())))
+    }
+
     async fn head(&self, path: &str) -> StorageResult<Option<ObjectMeta>> {
-        let key = self.key(path)?;
-        match self
-            .client
-            .head_object()
-            .bucket(&self.bucket)
-            .key(&key)
-            .send()
-            .await
-        {
-            Ok(out) => {
-                let size = out
-                    .content_length()
-                    .and_then(|n| u64::try_from(n).ok())
-                    .ok_or_else(|| StorageError::Remote {
-                        operation: "HeadObject",
-                        path: format!("s3://{}/{key}", self.bucket),
-                        message: format!(
-                            "response without a valid Content-Length ({:?})",
-                            out.content_length()
-                        ),
-                        retryable: false,
-                    })?;
-                Ok(Some(ObjectMeta {
-                    path: path.into(),
-                    size,
-                }))
-            }
-            // A HEAD response has no body, hence no error code: a missing bucket also reads as absent here.
-            Err(e) if status_of(&e) == Some(404) => Ok(None),
-            Err(e) => Err(self.remote("HeadObject", path, &e)),
-        }
+        let Some(out) = self.head_object(path).await? else {
+            return Ok(None);
+        };
+        let size = out
+            .content_length()
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| StorageError::Remote {
+                operation: "HeadObject",
+                path: format!("s3://{}/{}", self.bucket, self.join(path)),
+                message: format!(
+                    "response without a valid Content-Length ({:?})",
+                    out.content_length()
+                ),
+                retryable: false,
+            })?;
+        Ok(Some(ObjectMeta {
+            path: path.into(),
+            size,
+        }))
     }
 
     async fn put(&self, path: &str, data: Bytes) -> StorageResult<()> {

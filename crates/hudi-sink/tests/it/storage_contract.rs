@@ -215,6 +215,21 @@ async fn check_put_get_head_range(s: Arc<dyn Storage>) {
     assert_eq!(s.get(p).await.expect("get"), data);
     assert_eq!(s.head(p).await.expect("head"), Some(meta(p, 1000)));
     assert_eq!(s.head("a/b/nope").await.expect("head missing"), None);
+    // A modification time where the store keeps one (S3, files): near now; none for a missing object.
+    if let Some(ms) = s.modified_ms(p).await.expect("modified") {
+        let now = chrono::Utc::now().timestamp_millis();
+        assert!((now - ms).abs() < 300_000, "modified at {ms}, now {now}");
+    } else {
+        assert!(
+            s.base_uri().starts_with("memory://"),
+            "{} keeps no modification time",
+            s.base_uri()
+        );
+    }
+    assert_eq!(
+        s.modified_ms("a/b/nope").await.expect("modified missing"),
+        None
+    );
     assert_eq!(
         s.head("a/b").await.expect("head of a directory"),
         None,

@@ -5,15 +5,18 @@
 //! names it) that the plan does not name. They come after the planned ones in reader order (a deltacommit
 //! whose log would come before a completed one's is refused, `commit/conflict.rs`), so the copies keep that
 //! order with versions 1, 2, … of the new slice, each with its original write token. A copy holds the same
-//! bytes, so its blocks keep the instant of the deltacommit that wrote them.
+//! bytes, so its blocks keep the instant of the deltacommit that wrote them. A group whose late logs would
+//! change a snapshot once carried is left out instead (`keep.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 
-use super::{service_error, CompactionPlanned};
+use super::execute::MergedGroup;
+use super::keep::{self, LateKeys};
+use super::{service_error, CompactionPlanned, Scheduled};
 use crate::clock::Clock;
-use crate::log_file::LogFileName;
+use crate::log_file::{scan_stored_log_files, LogFileName};
 use crate::mutation::{is_disabled, Mutation};
 use crate::storage::{join_path, PutOutcome, Storage};
 use crate::table::carried::CarriedLog;
@@ -36,6 +39,29 @@ pub struct LateLog {
 impl LateLog {
     fn path(&self) -> String {
         join_path(&[&self.partition, &self.log.name.file_name()])
+    }
+
+    /// Its file group: (partition, file id).
+    fn group(&self) -> (String, String) {
+        (self.partition.clone(), self.log.name.file_id.clone())
+    }
+}
+
+/// The file group of a carried copy: (partition, file id), from its path.
+trait CopyGroup {
+    fn group(&self) -> (String, String);
+}
+
+impl CopyGroup for CarriedLog {
+    fn group(&self) -> (String, String) {
+        let (partition, name) = self
+            .path
+            .rsplit_once('/')
+            .unwrap_or(("", self.path.as_str()));
+        let file_id = LogFileName::parse(name)
+            .map(|l| l.file_id)
+            .unwrap_or_default();
+        (partition.to_string(), file_id)
     }
 }
 
@@ -78,31 +104,110 @@ pub fn late_logs(
     Ok(out)
 }
 
-/// Copies the late logs of `planned` among `slices` that `carried` (the copies made so far) does not hold
-/// into the new slices, and returns every copy made (the earlier ones first). With the mutation switch
-/// `CompactionCarriesLateLogs`, nothing is copied.
+/// What the carry has done so far for one compaction.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Carried {
+    /// The copies made for the groups the compaction keeps, in the order made.
+    pub logs: Vec<CarriedLog>,
+    /// Groups left out, by (partition, file id): carrying their late logs would change a snapshot (`keep.rs`).
+    pub left_out: BTreeSet<(String, String)>,
+    /// Copies made for groups left out since: deleted before the commit.
+    pub discarded: Vec<String>,
+    /// Per group, what its late logs hold so far.
+    late: BTreeMap<(String, String), LateKeys>,
+    /// Per group, the keys its planned logs hold, once read.
+    planned_keys: BTreeMap<(String, String), BTreeSet<String>>,
+}
+
+/// Copies the late logs of the groups in `merged` among `slices` that `carried` does not hold yet into the new
+/// slices, leaving out the groups whose late logs would change a snapshot (`keep.rs`), and returns all that
+/// was done (the earlier copies first). With the mutation switch `CompactionCarriesLateLogs`, nothing is copied.
 pub(super) async fn carry(
     storage: &dyn Storage,
     clock: &dyn Clock,
-    planned: &CompactionPlanned,
+    scheduled: &Scheduled,
+    merged: &[MergedGroup],
     slices: &[FileSlice],
-    mut carried: Vec<CarriedLog>,
-) -> Result<Vec<CarriedLog>, WriteError> {
+    mut carried: Carried,
+) -> Result<Carried, WriteError> {
     if is_disabled(Mutation::CompactionCarriesLateLogs) {
         return Ok(carried);
     }
-    let done: BTreeSet<String> = carried.iter().map(|c| c.from.clone()).collect();
+    let planned = &scheduled.planned;
+    let done: BTreeSet<String> = carried.logs.iter().map(|c| c.from.clone()).collect();
     let late: Vec<LateLog> = late_logs(planned, slices)?
         .into_iter()
-        .filter(|l| !done.contains(&l.path()))
+        .filter(|l| !done.contains(&l.path()) && !carried.left_out.contains(&l.group()))
         .collect();
     if late.is_empty() {
         return Ok(carried);
     }
     crate::write::heartbeat::write_heartbeat(storage, clock, &planned.instant).await?;
+    use futures_util::stream::{StreamExt, TryStreamExt};
+    let reads: Vec<_> = late.iter().map(|l| fetch(storage, l)).collect();
+    let fetched: Vec<Bytes> = futures_util::stream::iter(reads)
+        .buffered(COPIES_IN_FLIGHT)
+        .try_collect()
+        .await?;
+    // Per group, in reader order: what the late logs hold, then whether the group stays.
+    let mut by_group: BTreeMap<(String, String), Vec<(LateLog, Bytes)>> = BTreeMap::new();
+    for (l, bytes) in late.into_iter().zip(fetched) {
+        by_group.entry(l.group()).or_default().push((l, bytes));
+    }
+    let mut kept = Vec::new();
+    for (group, logs) in by_group {
+        let (op, merged) = planned
+            .operations
+            .iter()
+            .zip(merged)
+            .find(|(op, _)| {
+                (op.slice.partition_path.as_str(), op.slice.file_id.as_str())
+                    == (group.0.as_str(), group.1.as_str())
+            })
+            .ok_or_else(|| {
+                service_error(format!(
+                    "late logs of file group {} {:?}, which compaction {} did not merge",
+                    group.1, group.0, planned.instant
+                ))
+            })?;
+        let late_keys = carried.late.entry(group.clone()).or_default();
+        for (l, bytes) in &logs {
+            late_keys.add(&l.path(), bytes, !merged.deleted.is_empty())?;
+        }
+        let mode = &scheduled.mode;
+        if keep::needs_planned_keys(mode, &merged.deleted, late_keys)
+            && !carried.planned_keys.contains_key(&group)
+        {
+            let records = scan_stored_log_files(storage, &op.log_paths, &scheduled.committed, mode)
+                .await
+                .map_err(|e| service_error(format!("log files of {}: {e}", op.slice.file_id)))?;
+            let keys = records.versions().iter().map(|(k, _)| k.clone()).collect();
+            carried.planned_keys.insert(group.clone(), keys);
+        }
+        let leave = keep::leaves_out(
+            mode,
+            &merged.deleted,
+            late_keys,
+            carried.planned_keys.get(&group),
+        )
+        .unwrap_or(true);
+        if leave {
+            tracing::info!(instant = %planned.instant, partition = %group.0, file_id = %group.1,
+                "compaction leaves out a file group: carrying its late logs would change its snapshot");
+            let (gone, stay): (Vec<CarriedLog>, Vec<CarriedLog>) =
+                std::mem::take(&mut carried.logs)
+                    .into_iter()
+                    .partition(|c| c.group() == group);
+            carried.logs = stay;
+            carried.discarded.extend(gone.into_iter().map(|c| c.path));
+            carried.left_out.insert(group);
+        } else {
+            kept.extend(logs);
+        }
+    }
     // Versions of the new slices: after the copies already made, in reader order.
     let mut next: BTreeMap<(String, String), u32> = BTreeMap::new();
-    for c in &carried {
+    for c in &carried.logs {
         let (partition, name) = c.path.rsplit_once('/').unwrap_or(("", c.path.as_str()));
         if let Ok(log) = LogFileName::parse(name) {
             let n = next
@@ -111,8 +216,8 @@ pub(super) async fn carry(
             *n = (*n).max(log.version);
         }
     }
-    let mut copies = Vec::with_capacity(late.len());
-    for late in late {
+    let mut copies = Vec::with_capacity(kept.len());
+    for (late, bytes) in kept {
         let n = next
             .entry((late.partition.clone(), late.log.name.file_id.clone()))
             .or_insert(0);
@@ -122,38 +227,41 @@ pub(super) async fn carry(
             base_instant: planned.instant.clone(),
             ..late.log.name.clone()
         };
-        copies.push(copy_one(
-            storage,
-            late.path(),
-            join_path(&[&late.partition, &name.file_name()]),
-            late.log.size,
-        ));
+        let to = join_path(&[&late.partition, &name.file_name()]);
+        copies.push(put_copy(storage, late.path(), to, bytes));
     }
-    use futures_util::stream::{StreamExt, TryStreamExt};
     let made: Vec<CarriedLog> = futures_util::stream::iter(copies)
         .buffered(COPIES_IN_FLIGHT)
         .try_collect()
         .await?;
     tracing::info!(instant = %planned.instant, logs = made.len(), "compaction carried late logs");
-    carried.extend(made);
+    carried.logs.extend(made);
     Ok(carried)
 }
 
-/// Copies the log at `from` (of `size` bytes) to `to` (create-if-absent; an existing copy of the same size is
-/// this compaction's own, from an earlier attempt of the request).
-async fn copy_one(
+/// The bytes of the late log `late`, checked against the size its commit gives.
+async fn fetch(storage: &dyn Storage, late: &LateLog) -> Result<Bytes, WriteError> {
+    let from = late.path();
+    let bytes: Bytes = storage.get(&from).await?;
+    if bytes.len() as u64 != late.log.size {
+        return Err(service_error(format!(
+            "log {from} has {} bytes, its commit says {}",
+            bytes.len(),
+            late.log.size
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Stores `bytes` (the log at `from`) at `to` (create-if-absent; an existing copy of the same size is this
+/// compaction's own, from an earlier attempt of the request).
+async fn put_copy(
     storage: &dyn Storage,
     from: String,
     to: String,
-    size: u64,
+    bytes: Bytes,
 ) -> Result<CarriedLog, WriteError> {
-    let bytes: Bytes = storage.get(&from).await?;
-    if bytes.len() as u64 != size {
-        return Err(service_error(format!(
-            "log {from} has {} bytes, its commit says {size}",
-            bytes.len()
-        )));
-    }
+    let size = bytes.len() as u64;
     let blocks = crate::log_file::block::read_blocks(&from, &bytes)
         .map_err(|e| service_error(format!("log {from}: {e}")))?;
     let instant = blocks

@@ -2,6 +2,8 @@
 
 use bytes::Bytes;
 
+use super::carry::Carried;
+use super::execute::MergedGroup;
 use super::{
     carry, current_slices, instant_path, Scheduled, ServiceContext, WRITER_KEY, WRITER_NAME,
 };
@@ -15,18 +17,30 @@ use crate::table::instant::{InstantTime, State};
 use crate::table::timeline::Timeline;
 use crate::write::WriteError;
 
+/// What a completed compaction did with its merged groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Completed {
+    /// Logs carried into the new slices.
+    pub carried: u64,
+    /// Groups compacted (named by the commit).
+    pub compacted: u64,
+    /// Groups left out (`keep.rs`).
+    pub left_out: u64,
+}
+
 /// Under the lock the caller holds, with `timeline` loaded under it: carries the logs that landed since
-/// `carried` was made, then writes `<c>.commit` with `stats` (the new base files, checked by the caller) and
-/// every carried log (in `extraMetadata` and as a write stat). Returns how many logs were carried, or `None`
-/// when the compaction is no longer pending (an expired heartbeat let another holder roll it back).
+/// `carried` was made, deletes the files of the groups left out, then writes `<c>.commit` with the new base
+/// files of `merged` (checked by the caller) that it keeps and every carried log (in `extraMetadata` and as a
+/// write stat). `None` when the compaction is no longer pending (an expired heartbeat let another holder roll
+/// it back).
 pub(super) async fn complete(
     ctx: &ServiceContext<'_>,
     timeline: &Timeline,
     scheduled: &Scheduled,
-    stats: &[WriteStat],
-    carried: Vec<CarriedLog>,
+    merged: &[MergedGroup],
+    carried: Carried,
     view: Option<&tokio::sync::Mutex<FileSystemView>>,
-) -> Result<Option<u64>, WriteError> {
+) -> Result<Option<Completed>, WriteError> {
     let storage = ctx.storage;
     let c = &scheduled.planned.instant;
     let pending = timeline
@@ -39,19 +53,44 @@ pub(super) async fn complete(
     }
     // Deltacommits that completed since the last carry, each read once (a warm view reads nothing else).
     let slices = current_slices(storage, timeline, view).await?;
-    let carried = carry::carry(storage, ctx.clock, &scheduled.planned, &slices, carried).await?;
+    let carried = carry::carry(storage, ctx.clock, scheduled, merged, &slices, carried).await?;
+    // The groups left out keep their old slice: their new files go before the commit could make them visible.
+    let stats: Vec<&WriteStat> = merged
+        .iter()
+        .map(|m| &m.stat)
+        .filter(|s| {
+            !carried
+                .left_out
+                .contains(&(s.partition_path.clone(), s.file_id.clone()))
+        })
+        .collect();
+    let mut gone: Vec<String> = merged
+        .iter()
+        .map(|m| &m.stat)
+        .filter(|s| {
+            carried
+                .left_out
+                .contains(&(s.partition_path.clone(), s.file_id.clone()))
+        })
+        .map(|s| s.path.clone())
+        .collect();
+    gone.extend(carried.discarded.iter().cloned());
+    if !gone.is_empty() {
+        storage.delete_many(&gone).await?;
+    }
     let mut meta = CommitMetadata::new(OperationType::Compact);
     meta.compacted = true;
-    for stat in stats {
-        meta.add_write_stat(stat.clone());
+    for stat in &stats {
+        meta.add_write_stat((*stat).clone());
     }
-    for log in &carried {
+    let carried_logs: &[CarriedLog] = &carried.logs;
+    for log in carried_logs {
         meta.add_write_stat(carried_stat(c, log)?);
     }
     meta.set_schema(&scheduled.schema.avro_json);
     meta.extra_metadata
         .insert(WRITER_KEY.to_string(), WRITER_NAME.to_string());
-    set_carried(&mut meta, &carried)
+    set_carried(&mut meta, carried_logs)
         .map_err(|e| super::service_error(format!("carried logs of {c}: {e}")))?;
     let body = Bytes::from(meta.to_json_pretty()?);
     let path = instant_path(c, State::Completed);
@@ -64,13 +103,19 @@ pub(super) async fn complete(
             file: path,
         });
     }
+    let done = Completed {
+        carried: carried_logs.len() as u64,
+        compacted: stats.len() as u64,
+        left_out: carried.left_out.len() as u64,
+    };
     tracing::info!(
         instant = %c,
-        groups = scheduled.planned.operations.len(),
-        carried = carried.len(),
+        groups = done.compacted,
+        left_out = done.left_out,
+        carried = done.carried,
         "compaction committed"
     );
-    Ok(Some(carried.len() as u64))
+    Ok(Some(done))
 }
 
 /// The write stat that names a carried copy in the compaction commit, beside `extraMetadata`: Hudi's Java

@@ -6,6 +6,7 @@
 //! goes to storage row group by row group through [`Storage::put_multipart`], and appears under its name
 //! only when complete (a failed group's upload is aborted).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
@@ -126,8 +127,17 @@ async fn write_merged(
     Ok((out.finish().await?, counts))
 }
 
+/// One file group merged by [`execute`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergedGroup {
+    /// The write stat of its new base file.
+    pub stat: WriteStat,
+    /// The keys its planned logs left deleted: what the carry checks its late logs against (`keep.rs`).
+    pub deleted: BTreeSet<String>,
+}
+
 /// Merges one slice into the new base file `<fileId>_<index>-0-0_<c>.parquet` (marker first) and returns
-/// its write stat.
+/// its write stat, with the keys the planned logs left deleted.
 #[allow(clippy::too_many_arguments)]
 async fn compact_one(
     storage: &dyn Storage,
@@ -138,7 +148,7 @@ async fn compact_one(
     mode: &MergeMode,
     committed: &CommittedInstants,
     options: &BaseFileOptions,
-) -> Result<WriteStat, WriteError> {
+) -> Result<MergedGroup, WriteError> {
     let slice = &op.slice;
     let partition = slice.partition_path.as_str();
     let file_name =
@@ -153,11 +163,13 @@ async fn compact_one(
         .map_err(|e| service_error(format!("log files of {}: {e}", slice.file_id)))?;
     let log_stats = log.stats();
     let log_keys = log.versions().len() as u64;
-    let log_upserts = log
+    let deleted: BTreeSet<String> = log
         .versions()
         .iter()
-        .filter(|(_, v)| !v.is_delete())
-        .count() as u64;
+        .filter(|(_, v)| v.is_delete())
+        .map(|(k, _)| k.clone())
+        .collect();
+    let log_upserts = log_keys - deleted.len() as u64;
     let base = RangedBaseFile::open(storage, &slice.path(), slice.size)
         .await
         .map_err(|e| service_error(format!("base file {}: {e}", slice.path())))?;
@@ -221,7 +233,7 @@ async fn compact_one(
             + log_stats.rollback_blocks,
     );
     stat.total_rollback_blocks = i64_of(log_stats.rollback_blocks);
-    Ok(stat)
+    Ok(MergedGroup { stat, deleted })
 }
 
 /// File groups one compaction merges at once: memory is bounded by the log records of this many groups
@@ -229,7 +241,7 @@ async fn compact_one(
 const GROUPS_IN_FLIGHT: usize = 4;
 
 /// Merges every planned slice of `scheduled` into its new base file (see the module doc of [`super`]) and
-/// returns one write stat per new file, writing the compaction's heartbeat before each group (the merge runs
+/// returns one [`MergedGroup`] per new file (in the plan's order), writing the compaction's heartbeat before each group (the merge runs
 /// outside the lock, and a later holder rolls back a compaction whose heartbeat expired). The files are
 /// written in the scheduled schema with `options`.
 pub async fn execute(
@@ -237,7 +249,7 @@ pub async fn execute(
     clock: &dyn Clock,
     scheduled: &Scheduled,
     options: &BaseFileOptions,
-) -> Result<Vec<WriteStat>, WriteError> {
+) -> Result<Vec<MergedGroup>, WriteError> {
     use futures_util::stream::{StreamExt, TryStreamExt};
     let planned = &scheduled.planned;
     // GROUPS_IN_FLIGHT groups at a time: each group waits on its reads and uploads; the stats keep the
@@ -260,10 +272,10 @@ pub async fn execute(
             .await
         });
     }
-    let stats: Vec<WriteStat> = futures_util::stream::iter(groups)
+    let merged: Vec<MergedGroup> = futures_util::stream::iter(groups)
         .buffered(GROUPS_IN_FLIGHT)
         .try_collect()
         .await?;
-    tracing::info!(instant = %planned.instant, files = stats.len(), "compaction files written");
-    Ok(stats)
+    tracing::info!(instant = %planned.instant, files = merged.len(), "compaction files written");
+    Ok(merged)
 }

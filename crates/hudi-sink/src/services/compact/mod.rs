@@ -32,10 +32,11 @@
 //! 4. Carry (`carry.rs`), without the lock, then once more under it: every committed log of a planned slice
 //!    that the plan does not name (a deltacommit completed since the plan appended it) is copied byte for
 //!    byte into the new slice (`.<fileId>_<c>.log.<n>_<token>`, versions from 1 in reader order) and named
-//!    in the commit (`table::carried`).
+//!    in the commit (`table::carried`), unless the group is left out ([`keep`]): carried behind the new base
+//!    file, its late logs would change what a snapshot shows.
 //! 5. Complete (`complete.rs`), under the lock: list `.hoodie/`; the compaction must still be pending and its
-//!    time not retired; carry what landed since step 4; every new file checked (size) before the lock;
-//!    fence; `<c>.commit` (JSON commit metadata with one write stat per new base file, `prevCommit` = the old
+//!    time not retired; carry what landed since step 4; every new file checked (size) before the lock; the
+//!    files of the groups left out deleted; fence; `<c>.commit` (JSON commit metadata with one write stat per new base file, `prevCommit` = the old
 //!    base instant, the log counts, `extraMetadata.schema` and the carried logs), create-if-absent; then the
 //!    markers and the heartbeat go.
 //!
@@ -46,7 +47,8 @@
 //! - From `c` on, each compacted group's latest slice holds exactly the rows the old slice held: the base
 //!   file has what the plan's logs held, and the carried copies hold every log appended since, in the same
 //!   order (mutation `CompactionCarriesLateLogs`). Time travel before `c` reads the old slice, which the
-//!   cleaner keeps while a query may need it.
+//!   cleaner keeps while a query may need it. A group left out keeps its old slice, so the snapshot just
+//!   after `c` equals the one just before (mutation `CompactionKeepsSnapshot`).
 //! - A deltacommit still pending when `c` completes that appended to a compacted slice is refused at its own
 //!   commit: a pending compaction holds every writer's base below `c` (`commit/conflict.rs` `writer_base`,
 //!   mutation `PendingCompactionHoldsBase`), so `c` is checked as written after that base, and the write is
@@ -65,6 +67,7 @@
 mod carry;
 mod complete;
 mod execute;
+pub mod keep;
 mod plan;
 mod rollback;
 mod schedule;
@@ -72,7 +75,7 @@ mod schedule;
 use std::time::Duration;
 
 pub use carry::{late_logs, LateLog};
-pub use execute::execute;
+pub use execute::{execute, MergedGroup};
 pub use plan::{pending_compactions, select_file_groups, PendingCompactions};
 pub use rollback::{roll_back_expired_compactions, roll_back_pending_compactions};
 pub use schedule::{is_due, Scheduled};
@@ -128,6 +131,9 @@ pub struct CompactionReport {
     pub log_files: u64,
     /// Log files carried into the new slices (appended while the merge ran).
     pub carried: u64,
+    /// Planned file groups left out, their old slices kept: carrying their late logs would have changed a
+    /// snapshot (`keep.rs`).
+    pub left_out: u64,
     /// Crashed compactions rolled back before this one.
     pub rolled_back: u64,
     /// Milliseconds the completion held the table lock.
@@ -234,15 +240,34 @@ pub async fn compact(
     let Some(scheduled) = schedule::schedule(ctx, timeline, view, None).await? else {
         return Ok(None);
     };
-    let stats = execute(ctx.storage, ctx.clock, &scheduled, base_file).await?;
-    crate::write::verify::verify_files(ctx.storage, &scheduled.planned.instant, &stats).await?;
+    let merged = execute(ctx.storage, ctx.clock, &scheduled, base_file).await?;
+    verify(ctx.storage, &scheduled, &merged).await?;
     let timeline = Timeline::load(ctx.storage).await?;
     let started = std::time::Instant::now();
-    let carried = complete::complete(ctx, &timeline, &scheduled, &stats, Vec::new(), view).await?;
-    if carried.is_some() {
+    let done = complete::complete(
+        ctx,
+        &timeline,
+        &scheduled,
+        &merged,
+        carry::Carried::default(),
+        view,
+    )
+    .await?;
+    if done.is_some() {
         complete::clean_up(ctx.storage, &scheduled.planned.instant).await;
     }
-    Ok(carried.map(|carried| scheduled.report(carried, started)))
+    Ok(done.map(|done| scheduled.report(done, started)))
+}
+
+/// Checks the new base files of `merged` (size) before the lock is taken to complete.
+async fn verify(
+    storage: &dyn crate::storage::Storage,
+    scheduled: &Scheduled,
+    merged: &[MergedGroup],
+) -> Result<(), WriteError> {
+    let stats: Vec<crate::table::commit::WriteStat> =
+        merged.iter().map(|m| m.stat.clone()).collect();
+    crate::write::verify::verify_files(storage, &scheduled.planned.instant, &stats).await
 }
 
 /// Releases the lock whatever the locked work returned, then returns that result.
@@ -304,17 +329,18 @@ pub async fn run(
     let Some(scheduled) = unlock(guard, result).await? else {
         return Ok(None);
     };
-    let stats = execute(storage, runner.clock, &scheduled, base_file).await?;
-    crate::write::verify::verify_files(storage, &scheduled.planned.instant, &stats).await?;
+    let merged = execute(storage, runner.clock, &scheduled, base_file).await?;
+    verify(storage, &scheduled, &merged).await?;
     // Most logs that landed during the merge are carried now, without the lock.
     let timeline = Timeline::load(storage).await?;
     let slices = current_slices(storage, &timeline, view).await?;
     let carried = carry::carry(
         storage,
         runner.clock,
-        &scheduled.planned,
+        &scheduled,
+        &merged,
         &slices,
-        Vec::new(),
+        carry::Carried::default(),
     )
     .await?;
     let guard = runner.lock.acquire(runner.lock_wait).await?;
@@ -322,7 +348,7 @@ pub async fn run(
     let ctx = runner.context(&guard);
     let result = async {
         let timeline = Timeline::load(storage).await?;
-        complete::complete(&ctx, &timeline, &scheduled, &stats, carried, view).await
+        complete::complete(&ctx, &timeline, &scheduled, &merged, carried, view).await
     }
     .await;
     let held = started.elapsed();
@@ -330,8 +356,8 @@ pub async fn run(
     if completed.is_some() {
         complete::clean_up(storage, &scheduled.planned.instant).await;
     }
-    Ok(completed.map(|carried| {
-        let mut report = scheduled.report(carried, started);
+    Ok(completed.map(|done| {
+        let mut report = scheduled.report(done, started);
         report.completion_lock_ms = held.as_millis() as u64;
         report
     }))

@@ -34,17 +34,22 @@ pub struct Scheduled {
 impl Scheduled {
     /// The report of this compaction, completed with `carried` logs, its completion having started at
     /// `started`.
-    pub(super) fn report(&self, carried: u64, started: std::time::Instant) -> CompactionReport {
+    pub(super) fn report(
+        &self,
+        done: super::complete::Completed,
+        started: std::time::Instant,
+    ) -> CompactionReport {
         CompactionReport {
             instant: self.planned.instant.clone(),
-            file_groups: self.planned.operations.len() as u64,
+            file_groups: done.compacted,
+            left_out: done.left_out,
             log_files: self
                 .planned
                 .operations
                 .iter()
                 .map(|o| o.log_paths.len() as u64)
                 .sum(),
-            carried,
+            carried: done.carried,
             rolled_back: self.rolled_back,
             completion_lock_ms: started.elapsed().as_millis() as u64,
         }

@@ -10,6 +10,14 @@
 //! view, although it is older than its base) and C writes `la` again, into the foreign groups: one file group
 //! per bucket (mutation `pending-below-base-checked`: C's commit is checked only against commits newer than
 //! its base, and each `la` bucket ends with two file groups).
+//!
+//! **Another engine's writer beats before its instant.** Hudi's writers write their heartbeat, then their
+//! requested instant, without the table lock. Between the two, writer B begins, and its coordinator sweeps
+//! leftovers: a heartbeat of an instant that is not on the timeline. Invariant: **a writer starting is left
+//! alone**: its time is not retired and its heartbeat stays, until the heartbeat expires (mutation
+//! `starting-write-left-alone`: the sweep takes it for a zombie of a rolled-back write, retires the time and
+//! deletes the heartbeat, and Hudi's writer then fails, or completes a retired time whose files the sink
+//! deletes).
 
 use super::scenarios::{trip_msgs, GatedCommit};
 use super::window_scenarios::{batch_of, Table};
@@ -132,6 +140,83 @@ async fn a_foreign_write_completes_below_a_writers_base() -> Result<(), Failure>
         .map_err(|e| fail("no panic", e.to_string()))?
         .map_err(|e| fail("writer c commits", e.to_string()))?;
     table.check(&[&sf, &nyc, &la]).await
+}
+
+/// See the module doc.
+async fn a_foreign_writer_beats_before_its_instant() -> Result<(), Failure> {
+    let table = Table::with_props(false, &[("hudi.sink.commit.interval.ms", "0")])?;
+    let store: Arc<dyn Storage> = table.recorder.clone();
+    let (sf, nyc) = (trip_msgs(0, "sf"), trip_msgs(1, "nyc"));
+    let a = table
+        .sink(store.clone(), table.clocks[1].clone(), "a")
+        .await?;
+    a.process(batch_of(&sf)?)
+        .await
+        .map_err(|e| fail("writer a commits", e.to_string()))?;
+    // The foreign writer picks its time and writes its (empty) heartbeat; its requested file is still to come.
+    let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
+    let latest = Timeline::load(store.as_ref())
+        .await
+        .map_err(|e| setup(&e))?
+        .instants()
+        .last()
+        .map(|i| i.time.clone());
+    // Half a second ahead of the sink's next instant, so that the two times differ.
+    let next = InstantTime::next_after(table.clocks[2].as_ref(), latest.as_ref());
+    let t = next
+        .to_millis()
+        .map(|ms| InstantTime::from_millis(ms + 500))
+        .ok_or_else(|| fail("setup", format!("instant {next}")))?
+        .map_err(|e| setup(&e))?;
+    let beat = heartbeat_path(&t);
+    store
+        .put(&beat, Bytes::new())
+        .await
+        .map_err(|e| setup(&e))?;
+    // Writer B begins (its coordinator sweeps leftovers) and commits meanwhile.
+    let b = table
+        .sink(store.clone(), table.clocks[3].clone(), "b")
+        .await?;
+    b.process(batch_of(&nyc)?)
+        .await
+        .map_err(|e| fail("writer b commits", e.to_string()))?;
+    let timeline = Timeline::load(store.as_ref())
+        .await
+        .map_err(|e| fail("readable table", e.to_string()))?;
+    let beating = store
+        .head(&beat)
+        .await
+        .map_err(|e| fail("readable table", e.to_string()))?
+        .is_some();
+    if timeline.is_retired(&t) || !beating {
+        return Err(fail(
+            "a writer starting is left alone",
+            format!(
+                "instant {t} retired: {}, heartbeat kept: {beating}",
+                timeline.is_retired(&t)
+            ),
+        ));
+    }
+    // Its requested file lands; it stays pending for the sink.
+    let requested = hudi_sink::table::instant::Instant::new(
+        t.clone(),
+        hudi_sink::table::instant::Action::Commit,
+        hudi_sink::table::instant::State::Requested,
+    );
+    store
+        .put(&requested.path(), Bytes::new())
+        .await
+        .map_err(|e| setup(&e))?;
+    store
+        .delete_many(&[beat, requested.path()])
+        .await
+        .map_err(|e| setup(&e))?;
+    table.check(&[&sf, &nyc]).await
+}
+
+pub(super) fn a_foreign_writer_beats_before_its_instant_boxed(
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>>>> {
+    Box::pin(a_foreign_writer_beats_before_its_instant())
 }
 
 pub(super) fn a_foreign_write_completes_below_a_writers_base_boxed(

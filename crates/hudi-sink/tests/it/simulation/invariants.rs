@@ -39,8 +39,9 @@ struct Seen {
     live_base_files: BTreeMap<String, String>,
     /// Interval commit: the instants that are windows (their `window.json` was stored).
     windows: BTreeSet<String>,
-    /// Files of pending windows deleted (an excluded member's), by instant: its commit may not list them.
-    deleted_from_windows: BTreeMap<String, BTreeSet<String>>,
+    /// Files deleted while their instant was pending, by a window's close (an excluded member's) or by this
+    /// sink's compaction (a group it left out), by instant: its commit may not list them.
+    deleted_before_commit: BTreeMap<String, BTreeSet<String>>,
     /// Compaction plans stored, by time: per (partition, file id), the planned slice's base instant and the
     /// log paths the plan merges.
     compaction_plans: BTreeMap<String, PlannedGroups>,
@@ -155,13 +156,13 @@ impl Seen {
                 record.excluded.len() as u64;
         }
         if let Some(gone) = self
-            .deleted_from_windows
+            .deleted_before_commit
             .get(time)
             .and_then(|deleted| deleted.iter().find(|p| listed.contains(*p)))
         {
             self.violations.push((
                 "committed files exist with their size",
-                format!("{name} lists {gone}, deleted before it as an excluded member's"),
+                format!("{name} lists {gone}, deleted before it (an excluded member's, or a group left out)"),
             ));
         }
         let unlisted = self
@@ -248,9 +249,12 @@ impl Seen {
                 .next()
                 .unwrap_or_default();
             *self.services.entry("data files deleted").or_default() += 1;
-            if self.windows.contains(time) && self.is_pending(time) {
-                // A window's close deletes the files of excluded members before its commit.
-                self.deleted_from_windows
+            let own_compaction = self.compaction_plans.contains_key(time)
+                && !self.foreign_compactions.contains(time);
+            if (self.windows.contains(time) || own_compaction) && self.is_pending(time) {
+                // A window's close deletes the files of excluded members before its commit, and a compaction
+                // the new base files of the groups it leaves out.
+                self.deleted_before_commit
                     .entry(time.to_string())
                     .or_default()
                     .insert(path.to_string());

@@ -16,6 +16,11 @@ use super::*;
 
 /// A `sf` trip of `uuid` at Kafka `offset` (partition 0) with ordering value `ts`.
 pub(super) fn trip(offset: i64, uuid: &str, ts: i64, rider: &str) -> Msg {
+    trip_in("sf", offset, uuid, ts, rider)
+}
+
+/// [`trip`] in `city` (the table's partition field).
+pub(super) fn trip_in(city: &str, offset: i64, uuid: &str, ts: i64, rider: &str) -> Msg {
     Msg {
         topic: TOPIC.into(),
         partition: 0,
@@ -27,7 +32,7 @@ pub(super) fn trip(offset: i64, uuid: &str, ts: i64, rider: &str) -> Msg {
                 ts,
                 rider: rider.to_string(),
                 fare: ts as f64,
-                city: "sf".into(),
+                city: city.into(),
                 deleted: false,
             }
             .json(),

@@ -489,6 +489,14 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         "keys-recreated-in-their-tombstones-batch",
         super::recreate_scenarios::keys_recreated_in_their_tombstones_batch_boxed,
     ),
+    (
+        "a-foreign-writer-beats-before-its-instant",
+        super::foreign_writer_scenarios::a_foreign_writer_beats_before_its_instant_boxed,
+    ),
+    (
+        "a-compaction-leaves-out-a-group-whose-late-log-recreates-a-key",
+        super::compaction_scenarios::recreated_across_the_carry_boxed,
+    ),
 ];
 
 fn uncleaned_replacecommit_stays_on_the_timeline_boxed(

@@ -68,14 +68,28 @@ impl Seen {
             return;
         };
         *self.services.entry("compactions completed").or_default() += 1;
-        let (carried, copies): (BTreeSet<String>, BTreeSet<String>) =
-            CommitMetadata::from_json(body)
-                .ok()
-                .and_then(|m| hudi_sink::table::carried::carried_logs(&m).ok())
-                .unwrap_or_default()
-                .into_iter()
-                .map(|c| (c.from, c.path))
-                .unzip();
+        let meta = CommitMetadata::from_json(body).ok();
+        let (carried, copies): (BTreeSet<String>, BTreeSet<String>) = meta
+            .as_ref()
+            .and_then(|m| hudi_sink::table::carried::carried_logs(m).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| (c.from, c.path))
+            .unzip();
+        // The groups it replaces: those it names a new base file of. A planned group it left out keeps its
+        // old slice, logs and all.
+        let replaced: BTreeSet<(String, String)> = meta
+            .iter()
+            .flat_map(|m| m.partition_to_write_stats.values().flatten())
+            .filter(|s| s.path.ends_with(".parquet"))
+            .map(|s| (s.partition_path.clone(), s.file_id.clone()))
+            .collect();
+        if replaced.len() < planned.len() {
+            *self
+                .services
+                .entry("compactions that left groups out")
+                .or_default() += 1;
+        }
         if !carried.is_empty() {
             *self
                 .services
@@ -98,7 +112,8 @@ impl Seen {
                     format!("{time} completes while {path} of its slice, which it does not name, is on storage"),
                 ));
             }
-            let Some((base, merged)) = planned.get(&(partition.to_string(), log.file_id.clone()))
+            let group = (partition.to_string(), log.file_id.clone());
+            let Some((base, merged)) = planned.get(&group).filter(|_| replaced.contains(&group))
             else {
                 continue;
             };
