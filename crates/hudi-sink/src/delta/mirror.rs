@@ -555,7 +555,10 @@ async fn add_of(
 }
 
 /// The commit properties of a step: the `txn` with sequence number `seq`, the Hudi instant, its action and the
-/// instants pending below it; a checkpoint every `delta.checkpointInterval` (10) versions.
+/// instants pending below it; a checkpoint every `delta.checkpointInterval` (10) versions, and no expired-log
+/// cleanup after it: the sink's store reports no modification times (`store.rs`), so delta-rs would take every
+/// commit file before the checkpoint for expired and delete it, and Delta time travel to versions whose files
+/// Hudi still retains would fail.
 fn commit_properties(seq: i64, step: &Step, _timeline: &Timeline) -> CommitProperties {
     let now = chrono::Utc::now().timestamp_millis();
     CommitProperties::default()
@@ -574,4 +577,5 @@ fn commit_properties(seq: i64, step: &Step, _timeline: &Timeline) -> CommitPrope
             ),
         ])
         .with_max_retries(0)
+        .with_cleanup_expired_logs(Some(false))
 }
