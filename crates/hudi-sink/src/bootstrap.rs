@@ -158,14 +158,16 @@ pub fn build_mirror(
 
 /// The Glue Data Catalog sync the properties ask for (`hoodie.datasource.meta.sync.enable` with
 /// `org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool`), if any; it needs the `glue` feature, which the
-/// coordinator Lambda and the `hudi-sink` command have.
+/// coordinator Lambda and the `hudi-sink` command have. With the Delta mirror on it registers the Delta view too.
 pub async fn build_catalog(
     props: &BTreeMap<String, String>,
     base_path: &str,
 ) -> Result<Option<crate::catalog::CatalogSync>, WriteError> {
-    let Some(config) = crate::catalog::CatalogConfig::from_properties(props)? else {
+    let Some(mut config) = crate::catalog::CatalogConfig::from_properties(props)? else {
         return Ok(None);
     };
+    // The Delta view goes into Glue beside the Hudi table when the mirror writes one.
+    config.delta_view = crate::delta::DeltaConfig::from_properties(props, base_path)?.is_some();
     #[cfg(feature = "glue")]
     {
         let timeouts = ClientTimeouts::from_properties(props)?;

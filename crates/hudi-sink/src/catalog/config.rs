@@ -18,6 +18,10 @@ pub const SYNC_TIMEOUT_KEY: &str = "hudi.sink.catalog.sync.timeout.ms";
 /// `hudi.sink.catalog.sync.backoff.ms`: after a failed sync, commits skip the sync for this long.
 pub const SYNC_BACKOFF_KEY: &str = "hudi.sink.catalog.sync.backoff.ms";
 
+/// `hudi.sink.catalog.delta.table`: the Glue table of the Delta mirror's view (default `<table>_delta`),
+/// registered beside the Hudi table when the Delta mirror (`hudi.sink.delta.mirror`) is on.
+pub const DELTA_TABLE_KEY: &str = "hudi.sink.catalog.delta.table";
+
 /// The keys this module reads.
 pub const KEYS: &[&str] = &[
     "hoodie.datasource.meta.sync.enable",
@@ -49,6 +53,7 @@ pub const KEYS: &[&str] = &[
     "hoodie.aws.glue.region",
     SYNC_TIMEOUT_KEY,
     SYNC_BACKOFF_KEY,
+    DELTA_TABLE_KEY,
 ];
 
 /// How partition values are read from a partition path (`hoodie.datasource.hive_sync.partition_extractor_class`).
@@ -139,6 +144,11 @@ pub struct CatalogConfig {
     pub timeout: Duration,
     /// `hudi.sink.catalog.sync.backoff.ms` (60 s): how long commits skip the sync after a failure.
     pub backoff: Duration,
+    /// `hudi.sink.catalog.delta.table` (`<table>_delta`), lower case: the Glue table of the Delta view.
+    pub delta_table: String,
+    /// Whether the Delta view is registered: set by the caller that knows the Delta mirror is on (the mirror
+    /// sits above the catalog), never by [`CatalogConfig::from_properties`].
+    pub delta_view: bool,
 }
 
 impl CatalogConfig {
@@ -190,14 +200,20 @@ impl CatalogConfig {
         let table = get("hoodie.datasource.meta.sync.glue.table_name")
             .or(get("hoodie.datasource.hive_sync.table"))
             .unwrap_or(table_name);
-        for (key, name) in [("database", database), ("table", table)] {
+        let default_delta_table = format!("{table}_delta");
+        let delta_table = get(DELTA_TABLE_KEY).unwrap_or(&default_delta_table);
+        for (key, name) in [
+            ("hoodie.datasource.hive_sync.database", database),
+            ("hoodie.datasource.hive_sync.table", table),
+            (DELTA_TABLE_KEY, delta_table),
+        ] {
             if name.is_empty()
                 || !name
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             {
                 return Err(ConfigError::Invalid {
-                    key: format!("hoodie.datasource.hive_sync.{key}"),
+                    key: key.to_string(),
                     value: name.into(),
                     reason: "Glue names are letters, digits, '_' and '-'".into(),
                 });
@@ -284,6 +300,8 @@ impl CatalogConfig {
             region: get("hoodie.aws.glue.region").map(String::from),
             timeout: ms(SYNC_TIMEOUT_KEY, 10_000)?,
             backoff: ms(SYNC_BACKOFF_KEY, 60_000)?,
+            delta_table: delta_table.to_ascii_lowercase(),
+            delta_view: false,
         }))
     }
 }

@@ -14,10 +14,12 @@
 //!
 //! Best effort after a commit ([`CatalogSync::after_commit`]): the data is already durable, so a Glue failure
 //! is logged and counted (EMF `CatalogSyncFailures`), never returned to the writer; the next sync catches up
-//! from the watermark. Merge-on-read tables get `<table>_ro` and `<table>_rt`. See `docs/architecture.md`.
+//! from the watermark. Merge-on-read tables get `<table>_ro` and `<table>_rt`; with the Delta mirror on, the
+//! Delta view gets `<table>_delta` (`delta_view.rs`). See `docs/architecture.md`.
 
 pub mod config;
 pub mod definition;
+pub mod delta_view;
 #[cfg(feature = "glue")]
 pub mod glue;
 pub mod hive_types;

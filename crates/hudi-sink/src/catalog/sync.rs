@@ -115,7 +115,7 @@ pub struct CatalogSyncReport {
 }
 
 impl CatalogSyncReport {
-    fn call(&mut self, operation: &str) {
+    pub(super) fn call(&mut self, operation: &str) {
         *self.calls.entry(operation.to_string()).or_default() += 1;
     }
 
@@ -218,6 +218,9 @@ pub async fn sync_table(
             &mut report,
         )
         .await?;
+    }
+    if config.delta_view {
+        super::delta_view::sync_delta_view(client, config, storage, base_path, &mut report).await?;
     }
     report.duration_ms = started.elapsed().as_millis() as u64;
     Ok(report)

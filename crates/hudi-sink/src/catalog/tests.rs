@@ -451,3 +451,135 @@ async fn a_schema_change_updates_the_columns() {
         .iter()
         .any(|c| c.name == "ts" && c.type_name == "bigint"));
 }
+
+/// A sync of the fixture's table with the Delta view on, named by `extra`'s keys.
+fn delta_sync(f: &Fixture, extra: &[(&str, &str)]) -> CatalogSync {
+    let mut config = catalog_config(extra);
+    config.delta_view = true;
+    CatalogSync::new(f.catalog.clone(), config, "s3a://bucket/trips")
+}
+
+fn stored(f: &Fixture, name: &str) -> Option<definition::TableDef> {
+    f.catalog
+        .tables
+        .lock()
+        .unwrap()
+        .get(&("lake".to_string(), name.to_string()))
+        .cloned()
+}
+
+#[tokio::test]
+async fn the_delta_view_is_registered_once_its_log_exists_and_repaired_when_changed() {
+    let f = fixture(true, &[]).await;
+    let sync = delta_sync(&f, &[]);
+    f.insert(&["sf"]).await;
+    // No Delta log yet: nothing to register.
+    sync.sync(f.storage.as_ref(), &[]).await.unwrap();
+    assert!(stored(&f, "trips").is_some());
+    assert_eq!(stored(&f, "trips_delta"), None);
+
+    f.storage
+        .put(
+            "_delta_log/00000000000000000000.json",
+            bytes::Bytes::from_static(b"{}\n"),
+        )
+        .await
+        .unwrap();
+    f.insert(&["nyc"]).await;
+    let report = sync.sync(f.storage.as_ref(), &[]).await.unwrap();
+    assert_eq!(report.tables_created, 1, "{report:?}");
+    let delta = stored(&f, "trips_delta").expect("the Delta view");
+    assert_eq!(
+        delta.to_json(),
+        serde_json::json!({
+            "Name": "trips_delta",
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": {
+                "EXTERNAL": "TRUE",
+                "table_type": "DELTA",
+                "spark.sql.sources.provider": "delta",
+            },
+            "PartitionKeys": [],
+            "StorageDescriptor": {
+                "Columns": [],
+                "Location": "s3://bucket/trips",
+                "InputFormat": "org.apache.hadoop.mapred.SequenceFileInputFormat",
+                "OutputFormat": "org.apache.hadoop.hive.ql.io.HiveSequenceFileOutputFormat",
+                "SerdeInfo": {
+                    "SerializationLibrary": "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+                    "Parameters": {"serialization.format": "1", "path": "s3a://bucket/trips"},
+                },
+            },
+        })
+    );
+    // The Hudi table is synced as without the view.
+    assert_eq!(
+        f.partitions("trips").into_keys().collect::<Vec<_>>(),
+        [vec!["nyc".to_string()], vec!["sf".to_string()]]
+    );
+
+    // Up to date: one read, no write.
+    f.catalog.calls.lock().unwrap().clear();
+    f.insert(&["sf"]).await;
+    let report = sync.sync(f.storage.as_ref(), &[]).await.unwrap();
+    assert_eq!(report.tables_created + report.tables_updated, 0);
+    assert_eq!(
+        f.calls(),
+        ["GetTable", "BatchGetPartition", "UpdateTable", "GetTable"]
+    );
+
+    // Someone dropped the type and added a parameter: the type comes back, theirs stays.
+    {
+        let mut tables = f.catalog.tables.lock().unwrap();
+        let t = tables
+            .get_mut(&("lake".to_string(), "trips_delta".to_string()))
+            .unwrap();
+        t.parameters.remove("table_type");
+        t.parameters.insert("owner".into(), "analytics".into());
+    }
+    let report = sync.sync(f.storage.as_ref(), &[]).await.unwrap();
+    assert_eq!(report.tables_updated, 1, "{report:?}");
+    let delta = stored(&f, "trips_delta").unwrap();
+    assert_eq!(delta.parameters["table_type"], "DELTA");
+    assert_eq!(delta.parameters["owner"], "analytics");
+}
+
+#[tokio::test]
+async fn the_delta_view_takes_its_configured_name_and_stays_off_without_the_mirror() {
+    let f = fixture(false, &[]).await;
+    f.storage
+        .put(
+            "_delta_log/00000000000000000000.json",
+            bytes::Bytes::from_static(b"{}\n"),
+        )
+        .await
+        .unwrap();
+    f.insert(&["sf"]).await;
+    // The fixture's sync: the mirror is off.
+    f.sync().await;
+    assert_eq!(stored(&f, "trips_delta"), None);
+    delta_sync(&f, &[(config::DELTA_TABLE_KEY, "Trips_Mirror")])
+        .sync(f.storage.as_ref(), &[])
+        .await
+        .unwrap();
+    assert_eq!(stored(&f, "trips_delta"), None);
+    assert_eq!(
+        stored(&f, "trips_mirror")
+            .expect("named by the key")
+            .parameters["table_type"],
+        "DELTA"
+    );
+    let err = CatalogConfig::from_properties(
+        &[
+            ("hoodie.table.name", "trips"),
+            ("hoodie.datasource.meta.sync.enable", "true"),
+            ("hoodie.meta.sync.client.tool.class", config::GLUE_SYNC_TOOL),
+            (config::DELTA_TABLE_KEY, "trips.delta"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains(config::DELTA_TABLE_KEY), "{err}");
+}

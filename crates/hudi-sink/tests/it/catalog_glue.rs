@@ -1,7 +1,8 @@
 //! The Glue Data Catalog sync through the real SDK against moto's Glue (on 127.0.0.1), read back with boto3:
 //! the table Hudi's `AwsGlueCatalogSyncTool` would create, field for field; partitions equal to those on
 //! storage; one create call per commit that adds a partition; a Glue outage that fails no batch and is caught
-//! up by the next sync; and the `_ro` / `_rt` tables of a Spark-written merge-on-read table.
+//! up by the next sync; the `_ro` / `_rt` tables of a Spark-written merge-on-read table; and the Delta view of a
+//! mirrored table (`<table>_delta`).
 //!
 //! Glue requests go through a small HTTP proxy in this file, which counts them by operation
 //! (`X-Amz-Target`) and can answer 500 to every request, as an outage would.
@@ -433,6 +434,66 @@ async fn a_glue_outage_fails_no_batch_and_the_next_sync_catches_up() {
     assert_eq!(
         dump["table"]["Parameters"]["last_commit_time_sync"],
         json!(latest_commit(&s.bucket).await)
+    );
+}
+
+/// With the Delta mirror on, the first commit writes the Delta log and the sync registers `trips_delta` beside
+/// `trips`: Athena's native Delta table at the base path, as boto3 reads it back from moto; the Hudi table is
+/// registered as without the mirror.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_delta_mirror_gets_a_native_delta_table() {
+    let mut s = setup(true).await;
+    s.props
+        .insert("hudi.sink.delta.mirror".into(), "true".into());
+    let sink = build_sink(&s.props, "w0").await.expect("sink");
+    process(&sink, &[msg(0, "a", "sf"), msg(1, "b", "nyc")]).await;
+    let log = moto::object_sizes(&s.bucket, "tables/trips/_delta_log/").await;
+    assert!(
+        log.contains_key("tables/trips/_delta_log/00000000000000000000.json"),
+        "the mirror wrote no Delta log: {log:?}"
+    );
+    let delta = glue_dump(&s.database, "trips_delta");
+    let location = format!("s3://{}/tables/trips", s.bucket);
+    assert_eq!(
+        table_input(&delta["table"]),
+        json!({
+            "Name": "trips_delta",
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": {
+                "EXTERNAL": "TRUE",
+                "table_type": "DELTA",
+                "spark.sql.sources.provider": "delta",
+            },
+            "PartitionKeys": [],
+            "StorageDescriptor": {
+                "Columns": [],
+                "Location": location,
+                "InputFormat": "org.apache.hadoop.mapred.SequenceFileInputFormat",
+                "OutputFormat": "org.apache.hadoop.hive.ql.io.HiveSequenceFileOutputFormat",
+                "SerdeInfo": {
+                    "SerializationLibrary": "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+                    "Parameters": {"serialization.format": "1", "path": location},
+                },
+            },
+        }),
+        "the Delta view's Glue table"
+    );
+    assert!(delta["partitions"]
+        .as_array()
+        .expect("partitions")
+        .is_empty());
+    let hudi = glue_dump(&s.database, "trips");
+    let watermark = latest_commit(&s.bucket).await;
+    assert_eq!(
+        table_input(&hudi["table"]),
+        expected_table(&s.bucket, true, &watermark)
+    );
+    // Later commits only read the Delta view's table.
+    s.proxy.take_calls();
+    process(&sink, &[msg(2, "c", "sf")]).await;
+    assert_eq!(
+        s.proxy.take_calls(),
+        ["GetTable", "BatchGetPartition", "UpdateTable", "GetTable"]
     );
 }
 
