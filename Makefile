@@ -76,8 +76,9 @@ $(JVM_DIR)/jars-hudi1/.stamp: jvm/pom-hudi1.xml
 		-DincludeScope=runtime -DoutputDirectory=$(JVM_DIR)/jars-hudi1
 	touch $@
 
-# Trino (jvm/pom-trino.xml; the directory names its version) for tests/interop/test_trino.py: the server tarball
-# from Maven Central, of which tar unpacks lib/ and plugin/, then every plugin but the Hudi connector is removed
+# Trino (jvm/pom-trino.xml; the directory names its version) for tests/interop/test_trino.py and test_delta.py: the
+# server tarball from Maven Central, of which tar unpacks lib/ and plugin/, then every plugin but the Hudi and Delta
+# Lake connectors is removed
 # (the tarball stores a jar once and hard-links it from the other plugins, so the whole of plugin/ is unpacked).
 TRINO_DIR := $(JVM_DIR)/trino-476
 
@@ -87,7 +88,8 @@ $(TRINO_DIR)/.stamp: jvm/pom-trino.xml jvm/settings-central.xml
 		-Dtrino.dir=$(TRINO_DIR) dependency:copy@trino
 	tar -xzf $(TRINO_DIR)/trino-server-*.tar.gz -C $(TRINO_DIR) --wildcards 'trino-server-*/lib' \
 		'trino-server-*/plugin'
-	find $(TRINO_DIR)/trino-server-*/plugin -mindepth 1 -maxdepth 1 ! -name hudi -exec rm -rf {} +
+	find $(TRINO_DIR)/trino-server-*/plugin -mindepth 1 -maxdepth 1 ! -name hudi ! -name delta-lake \
+		-exec rm -rf {} +
 	rm -rf $(TRINO_DIR)/m2 $(TRINO_DIR)/markers $(TRINO_DIR)/trino-server-*.tar.gz
 	touch $@
 

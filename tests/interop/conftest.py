@@ -1,4 +1,5 @@
-"""The JVM interop suite: tables written by `hudi-sink` read by Spark 3.5 with Hudi 0.15.0's own bundle.
+"""The JVM interop suite: tables written by `hudi-sink` read by Spark 3.5 with Hudi 0.15.0's own bundle (and the
+Delta mirror's log by Delta Lake's `delta-spark`, in the same session).
 
 Spark runs Hudi's Java code, the code Athena, EMR and Glue run, so it is the reference reader: every table is
 compared row for row with the generator's model and with hudi-rs (the PyPI `hudi` package, in this process).
@@ -30,10 +31,17 @@ HUDI_VERSION = next((p.stem.rsplit("_2.12-", 1)[-1] for p in JARS.glob("hudi-spa
 META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"]
 
 
+# Delta Lake's Spark reader (`jvm/pom.xml`), when the jars hold it: the Delta mirror's reads (test_delta.py).
+DELTA_VERSION = next((p.stem.rsplit("-", 1)[-1] for p in JARS.glob("delta-spark_2.12-*.jar")), "")
+# Both engines' SQL extensions; the session catalog stays Hudi's (Delta's path reads need no catalog).
+EXTENSIONS = ["org.apache.spark.sql.hudi.HoodieSparkSessionExtension"] + (
+    ["io.delta.sql.DeltaSparkSessionExtension"] if DELTA_VERSION else [])
+
+
 @pytest.fixture(scope="session")
 def spark():
-    """One local Spark session with Hudi's Spark 3.5 bundle (0.15.0, or the one `HUDI_SINK_INTEROP_JARS` names) for
-    the whole run."""
+    """One local Spark session with Hudi's Spark 3.5 bundle (0.15.0, or the one `HUDI_SINK_INTEROP_JARS` names) and,
+    when the jars hold it, Delta Lake's (`delta-spark`) for the whole run."""
     from pyspark.sql import SparkSession
 
     jars = sorted(str(p) for p in JARS.glob("*.jar"))
@@ -44,7 +52,7 @@ def spark():
         .appName("hudi-sink-interop")
         .config("spark.jars", ",".join(jars))
         .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
-        .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
+        .config("spark.sql.extensions", ",".join(EXTENSIONS))
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
         .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
         .config("spark.ui.enabled", "false")

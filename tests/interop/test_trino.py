@@ -59,10 +59,29 @@ def write_properties(path, props):
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
 
-class Trino:
-    """One Trino server: a coordinator that also runs the work, with a `hudi` catalog on moto's Glue and S3."""
+def write_catalog(path, connector, endpoint):
+    """A catalog of `connector` (`hudi`, `delta_lake`) on moto's Glue and Trino's native S3 file system."""
+    write_properties(path, {
+        "connector.name": connector,
+        "hive.metastore": "glue",
+        "hive.metastore.glue.region": "us-east-1",
+        "hive.metastore.glue.endpoint-url": endpoint,
+        "hive.metastore.glue.aws-access-key": "test",
+        "hive.metastore.glue.aws-secret-key": "test",
+        "fs.native-s3.enabled": "true",
+        "s3.endpoint": endpoint,
+        "s3.region": "us-east-1",
+        "s3.path-style-access": "true",
+        "s3.aws-access-key": "test",
+        "s3.aws-secret-key": "test",
+    })
 
-    def __init__(self, tmp, endpoint):
+
+class Trino:
+    """One Trino server: a coordinator that also runs the work, with a catalog per connector of `catalogs`
+    ({catalog: connector}; by default a `hudi` catalog) on moto's Glue and S3."""
+
+    def __init__(self, tmp, endpoint, catalogs=None):
         home, port = trino_home(), free_port()
         etc = tmp / "etc"
         write_properties(etc / "config.properties", {
@@ -75,20 +94,8 @@ class Trino:
             "plugin.dir": home / "plugin",
             "catalog.config-dir": etc / "catalog",
         })
-        write_properties(etc / "catalog" / "hudi.properties", {
-            "connector.name": "hudi",
-            "hive.metastore": "glue",
-            "hive.metastore.glue.region": "us-east-1",
-            "hive.metastore.glue.endpoint-url": endpoint,
-            "hive.metastore.glue.aws-access-key": "test",
-            "hive.metastore.glue.aws-secret-key": "test",
-            "fs.native-s3.enabled": "true",
-            "s3.endpoint": endpoint,
-            "s3.region": "us-east-1",
-            "s3.path-style-access": "true",
-            "s3.aws-access-key": "test",
-            "s3.aws-secret-key": "test",
-        })
+        for catalog, connector in (catalogs or {"hudi": "hudi"}).items():
+            write_catalog(etc / "catalog" / f"{catalog}.properties", connector, endpoint)
         self.port = port
         self.log = tmp / "server.log"
         java = java_home() / "bin" / "java"
