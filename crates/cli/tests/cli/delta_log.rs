@@ -85,7 +85,7 @@ import json, sys
 import pyarrow as pa
 from deltalake import DeltaTable
 t = pa.table(DeltaTable(sys.argv[1]).get_add_actions(flatten=True))
-rows = sorted(t.drop_columns([c for c in t.column_names if c == "modification_time"]).to_pylist(), key=lambda r: r["path"])
+rows = sorted(t.drop_columns([c for c in t.column_names if c in ("modification_time", "data_change")]).to_pylist(), key=lambda r: r["path"])
 print(json.dumps(rows, default=str, sort_keys=True))
 "#;
 
@@ -336,6 +336,8 @@ fn merge_on_read_mirrors_the_read_optimized_view() {
         "hoodie.compact.inline.max.delta.commits=3",
         "hoodie.index.type=BUCKET",
         "hoodie.bucket.index.num.buckets=2",
+        // A retention that keeps every version's log and files, for the time travel below.
+        "hoodie.cleaner.policy=KEEP_LATEST_BY_HOURS",
     ];
     // Two deltacommits: the second's updates and deletes sit in log files, no compaction yet.
     ingest_one_instant_per_file(&table, &first, "MERGE_ON_READ", &sets);

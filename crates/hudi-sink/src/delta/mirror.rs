@@ -248,7 +248,7 @@ impl DeltaMirror {
             .then(|| meta.schema().map(str::to_string))
             .flatten();
         // Retention: a change of Hudi's cleaner settings brings a new metaData too.
-        let mut delta_schema: StructType = snapshot.schema().as_ref().clone();
+        let mut delta_schema: StructType = (*snapshot.schema()).clone();
         let mut metadata = snapshot.metadata().clone();
         let mut metadata_changed = false;
         if let Some(text) = schema_text {
