@@ -12,7 +12,7 @@ expected rows the same way without floating-point or timezone ambiguity:
 Usage:
   hudi_read.py TABLE snapshot
   hudi_read.py TABLE as_of INSTANT
-  hudi_read.py TABLE read_optimized        (merge-on-read: the latest base files only, no log files)
+  hudi_read.py TABLE read_optimized [INSTANT]  (merge-on-read: the base files only, no log files; as of INSTANT)
   hudi_read.py TABLE incremental START END
   hudi_read.py TABLE file_slices [INSTANT]
   hudi_read.py --engine daft TABLE snapshot
@@ -123,6 +123,8 @@ def read_hudi_rs(path, mode, args, options=()):
         opts = opts.with_query_type(HudiQueryType.Incremental).with_start_timestamp(args[0]).with_end_timestamp(args[1])
     elif mode == "read_optimized":
         opts = opts.with_hudi_option("hoodie.read.use.read_optimized.mode", "true")
+        if args:
+            opts = opts.with_as_of_timestamp(args[0])
     elif mode != "snapshot":
         raise SystemExit(f"unknown mode {mode}")
     batches = table.read(opts)

@@ -44,7 +44,7 @@ fn read_delta(table: &Path, version: Option<u64>) -> BTreeMap<String, Map<String
 }
 
 /// The Delta log's commit files, in version order.
-fn delta_commits(table: &Path) -> Vec<Value> {
+pub(crate) fn delta_commits(table: &Path) -> Vec<Value> {
     let mut names: Vec<String> = std::fs::read_dir(table.join("_delta_log"))
         .expect("_delta_log/ exists")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
@@ -66,7 +66,7 @@ fn delta_commits(table: &Path) -> Vec<Value> {
 }
 
 /// Every action of every Delta commit, in version order.
-fn delta_actions(table: &Path) -> Vec<Vec<Value>> {
+pub(crate) fn delta_actions(table: &Path) -> Vec<Vec<Value>> {
     let mut names: Vec<String> = std::fs::read_dir(table.join("_delta_log"))
         .expect("_delta_log/ exists")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
@@ -87,12 +87,12 @@ fn delta_actions(table: &Path) -> Vec<Vec<Value>> {
 
 /// Every row of the table, meta columns included, as sorted canonical JSON lines: `engine` `hudi` (hudi-rs),
 /// `delta` (the mirror read by `deltalake`) or `polars` (the mirror read by Polars).
-fn full_rows(table: &Path, engine: &str) -> Vec<String> {
+pub(crate) fn full_rows(table: &Path, engine: &str) -> Vec<String> {
     full_rows_at(table, engine, None)
 }
 
 /// [`full_rows`] as of `at`: a Hudi instant for `hudi`, a Delta version for `delta` and `polars`.
-fn full_rows_at(table: &Path, engine: &str, at: Option<&str>) -> Vec<String> {
+pub(crate) fn full_rows_at(table: &Path, engine: &str, at: Option<&str>) -> Vec<String> {
     let mut command = Command::new(python());
     command
         .arg(workspace_root().join("tests/python/hudi_read.py"))
@@ -284,7 +284,7 @@ fn with_tip(from: &Path, to: &Path) {
 }
 
 /// Generates `files` event files of 60 records into `dir/name`.
-fn generate(dir: &Path, name: &str, files: u32, seed: &str) -> std::path::PathBuf {
+pub(crate) fn generate(dir: &Path, name: &str, files: u32, seed: &str) -> std::path::PathBuf {
     let events = dir.join(name);
     let records = (files * 60).to_string();
     ok(&[

@@ -11,6 +11,7 @@ mod debezium_example;
 mod debezium_meta;
 mod debezium_toast;
 mod delta;
+mod delta_log;
 mod ingest;
 mod kafka_columns;
 mod routing;

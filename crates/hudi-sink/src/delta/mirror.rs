@@ -12,26 +12,29 @@
 //! an existing table (a full snapshot) all come out right, and merge-on-read tables get their read-optimized
 //! view (base files only).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Instant as WallClock;
+use std::time::{Duration, Instant as WallClock};
 
 use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties, TableReference};
-use deltalake_core::kernel::{Action, Add, MetadataExt as _, Transaction};
+use deltalake_core::kernel::{Action, Add, MetadataExt as _, StructType, Transaction};
 use deltalake_core::logstore::LogStoreRef;
 use deltalake_core::operations::create::CreateBuilder;
+use deltalake_core::protocol::checkpoints::cleanup_expired_logs_for;
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
-use deltalake_core::{DeltaTable, DeltaTableError, TableProperty};
+use deltalake_core::{DeltaTable, DeltaTableError, ObjectMeta, TableProperty};
 use futures_util::StreamExt as _;
+use object_store::ObjectStoreExt as _;
 use serde_json::{json, Value};
 
 use super::config::DeltaConfig;
 use super::partition::partition_values;
-use super::{schema, store};
+use super::{schema, stats, store};
+use crate::base_file::reader::read_metadata_from_storage;
 use crate::commit::{CommitMirror, MirrorReport};
 use crate::record::partition::PartitionPathOptions;
 use crate::storage::Storage;
-use crate::table::commit::{CommitMetadata, OperationType};
+use crate::table::commit::OperationType;
 use crate::table::fs_view::{latest_file_slices, FileSlice};
 use crate::table::instant::{Instant, InstantTime};
 use crate::table::properties::TableProperties;
@@ -48,6 +51,13 @@ const ACTION_KEY: &str = "hudiAction";
 /// `commitInfo` key: the Hudi instant that completed (differs from [`INSTANT_KEY`] for an instant that was
 /// pending below the watermark).
 const COMPLETED_KEY: &str = "hudiCompleted";
+/// The table properties set from Hudi's cleaner settings ([`DeltaConfig::retention_interval`]).
+const RETENTION_KEYS: [&str; 2] = [
+    "delta.logRetentionDuration",
+    "delta.deletedFileRetentionDuration",
+];
+/// `delta.checkpointInterval`: delta-rs writes a checkpoint after every tenth version (9, 19, ...).
+const CHECKPOINT_INTERVAL: u64 = 10;
 
 /// Why a mirror step failed (it is retried by the next commit).
 #[derive(Debug, thiserror::Error)]
@@ -120,12 +130,14 @@ impl DeltaMirror {
             Err(e) => return Err(e.into()),
         }
         let mut mirrored = Mirrored::read(&table, &log_store).await?;
+        let mut checkpointed = false;
         for step in steps(timeline, &completed, &mirrored) {
             let version = self
                 .commit(
                     storage, timeline, &layout, &table, &log_store, &mirrored, &step, report,
                 )
                 .await?;
+            checkpointed |= (version + 1).is_multiple_of(CHECKPOINT_INTERVAL);
             mirrored.seq += 1;
             mirrored.watermark = Some(step.as_of.clone());
             table.update_state().await?;
@@ -134,6 +146,9 @@ impl DeltaMirror {
         }
         report.version = table.version();
         report.instant = mirrored.watermark.map(|w| w.to_string());
+        if checkpointed {
+            expire_logs(&log_store, self.config.retention).await?;
+        }
         Ok(())
     }
 
@@ -155,11 +170,20 @@ impl DeltaMirror {
         let delta_schema = schema::delta_schema(&schema_text)?;
         schema::check_partition_columns(&delta_schema, &layout.fields)?;
         let target = target_files(storage, timeline, &step.as_of).await?;
-        let mut stats = StatsSource::default();
+        let mut sources = StatsSource::default();
         let mut adds = Vec::new();
         for slice in target.values() {
             adds.push(Action::Add(
-                add_of(storage, timeline, layout, slice, &mut stats, true).await?,
+                add_of(
+                    storage,
+                    timeline,
+                    layout,
+                    &delta_schema,
+                    slice,
+                    &mut sources,
+                    true,
+                )
+                .await?,
             ));
         }
         report.files_added += adds.len() as u64;
@@ -168,7 +192,18 @@ impl DeltaMirror {
             .with_table_name(layout.table_name.clone())
             .with_columns(delta_schema.fields().cloned())
             .with_partition_columns(layout.fields.clone())
-            .with_configuration_property(TableProperty::CheckpointInterval, Some("10"))
+            .with_configuration_property(
+                TableProperty::CheckpointInterval,
+                Some(CHECKPOINT_INTERVAL.to_string()),
+            )
+            .with_configuration_property(
+                TableProperty::LogRetentionDuration,
+                Some(self.config.retention_interval()),
+            )
+            .with_configuration_property(
+                TableProperty::DeletedFileRetentionDuration,
+                Some(self.config.retention_interval()),
+            )
             .with_actions(adds)
             .with_commit_properties(commit_properties(0, step, timeline))
             .await?;
@@ -212,12 +247,27 @@ impl DeltaMirror {
             .can_update_schema()
             .then(|| meta.schema().map(str::to_string))
             .flatten();
+        // Retention: a change of Hudi's cleaner settings brings a new metaData too.
+        let mut delta_schema: StructType = (*snapshot.schema()).clone();
+        let mut metadata = snapshot.metadata().clone();
+        let mut metadata_changed = false;
         if let Some(text) = schema_text {
             let new = schema::delta_schema(&text)?;
-            if *snapshot.schema() != new {
-                let metadata = snapshot.metadata().clone().with_schema(&new)?;
-                actions.push(Action::Metadata(metadata));
+            if delta_schema != new {
+                metadata = metadata.with_schema(&new)?;
+                metadata_changed = true;
+                delta_schema = new;
             }
+        }
+        let retention = self.config.retention_interval();
+        for key in RETENTION_KEYS {
+            if metadata.configuration().get(key) != Some(&retention) {
+                metadata = metadata.add_config_key(key.to_string(), retention.clone())?;
+                metadata_changed = true;
+            }
+        }
+        if metadata_changed {
+            actions.push(Action::Metadata(metadata));
         }
         let now = chrono::Utc::now().timestamp_millis();
         for (path, file) in &live {
@@ -228,11 +278,20 @@ impl DeltaMirror {
                 report.files_removed += 1;
             }
         }
-        let mut stats = StatsSource::default();
+        let mut sources = StatsSource::default();
         for (path, slice) in &target {
             if !live.contains_key(path) {
                 actions.push(Action::Add(
-                    add_of(storage, timeline, layout, slice, &mut stats, data_change).await?,
+                    add_of(
+                        storage,
+                        timeline,
+                        layout,
+                        &delta_schema,
+                        slice,
+                        &mut sources,
+                        data_change,
+                    )
+                    .await?,
                 ));
                 report.files_added += 1;
             }
@@ -482,56 +541,46 @@ async fn target_files(
         .collect())
 }
 
-/// Commit metadata by instant, read once per step (for the record counts of the files added).
+/// Which base instants are clusterings, read once per step (a clustered file is a rewrite: `dataChange=false`).
 #[derive(Default)]
 struct StatsSource {
-    commits: HashMap<InstantTime, Option<CommitMetadata>>,
-    cluster: HashSet<InstantTime>,
+    cluster: HashMap<InstantTime, bool>,
 }
 
 impl StatsSource {
-    /// The record count the writer recorded for the file at `path`, written by `instant`.
-    async fn num_records(
+    /// Whether `instant` is a completed clustering.
+    async fn is_cluster(
         &mut self,
         storage: &dyn Storage,
         timeline: &Timeline,
         instant: &InstantTime,
-        path: &str,
-    ) -> Option<i64> {
-        if !self.commits.contains_key(instant) {
-            let meta = match timeline
-                .completed_commits()
-                .into_iter()
-                .find(|i| i.time == *instant)
-            {
-                Some(i) => timeline.commit_metadata(storage, i).await.ok(),
-                None => None,
-            };
-            if meta
-                .as_ref()
-                .is_some_and(|m| m.operation_type == OperationType::Cluster)
-            {
-                self.cluster.insert(instant.clone());
-            }
-            self.commits.insert(instant.clone(), meta);
+    ) -> bool {
+        if let Some(known) = self.cluster.get(instant) {
+            return *known;
         }
-        self.commits
-            .get(instant)?
-            .as_ref()?
-            .write_stats()
-            .find(|s| s.path == path)
-            .map(|s| s.num_writes)
+        let meta = match timeline
+            .completed_commits()
+            .into_iter()
+            .find(|i| i.time == *instant)
+        {
+            Some(i) => timeline.commit_metadata(storage, i).await.ok(),
+            None => None,
+        };
+        let cluster = meta.is_some_and(|m| m.operation_type == OperationType::Cluster);
+        self.cluster.insert(instant.clone(), cluster);
+        cluster
     }
 }
 
 /// The `add` of one base file: its path relative to the table (delta-rs URI-encodes it), its partition values,
-/// exact size, the base instant's time, and the writer's record count.
+/// exact size, the base instant's time, and its column statistics from its Parquet footer (`stats`).
 async fn add_of(
     storage: &dyn Storage,
     timeline: &Timeline,
     layout: &Layout,
+    delta_schema: &StructType,
     slice: &FileSlice,
-    stats: &mut StatsSource,
+    sources: &mut StatsSource,
     data_change: bool,
 ) -> Result<Add, MirrorError> {
     let path = slice.path();
@@ -539,17 +588,21 @@ async fn add_of(
         .map_err(MirrorError::Unsupported)?
         .into_iter()
         .collect();
-    let records = stats
-        .num_records(storage, timeline, &slice.base_instant, &path)
-        .await;
-    let data_change = data_change && !stats.cluster.contains(&slice.base_instant);
+    let footer = read_metadata_from_storage(storage, &path, slice.size)
+        .await
+        .map_err(|e| MirrorError::Hudi(format!("the footer of {path}: {e}")))?;
+    let stats = stats::file_stats(&footer, delta_schema, &layout.fields);
+    let data_change = data_change
+        && !sources
+            .is_cluster(storage, timeline, &slice.base_instant)
+            .await;
     Ok(Add {
         path,
         partition_values,
         size: slice.size as i64,
         modification_time: slice.base_instant.to_millis().unwrap_or(0),
         data_change,
-        stats: records.map(|n| json!({ "numRecords": n }).to_string()),
+        stats: Some(stats),
         ..Default::default()
     })
 }
@@ -577,5 +630,53 @@ fn commit_properties(seq: i64, step: &Step, _timeline: &Timeline) -> CommitPrope
             ),
         ])
         .with_max_retries(0)
+        // delta-rs's own clean-up reads the log files' modification times, which the sink's storage does not
+        // list: the mirror expires the log itself ([`expire_logs`]).
         .with_cleanup_expired_logs(Some(false))
+}
+
+/// Deletes the log below the newest checkpoint whose version was committed at least `retention` ago (its
+/// `commitInfo.timestamp`), so that every version committed within `retention` stays readable (Delta's
+/// `delta.logRetentionDuration`, at checkpoint granularity); returns how many files went.
+async fn expire_logs(log_store: &LogStoreRef, retention: Duration) -> Result<usize, MirrorError> {
+    let store = log_store.object_store(None);
+    let log_path = log_store.log_path().clone();
+    let entries: Vec<ObjectMeta> = store
+        .list(Some(&log_path))
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .map_err(DeltaTableError::from)?;
+    let mut checkpoints: Vec<u64> = entries
+        .iter()
+        .filter_map(|m| {
+            let name = m.location.filename()?;
+            let (version, rest) = name.split_once('.')?;
+            rest.starts_with("checkpoint")
+                .then(|| version.parse().ok())?
+        })
+        .collect();
+    checkpoints.sort_unstable();
+    checkpoints.dedup();
+    let cutoff = chrono::Utc::now().timestamp_millis()
+        - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+    for version in checkpoints.into_iter().rev() {
+        let path = log_path.clone().join(format!("{version:020}.json"));
+        let bytes = match store.get(&path).await {
+            Ok(got) => got.bytes().await.map_err(DeltaTableError::from)?,
+            Err(object_store::Error::NotFound { .. }) => continue,
+            Err(e) => return Err(DeltaTableError::from(e).into()),
+        };
+        let committed = String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find_map(|a| a.get("commitInfo")?.get("timestamp")?.as_i64());
+        if committed.is_some_and(|t| t <= cutoff) {
+            let deleted =
+                cleanup_expired_logs_for(version, log_store.as_ref(), i64::MAX, None).await?;
+            return Ok(deleted);
+        }
+    }
+    Ok(0)
 }

@@ -14,6 +14,7 @@
 //! - [`config`]: the key `hudi.sink.delta.mirror`.
 //! - [`partition`]: partition values decoded from a partition path exactly as the sink encodes them.
 //! - `schema` (feature `delta`): the Delta schema from the table's Avro schema, meta columns included.
+//! - `stats` (feature `delta`): the per-file column statistics of `add` actions, from the Parquet footers.
 //! - `store` (feature `delta`): the sink's storage as the object store of Delta's log store.
 //! - `mirror` (feature `delta`): the mirror step: plan each instant's adds and removes and commit it.
 //!
@@ -27,6 +28,8 @@ mod mirror;
 pub mod partition;
 #[cfg(feature = "delta")]
 mod schema;
+#[cfg(feature = "delta")]
+mod stats;
 #[cfg(feature = "delta")]
 mod store;
 

@@ -91,9 +91,7 @@ async fn sink(
 }
 
 fn mirror_of(base: &Path) -> DeltaMirror {
-    DeltaMirror::new(DeltaConfig {
-        base_path: base.display().to_string(),
-    })
+    DeltaMirror::new(DeltaConfig::with_defaults(&base.display().to_string()))
 }
 
 /// The mirror's latest instant and files, checked against Hudi's view at that instant; returns the instant.

@@ -12,6 +12,7 @@ mod common;
 mod compaction;
 mod debezium_avro;
 mod delta_crash;
+mod delta_stats;
 mod docs;
 mod envelope_oracle;
 mod exactly_once;
