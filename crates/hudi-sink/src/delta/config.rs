@@ -39,7 +39,8 @@ impl DeltaConfig {
         if !enabled {
             return Ok(None);
         }
-        let services = ServicesConfig::from_properties(props, 0)?;
+        // The clustering target (the second argument) plays no part in the retention.
+        let services = ServicesConfig::from_properties(props, u64::MAX)?;
         let interval = match props.get(COMMIT_INTERVAL_KEY).map(|v| v.trim()) {
             Some(v) if !v.is_empty() => Duration::from_millis(parse_num(COMMIT_INTERVAL_KEY, v)?),
             _ => DEFAULT_COMMIT_INTERVAL,
