@@ -555,10 +555,11 @@ impl DeltaLedger {
     }
 }
 
-/// The mirror settings of a run's table, from its properties.
+/// The mirror settings of a run's table, from its properties. The table lives in memory, so its Delta URL is
+/// `memory://sim/trips/` (a local path that does not exist would be refused by the Delta engine).
 pub(super) fn delta_config(
     props: &BTreeMap<String, String>,
 ) -> Result<Option<DeltaConfig>, Failure> {
-    let base = props.get("hoodie.base.path").cloned().unwrap_or_default();
-    DeltaConfig::from_properties(props, &base).map_err(|e| fail("setup", e.to_string()))
+    DeltaConfig::from_properties(props, "memory://sim/trips")
+        .map_err(|e| fail("setup", e.to_string()))
 }
