@@ -80,11 +80,20 @@ pub enum Mutation {
     /// A heartbeat or marker of an instant that is not on the timeline and not retired (another engine's
     /// writer starting: Hudi's writers write the heartbeat first) is left alone until its heartbeat expires.
     StartingWriteLeftAlone,
+    /// The inline clean and archival (and the scheduled run's) wait while the Delta mirror is behind, so that
+    /// the cleaner never deletes a file the latest Delta version still lists.
+    DeltaCleanWaitsForMirror,
+    /// A Delta mirror step removes the files its Hudi instant no longer sees (a rewritten or replaced file
+    /// group's old base file), not only adds the new ones.
+    DeltaMirrorRemoves,
+    /// A Delta version records the commit-like instants pending below its instant, so that one completing
+    /// after it (a compaction or clustering planned before later commits) is mirrored by the next step.
+    DeltaMirrorLateInstants,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 27] = [
+    pub const ALL: [Mutation; 30] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -112,6 +121,9 @@ impl Mutation {
         Mutation::RecreateWritesDelete,
         Mutation::CompactionKeepsSnapshot,
         Mutation::StartingWriteLeftAlone,
+        Mutation::DeltaCleanWaitsForMirror,
+        Mutation::DeltaMirrorRemoves,
+        Mutation::DeltaMirrorLateInstants,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -144,6 +156,9 @@ impl Mutation {
             Mutation::RecreateWritesDelete => "recreate-drops-delete",
             Mutation::CompactionKeepsSnapshot => "compaction-keeps-snapshot",
             Mutation::StartingWriteLeftAlone => "starting-write-left-alone",
+            Mutation::DeltaCleanWaitsForMirror => "delta-clean-waits-for-mirror",
+            Mutation::DeltaMirrorRemoves => "delta-mirror-removes",
+            Mutation::DeltaMirrorLateInstants => "delta-mirror-late-instants",
         }
     }
 

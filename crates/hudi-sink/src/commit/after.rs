@@ -69,7 +69,10 @@ impl Coordinator {
     ) {
         // The mirror first, so that a clean never deletes a file the mirror has not yet removed; while the
         // mirror is behind (it failed), the clean and archival wait for a commit that catches it up.
-        if self.mirror(committed).await {
+        let mirrored = self.mirror(committed).await;
+        if mirrored
+            || crate::mutation::is_disabled(crate::mutation::Mutation::DeltaCleanWaitsForMirror)
+        {
             self.inline_services(guard, committed, listed).await;
         } else {
             tracing::warn!("inline clean and archival skipped: the Delta mirror is behind");

@@ -359,7 +359,10 @@ impl Coordinator {
             let services = &self.config.services;
             // The Delta mirror catches up first (compaction may have completed an instant); a mirror that is
             // behind keeps the cleaner and archival waiting.
-            let mirrored = self.mirror(&timeline).await;
+            let mirrored = self.mirror(&timeline).await
+                || crate::mutation::is_disabled(
+                    crate::mutation::Mutation::DeltaCleanWaitsForMirror,
+                );
             report.merge(
                 self.clean_and_archive(
                     &ctx,

@@ -270,8 +270,9 @@ impl DeltaMirror {
             actions.push(Action::Metadata(metadata));
         }
         let now = chrono::Utc::now().timestamp_millis();
+        let removes = !crate::mutation::is_disabled(crate::mutation::Mutation::DeltaMirrorRemoves);
         for (path, file) in &live {
-            if !target.contains_key(path) {
+            if removes && !target.contains_key(path) {
                 let mut remove = file.remove_action(data_change);
                 remove.deletion_timestamp = Some(now);
                 actions.push(Action::Remove(remove));
@@ -497,8 +498,12 @@ impl Step {
         let pending = timeline
             .pending()
             .into_iter()
-            .filter(|i| i.action.is_commit_like() && i.time < *as_of)
+            // A pending compaction completes as a commit (its action is `compaction` until then).
+            .filter(|i| i.action.comparable().is_commit_like() && i.time < *as_of)
             .map(|i| i.time.clone())
+            .filter(|_| {
+                !crate::mutation::is_disabled(crate::mutation::Mutation::DeltaMirrorLateInstants)
+            })
             .collect();
         Self {
             label: label.clone(),

@@ -433,9 +433,25 @@ impl FaultyStorage {
     where
         F: std::future::Future<Output = StorageResult<T>>,
     {
+        self.run_owing(operation, path, call, None).await
+    }
+
+    /// As [`FaultyStorage::run`]; with `owed`, a delay is added there instead of slept.
+    async fn run_owing<T, F>(
+        &self,
+        operation: Operation,
+        path: &str,
+        call: F,
+        owed: Option<&Mutex<Duration>>,
+    ) -> StorageResult<T>
+    where
+        F: std::future::Future<Output = StorageResult<T>>,
+    {
         let decision = self.decide(operation, path);
-        if !decision.delay.is_zero() {
-            tokio::time::sleep(decision.delay).await;
+        match owed {
+            Some(owed) => *owed.lock().unwrap_or_else(|e| e.into_inner()) += decision.delay,
+            None if !decision.delay.is_zero() => tokio::time::sleep(decision.delay).await,
+            None => {}
         }
         let injected = || StorageError::Injected {
             operation: operation.as_str(),
@@ -514,6 +530,101 @@ impl Storage for FaultyStorage {
     async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
         let first = paths.first().map(String::as_str).unwrap_or_default();
         self.run(Operation::DeleteMany, first, self.inner.delete_many(paths))
+            .await
+    }
+}
+
+/// A [`FaultyStorage`] whose delays are owed instead of slept: the same store, rules and call counts, but a
+/// delay adds up in [`Undelayed::take_owed`] for the caller to spend on a clock it drives. For a caller on a
+/// runtime whose time the test does not control (the simulation runs the Delta mirror's engine on a
+/// real-time runtime, and spends the delays on its paused clock afterwards).
+#[derive(Debug)]
+pub struct Undelayed {
+    faulty: Arc<FaultyStorage>,
+    owed: Mutex<Duration>,
+}
+
+impl Undelayed {
+    /// `faulty`, its delays owed.
+    pub fn new(faulty: Arc<FaultyStorage>) -> Self {
+        Self {
+            faulty,
+            owed: Mutex::new(Duration::ZERO),
+        }
+    }
+
+    /// The delays owed since the last call.
+    pub fn take_owed(&self) -> Duration {
+        std::mem::take(&mut *self.owed.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    async fn run<T, F>(&self, operation: Operation, path: &str, call: F) -> StorageResult<T>
+    where
+        F: std::future::Future<Output = StorageResult<T>>,
+    {
+        self.faulty
+            .run_owing(operation, path, call, Some(&self.owed))
+            .await
+    }
+}
+
+#[async_trait]
+impl Storage for Undelayed {
+    fn base_uri(&self) -> &str {
+        self.faulty.base_uri()
+    }
+
+    async fn get(&self, path: &str) -> StorageResult<Bytes> {
+        self.run(Operation::Get, path, self.faulty.inner.get(path))
+            .await
+    }
+
+    async fn get_range(&self, path: &str, range: Range<u64>) -> StorageResult<Bytes> {
+        let inner = &self.faulty.inner;
+        self.run(Operation::GetRange, path, inner.get_range(path, range))
+            .await
+    }
+
+    async fn head(&self, path: &str) -> StorageResult<Option<ObjectMeta>> {
+        self.run(Operation::Head, path, self.faulty.inner.head(path))
+            .await
+    }
+
+    async fn modified_ms(&self, path: &str) -> StorageResult<Option<i64>> {
+        let inner = &self.faulty.inner;
+        self.run(Operation::Head, path, inner.modified_ms(path))
+            .await
+    }
+
+    async fn put(&self, path: &str, data: Bytes) -> StorageResult<()> {
+        self.run(Operation::Put, path, self.faulty.inner.put(path, data))
+            .await
+    }
+
+    async fn put_if_absent(&self, path: &str, data: Bytes) -> StorageResult<PutOutcome> {
+        let inner = &self.faulty.inner;
+        self.run(
+            Operation::PutIfAbsent,
+            path,
+            inner.put_if_absent(path, data),
+        )
+        .await
+    }
+
+    async fn list(&self, prefix: &str) -> StorageResult<Vec<ObjectMeta>> {
+        self.run(Operation::List, prefix, self.faulty.inner.list(prefix))
+            .await
+    }
+
+    async fn delete(&self, path: &str) -> StorageResult<()> {
+        self.run(Operation::Delete, path, self.faulty.inner.delete(path))
+            .await
+    }
+
+    async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
+        let first = paths.first().map(String::as_str).unwrap_or_default();
+        let inner = &self.faulty.inner;
+        self.run(Operation::DeleteMany, first, inner.delete_many(paths))
             .await
     }
 }

@@ -34,7 +34,12 @@
 //! a partition it lacks, and after the run it equals the table. A sample of seeds also runs on the local
 //! file system and is read back with hudi-rs.
 //!
-//! Environment: `SIM_SEEDS=n` (default 500), `SIM_SEED=s` (one seed), `SIM_MUTATION=<name>` (one mutation).
+//! **Delta mirror.** A third of the seeds turn the Delta Lake mirror on (`hudi.sink.delta.mirror`): every
+//! coordinator mirrors its commits into `_delta_log/` under the same faults and crashes; see [`delta`] for
+//! how its engine runs and the invariants it keeps.
+//!
+//! Environment: `SIM_SEEDS=n` (default 500), `SIM_SEED=s` (one seed), `SIM_MUTATION=<name>` (one mutation),
+//! `SIM_DELTA=0` (no seed mirrors into Delta).
 //! A failing seed prints the command that replays it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -74,6 +79,8 @@ use crate::model::{esm_payload, local_props, stream_with_seed, Model, Msg, Trip,
 
 mod catalog;
 mod compaction_scenarios;
+mod delta;
+mod delta_scenarios;
 mod evolution_scenarios;
 mod fakes;
 mod foreign_writer_scenarios;
@@ -282,6 +289,28 @@ struct Ctx {
     late: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// The Glue catalog every coordinator of the run syncs.
     catalog: Arc<SimCatalog>,
+    /// The Delta mirror's settings, when the table's properties turn it on.
+    delta: Option<hudi_sink::delta::DeltaConfig>,
+    /// The true store behind the faults (the mirror's checks read it).
+    truth: Arc<Recorder>,
+    /// The first invariant a Delta mirror step broke.
+    mirror_failure: Arc<Mutex<Option<Failure>>>,
+}
+
+/// A coordinator's Delta mirror when the table has one; `plan` is its invocation's (`None`: the scheduled run).
+fn sim_mirror(
+    ctx: &Ctx,
+    plan: Option<Arc<Plan>>,
+) -> Option<Arc<dyn hudi_sink::commit::CommitMirror>> {
+    let config = ctx.delta.as_ref()?;
+    Some(Arc::new(delta::SimMirror::new(
+        config,
+        ctx.faulty.clone(),
+        ctx.truth.clone(),
+        plan,
+        ctx.world.clone(),
+        ctx.mirror_failure.clone(),
+    )))
 }
 
 /// A coordinator's catalog sync, as the coordinator Lambda builds it.
@@ -425,6 +454,12 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
     if mor {
         props.insert("hoodie.table.type".into(), "MERGE_ON_READ".into());
     }
+    // A third of the seeds mirror the table into a Delta log (decided without drawing from the run's
+    // generator), copy-on-write and merge-on-read alike; `SIM_DELTA=0` turns it off for every seed.
+    if seed % 3 == 0 && std::env::var("SIM_DELTA").map_or(true, |v| v != "0") {
+        props.insert(hudi_sink::delta::config::MIRROR_KEY.into(), "true".into());
+    }
+    let delta = delta::delta_config(&props)?;
     for (k, v) in [
         ("hoodie.parquet.compression.codec", "uncompressed"),
         ("hoodie.index.bloom.num_entries", "64"),
@@ -504,6 +539,9 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         invocations: AtomicU64::new(0),
         late: Mutex::new(Vec::new()),
         catalog: Arc::new(SimCatalog::new(world.clone(), inner.clone())),
+        delta,
+        truth: inner.clone(),
+        mirror_failure: Arc::new(Mutex::new(None)),
     });
     world.faults_on.store(true, Ordering::SeqCst);
     let mut pollers = Vec::new();
@@ -607,8 +645,18 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
     )
     .with_catalog(sim_catalog_sync(&ctx))
     .with_compaction(&ctx.config);
+    let services = match sim_mirror(&ctx, None) {
+        Some(mirror) => services.with_mirror(mirror),
+        None => services,
+    };
     if let Err(e) = services.handle(CoordinatorRequest::Services).await {
         return Err(fail("table services", e.to_string()));
+    }
+    if let Some(f) = lock(&ctx.mirror_failure).clone() {
+        return Err(f);
+    }
+    if let Some(config) = &ctx.delta {
+        delta::check_caught_up(ctx.truth.clone(), config, services.take_mirror_report()).await?;
     }
     // The model applies each committed batch once, in commit order. Batch boundaries matter (a record after a
     // `_hoodie_is_deleted` row in the same batch loses to it, in a later batch it recreates the key), and the

@@ -10,7 +10,10 @@
 //! compaction, must find its appends refused when it submits (or its rows would land in a superseded slice:
 //! mutation `pending-compaction-holds-base`); B writes its batch again on the new slices. The table then
 //! holds all four batches, for the library's reader and for hudi-rs, which also reads the carried copies
-//! (their blocks keep the instants of the deltacommits that wrote them).
+//! (their blocks keep the instants of the deltacommits that wrote them). The table is mirrored into Delta:
+//! A's step mirrors A's instant with the compaction pending below it, and B's step must mirror the compaction
+//! once it completed (mutation `delta-mirror-late-instants`: it is never mirrored, and Delta readers keep the
+//! superseded base files).
 //!
 //! **A compaction paused between its plan files is rolled back twice.** The compactor's process freezes, with
 //! the lock, between `<c>.compaction.requested` and `<c>.compaction.inflight`. A writer takes the lock over
@@ -297,7 +300,14 @@ async fn recreated_across_the_carry() -> Result<(), Failure> {
 /// See the module doc.
 async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
     // A heartbeat tolerance far beyond the script's pauses: the paused compaction stays alive.
-    let table = Table::with_props(true, &[("hudi.sink.heartbeat.tolerable.misses", "600")])?;
+    // The table is mirrored into Delta: the compaction completes below the instant A's step mirrored.
+    let table = Table::with_props(
+        true,
+        &[
+            ("hudi.sink.heartbeat.tolerable.misses", "600"),
+            (hudi_sink::delta::config::MIRROR_KEY, "true"),
+        ],
+    )?;
     let store: Arc<dyn Storage> = table.recorder.clone();
     let commits = |what: &'static str| move |e: WriteError| fail(what, e.to_string());
     let first = trip_msgs(0, "sf");
@@ -347,6 +357,9 @@ async fn windows_commit_while_a_compaction_merges() -> Result<(), Failure> {
     // The JVM interop suite reads this table with Spark (tests/interop/test_carried_logs.py).
     if let Some(dir) = std::env::var_os(INTEROP_OUT) {
         export(table.recorder.as_ref(), std::path::Path::new(&dir)).await?;
+    }
+    if let Some(f) = lock(&table.mirror_failure).clone() {
+        return Err(f);
     }
     let model = table
         .check_model(&[&first, &second, &third, &fourth])
@@ -427,7 +440,14 @@ async fn a_compaction_paused_between_its_plan_files_is_rolled_back_twice() -> Re
 
 /// See the module doc.
 async fn another_engines_compaction_is_pending_while_windows_commit() -> Result<(), Failure> {
-    let table = Table::with_props(true, &[("hudi.sink.heartbeat.tolerable.misses", "600")])?;
+    // The table is mirrored into Delta: the compaction completes below the instant A's step mirrored.
+    let table = Table::with_props(
+        true,
+        &[
+            ("hudi.sink.heartbeat.tolerable.misses", "600"),
+            (hudi_sink::delta::config::MIRROR_KEY, "true"),
+        ],
+    )?;
     let store: Arc<dyn Storage> = table.recorder.clone();
     let commits = |what: &'static str| move |e: WriteError| fail(what, e.to_string());
     let first = trip_msgs(0, "sf");

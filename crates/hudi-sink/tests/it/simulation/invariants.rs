@@ -10,6 +10,7 @@
 //! archived while an older instant is still pending (readers would take that instant's files for
 //! archived, committed data).
 
+use super::delta::{is_delta_log, DeltaLedger};
 use super::window_invariant::check_windows;
 use super::*;
 
@@ -47,6 +48,8 @@ struct Seen {
     compaction_plans: BTreeMap<String, PlannedGroups>,
     /// The compactions whose stored plan is another engine's (no mark of this sink).
     foreign_compactions: BTreeSet<String>,
+    /// The Delta mirror's versions.
+    delta: DeltaLedger,
 }
 
 /// A compaction plan's groups: per (partition, file id), the planned slice's base instant and the log paths
@@ -62,7 +65,7 @@ use retention::check_retention;
 
 /// The instant in a base file's name (`<fileId>_<token>_<t>.parquet`), for data files outside `.hoodie/`.
 fn base_file_instant(path: &str) -> Option<&str> {
-    if path.starts_with(".hoodie/") {
+    if path.starts_with(".hoodie/") || is_delta_log(path) {
         return None;
     }
     path.strip_suffix(".parquet")
@@ -180,6 +183,9 @@ impl Seen {
     }
 
     fn on_delete(&mut self, path: &str) {
+        if is_delta_log(path) {
+            return;
+        }
         self.live_logs.remove(path);
         self.live_markers.remove(path);
         self.live_base_files.remove(path);
@@ -266,6 +272,13 @@ impl Seen {
     }
 
     fn on_put(&mut self, path: &str, data: &Bytes) {
+        if is_delta_log(path) {
+            let completed: BTreeSet<String> = self.commits.keys().cloned().collect();
+            if let Some(violation) = self.delta.on_put(path, data, &completed) {
+                self.violations.push(violation);
+            }
+            return;
+        }
         if path.starts_with(".hoodie/.temp/") {
             self.live_markers.insert(path.to_string());
         }
@@ -670,6 +683,9 @@ pub(super) async fn check_invariants(
     // Nothing of a failed instant survives the final commit.
     let done: BTreeSet<&str> = commits.iter().map(|(t, _, _)| t.as_str()).collect();
     for o in &objects {
+        if is_delta_log(&o.path) {
+            continue;
+        }
         let is_log = o.path.contains(".log.") && !o.path.starts_with(".hoodie/");
         let leftover = if is_log {
             // Every log file is one a completed deltacommit listed, or a compaction carried.

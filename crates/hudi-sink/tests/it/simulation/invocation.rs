@@ -46,6 +46,10 @@ pub(super) async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome
     )
     .with_catalog(sim_catalog_sync(ctx))
     .with_compaction(&ctx.config);
+    let coordinator = match sim_mirror(ctx, Some(plan.clone())) {
+        Some(mirror) => coordinator.with_mirror(mirror),
+        None => coordinator,
+    };
     let jitter_seed = world.roll(u64::MAX);
     {
         let mut delivered = self::lock(&world.delivered);

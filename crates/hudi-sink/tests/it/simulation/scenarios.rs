@@ -497,6 +497,10 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         "a-compaction-leaves-out-a-group-whose-late-log-recreates-a-key",
         super::compaction_scenarios::recreated_across_the_carry_boxed,
     ),
+    (
+        "a-failed-delta-mirror-holds-the-cleaner",
+        super::delta_scenarios::a_failed_mirror_holds_the_cleaner_boxed,
+    ),
 ];
 
 fn uncleaned_replacecommit_stays_on_the_timeline_boxed(

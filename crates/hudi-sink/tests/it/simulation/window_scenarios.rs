@@ -109,6 +109,10 @@ pub(super) struct Table {
     dead: Arc<dyn Storage>,
     /// One clock per process, all started with the scenario (a clock counts from its creation).
     pub(super) clocks: Vec<Arc<SimClock>>,
+    /// The Delta mirror's settings, when the properties turn it on: every sink's coordinator mirrors.
+    delta: Option<hudi_sink::delta::DeltaConfig>,
+    /// The first invariant a Delta mirror step broke.
+    pub(super) mirror_failure: Arc<Mutex<Option<Failure>>>,
 }
 
 impl Table {
@@ -141,7 +145,10 @@ impl Table {
         }
         let options = LeaseOptions::hudi(Duration::from_millis(LEASE_MS))
             .with_refresh_period(Duration::from_millis(250));
+        let delta = super::delta::delta_config(&props)?;
         Ok(Self {
+            delta,
+            mirror_failure: Arc::new(Mutex::new(None)),
             recorder: Arc::new(Recorder::new(Arc::new(MemoryStorage::new(
                 "memory://window-scenario",
             )))),
@@ -178,6 +185,7 @@ impl Table {
             clock.clone(),
             sim_coordinator_config(&self.sink_config, &sim_services()),
         );
+        let coordinator = self.with_mirror(coordinator);
         let writer = TableWriter::create_or_open(
             storage,
             clock.clone(),
@@ -210,6 +218,7 @@ impl Table {
             clock.clone(),
             sim_coordinator_config(&self.sink_config, &sim_services()),
         );
+        let coordinator = self.with_mirror(coordinator);
         let writer = TableWriter::create_or_open(
             storage,
             clock.clone(),
@@ -226,6 +235,29 @@ impl Table {
             self.sink_config.clone(),
             name,
         ))
+    }
+
+    /// `coordinator`, mirroring into Delta when the table's properties say so (over the recorded store, with
+    /// no fault).
+    fn with_mirror(&self, coordinator: Coordinator) -> Coordinator {
+        let Some(config) = &self.delta else {
+            return coordinator;
+        };
+        let world = Arc::new(World {
+            rng: Mutex::new(Rng(1)),
+            faults_on: AtomicBool::new(false),
+            counts: Mutex::new(BTreeMap::new()),
+            trace: Mutex::new(Vec::new()),
+            delivered: Mutex::new(BTreeSet::new()),
+        });
+        coordinator.with_mirror(Arc::new(super::delta::SimMirror::new(
+            config,
+            Arc::new(FaultyStorage::new(self.recorder.clone())),
+            self.recorder.clone(),
+            None,
+            world,
+            self.mirror_failure.clone(),
+        )))
     }
 
     /// The invariants after `batches` were acknowledged, once the scheduled services ran past the retired
