@@ -206,6 +206,7 @@ impl Intercept for HoldInterceptor {
 }
 
 async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
+    hudi_sink::aws_clients::install_crypto_provider();
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))

@@ -155,6 +155,7 @@ pub async fn sdk_config(
     region: Option<&str>,
     endpoint: Option<&str>,
 ) -> aws_config::SdkConfig {
+    install_crypto_provider();
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .timeout_config(timeouts.timeout_config());
     if let Some(region) = region {
@@ -164,4 +165,14 @@ pub async fn sdk_config(
         loader = loader.endpoint_url(url);
     }
     loader.load().await
+}
+
+/// Makes aws-lc-rs the process's TLS provider, once (later calls do nothing). With the `delta` feature both of
+/// rustls's providers are in the build (the AWS SDK's aws-lc-rs, and ring through the Delta crate's HTTP
+/// client), and rustls then refuses to pick a default: every TLS client the sink builds (the SDK's, the schema
+/// registry's) calls this first.
+#[cfg(feature = "aws")]
+pub fn install_crypto_provider() {
+    // An error means a provider is installed already (by an earlier call or by the embedding program): keep it.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
 }

@@ -137,7 +137,7 @@ impl DeltaMirror {
                     storage, timeline, &layout, &table, &log_store, &mirrored, &step, report,
                 )
                 .await?;
-            checkpointed |= (version + 1).is_multiple_of(CHECKPOINT_INTERVAL);
+            checkpointed |= (version + 1) % CHECKPOINT_INTERVAL == 0;
             mirrored.seq += 1;
             mirrored.watermark = Some(step.as_of.clone());
             table.update_state().await?;

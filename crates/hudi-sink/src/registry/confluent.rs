@@ -119,6 +119,7 @@ impl ConfluentRegistry {
             .map(str::to_string)
             .or(url_user)
             .map(|u| format!("Basic {}", STANDARD.encode(u)));
+        crate::aws_clients::install_crypto_provider();
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_native_roots()
             .map_err(|e| RegistryError::Config(format!("no TLS root certificates: {e}")))?

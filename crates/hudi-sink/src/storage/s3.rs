@@ -230,6 +230,7 @@ impl S3Storage {
     pub async fn from_env(uri: &str) -> StorageResult<Self> {
         // Check the URI before the (slower) configuration load.
         parse_s3_uri(uri)?;
+        crate::aws_clients::install_crypto_provider();
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .load()
             .await;

@@ -52,6 +52,7 @@ pub fn moto() -> &'static Moto {
 /// An SDK configuration pointing at moto with dummy credentials.
 pub async fn sdk_config() -> aws_config::SdkConfig {
     let moto = moto();
+    hudi_sink::aws_clients::install_crypto_provider();
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(&moto.endpoint)
         .region(aws_config::Region::new("us-east-1"))

@@ -147,6 +147,7 @@ async fn scripted_store_with(
     operation_timeout: Duration,
     attempt_timeout: Duration,
 ) -> S3Storage {
+    hudi_sink::aws_clients::install_crypto_provider();
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_s3::config::Credentials::new(
