@@ -475,3 +475,69 @@ fn mirror_clustering_as_a_rewrite() {
     // The clusterings mirrored by later commits (the last one's may wait for the next commit).
     assert!(rewrites >= 1, "a clustering version: {commits:?}");
 }
+
+/// The key turned on for a table that already has commits: the first mirror step writes version 0 from the
+/// full snapshot as of the latest instant (the earlier instants are not replayed), and the next instants follow
+/// one version each, every version reading what Hudi reads as of its instant.
+#[test]
+fn mirror_turned_on_for_an_existing_table_starts_from_its_snapshot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = dir.path().join("existing");
+    let all = generate(dir.path(), "all", 6, "283");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&all)
+        .expect("events")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 6, "{files:?}");
+    let (before, after) = (dir.path().join("before"), dir.path().join("after"));
+    for (i, file) in files.iter().enumerate() {
+        let to = if i < 3 { &before } else { &after };
+        std::fs::create_dir_all(to).expect("dir");
+        std::fs::copy(file, to.join(file.file_name().expect("name"))).expect("copy");
+    }
+    ingest_one_instant_per_file(&table, &before, "COPY_ON_WRITE", &[]);
+    assert!(
+        !table.join("_delta_log").exists(),
+        "no mirror before the key"
+    );
+    let earlier = completed_commits(&table);
+    assert_eq!(earlier.len(), 3, "{earlier:?}");
+
+    ingest_one_instant_per_file(
+        &table,
+        &after,
+        "COPY_ON_WRITE",
+        &["hudi.sink.delta.mirror=true"],
+    );
+    let instants = completed_commits(&table);
+    assert_eq!(instants.len(), 6, "{instants:?}");
+    let commits = delta_commits(&table);
+    let mirrored: Vec<&str> = commits
+        .iter()
+        .map(|c| c["hudiInstant"].as_str().expect("hudiInstant"))
+        .collect();
+    let expected: Vec<&str> = instants[3..].iter().map(String::as_str).collect();
+    assert_eq!(
+        mirrored, expected,
+        "one version per instant from the key on"
+    );
+    // Version 0 holds every file of the snapshot, the earlier instants' included.
+    assert!(
+        full_rows_at(&table, "delta", Some("0"))
+            == full_rows_at(&table, "hudi", Some(&instants[3])),
+        "version 0 differs from Hudi as of {}",
+        instants[3]
+    );
+    for (version, instant) in instants[3..].iter().enumerate() {
+        assert!(
+            full_rows_at(&table, "delta", Some(&version.to_string()))
+                == full_rows_at(&table, "hudi", Some(instant)),
+            "Delta version {version} differs from Hudi as of {instant}"
+        );
+    }
+    let latest = full_rows(&table, "hudi");
+    assert!(!latest.is_empty());
+    assert!(full_rows(&table, "delta") == latest, "latest version");
+    assert!(full_rows(&table, "polars") == latest, "Polars");
+}
