@@ -93,19 +93,24 @@ pub(crate) fn full_rows(table: &Path, engine: &str) -> Vec<String> {
 
 /// [`full_rows`] as of `at`: a Hudi instant for `hudi`, a Delta version for `delta` and `polars`.
 pub(crate) fn full_rows_at(table: &Path, engine: &str, at: Option<&str>) -> Vec<String> {
-    let mut command = Command::new(python());
-    command
+    match at {
+        Some(at) => reader_rows(table, engine, &["as_of", at]),
+        None => reader_rows(table, engine, &["snapshot"]),
+    }
+}
+
+/// Every row read by `tests/python/hudi_read.py --engine <engine> TABLE <args>`, as sorted canonical JSON.
+pub(crate) fn reader_rows(table: &Path, engine: &str, args: &[&str]) -> Vec<String> {
+    let out = Command::new(python())
         .arg(workspace_root().join("tests/python/hudi_read.py"))
         .args(["--engine", engine])
-        .arg(table);
-    match at {
-        Some(at) => command.args(["as_of", at]),
-        None => command.arg("snapshot"),
-    };
-    let out = command.output().expect("run python");
+        .arg(table)
+        .args(args)
+        .output()
+        .expect("run python");
     assert!(
         out.status.success(),
-        "{}",
+        "{engine} {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let json: Value = serde_json::from_slice(&out.stdout).expect("reader prints JSON");

@@ -10,32 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::delta::{full_rows, full_rows_at, generate};
-
-/// Every row read by `tests/python/hudi_read.py --engine <engine> TABLE <args>`, as sorted canonical JSON.
-fn rows(table: &Path, engine: &str, args: &[&str]) -> Vec<String> {
-    let out = Command::new(python())
-        .arg(workspace_root().join("tests/python/hudi_read.py"))
-        .args(["--engine", engine])
-        .arg(table)
-        .args(args)
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "{engine} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: Value = serde_json::from_slice(&out.stdout).expect("reader prints JSON");
-    let mut rows: Vec<String> = json["rows"]
-        .as_array()
-        .expect("rows")
-        .iter()
-        .map(|r| serde_json::to_string(r).expect("JSON"))
-        .collect();
-    rows.sort();
-    rows
-}
+use crate::delta::{full_rows, full_rows_at, generate, reader_rows};
 
 /// The file names under `_delta_log/`, sorted.
 fn log_names(table: &Path) -> Vec<String> {
@@ -356,7 +331,7 @@ fn merge_on_read_mirrors_the_read_optimized_view() {
     assert_eq!(hoodie(".commit"), 0, "no compaction yet");
     let logs = hudi_log_files(&table);
     assert!(logs > 0, "updates in log files");
-    let ro = rows(&table, "hudi", &["read_optimized"]);
+    let ro = reader_rows(&table, "hudi", &["read_optimized"]);
     assert!(
         full_rows(&table, "delta") == ro,
         "before compaction: the Delta view differs from the read-optimized view"
@@ -376,7 +351,7 @@ fn merge_on_read_mirrors_the_read_optimized_view() {
         .find_map(|l| l.split_once("mirrors ")?.1.split(',').next())
         .expect("show names the mirrored instant")
         .to_string();
-    let ro = rows(&table, "hudi", &["read_optimized", &mirrored]);
+    let ro = reader_rows(&table, "hudi", &["read_optimized", &mirrored]);
     assert!(
         full_rows(&table, "delta") == ro,
         "after compaction: the Delta view differs from the read-optimized view"
@@ -398,7 +373,7 @@ fn merge_on_read_mirrors_the_read_optimized_view() {
         compactions += usize::from(info["hudiAction"] == "commit");
         assert!(
             full_rows_at(&table, "delta", Some(&version.to_string()))
-                == rows(&table, "hudi", &["read_optimized", instant]),
+                == reader_rows(&table, "hudi", &["read_optimized", instant]),
             "Delta version {version} differs from the read-optimized view as of {instant}"
         );
     }
