@@ -167,12 +167,7 @@ pub async fn sdk_config(
     loader.load().await
 }
 
-/// Makes aws-lc-rs the process's TLS provider, once (later calls do nothing). With the `delta` feature both of
-/// rustls's providers are in the build (the AWS SDK's aws-lc-rs, and ring through the Delta crate's HTTP
-/// client), and rustls then refuses to pick a default: every TLS client the sink builds (the SDK's, the schema
-/// registry's) calls this first.
+/// The process's TLS provider for every client the sink builds (defined with the S3 storage, the lowest layer
+/// that builds one).
 #[cfg(feature = "aws")]
-pub fn install_crypto_provider() {
-    // An error means a provider is installed already (by an earlier call or by the embedding program): keep it.
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-}
+pub use crate::storage::s3::install_crypto_provider;

@@ -10,3 +10,8 @@ pub mod java_properties;
 pub mod keys;
 
 pub use error::{invalid, parse_bool, parse_list, parse_num, ConfigError};
+
+/// The default commit interval: at most one write instant per 5 s (17,280 a day), while a Kafka partition can
+/// still move one ≤ 6 MB batch per 5 s (docs/architecture.md, "Interval commit", for the trade-off). Here,
+/// below both, because the sink paces its instants by it and the Delta mirror derives its retention from it.
+pub const DEFAULT_COMMIT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);

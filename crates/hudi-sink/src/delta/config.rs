@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::config::DEFAULT_COMMIT_INTERVAL;
 use crate::config::{parse_bool, parse_num, ConfigError};
 use crate::services::config::{CleanerPolicy, ServicesConfig};
-use crate::sink::config::DEFAULT_COMMIT_INTERVAL;
 
 /// `hudi.sink.delta.mirror`: mirror every commit into a Delta Lake log under the table's base path.
 pub const MIRROR_KEY: &str = "hudi.sink.delta.mirror";

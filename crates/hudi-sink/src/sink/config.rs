@@ -104,9 +104,7 @@ impl Default for SinkConfig {
     }
 }
 
-/// The default commit interval: at most one write instant per 5 s (17,280 a day), while a Kafka partition can
-/// still move one ≤ 6 MB batch per 5 s (docs/architecture.md, "Interval commit", for the trade-off).
-pub const DEFAULT_COMMIT_INTERVAL: Duration = Duration::from_secs(5);
+pub use crate::config::DEFAULT_COMMIT_INTERVAL;
 
 /// The default backlog size: 4 MiB of keys and values. A full event-source batch (the 6 MB invocation
 /// payload, values base64-encoded in JSON) carries about 4.5 MB of them.

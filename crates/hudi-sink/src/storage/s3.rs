@@ -230,7 +230,7 @@ impl S3Storage {
     pub async fn from_env(uri: &str) -> StorageResult<Self> {
         // Check the URI before the (slower) configuration load.
         parse_s3_uri(uri)?;
-        crate::aws_clients::install_crypto_provider();
+        install_crypto_provider();
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .load()
             .await;
@@ -764,3 +764,12 @@ impl Storage for S3Storage {
 
 #[cfg(test)]
 mod tests;
+
+/// Makes aws-lc-rs the process's TLS provider, once (later calls do nothing). With the `delta` feature both of
+/// rustls's providers are in the build (the AWS SDK's aws-lc-rs, and ring through the Delta crate's HTTP
+/// client), and rustls then refuses to pick a default: every TLS client the sink builds (the SDK's, the schema
+/// registry's) calls this first.
+pub fn install_crypto_provider() {
+    // An error means a provider is installed already (by an earlier call or by the embedding program): keep it.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+}

@@ -202,7 +202,31 @@ fn cargo() -> String {
 /// The writer and coordinator executables of `cargo build --workspace --all-targets` (the unit graph of
 /// `cargo test --workspace --all-targets`, so nothing but the two executables is built after `make test`).
 fn function_binaries() -> BTreeMap<String, PathBuf> {
-    let out = Command::new(cargo())
+    let mut command = Command::new(cargo());
+    // Without the variables cargo sets for this test process: some build scripts track them (ring's tracks
+    // `CARGO_MANIFEST_DIR`), and with them set the build would recompile ring and all that depends on it.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        let set_for_tests = [
+            "CARGO_MANIFEST_",
+            "CARGO_PKG_",
+            "CARGO_BIN_",
+            "CARGO_CRATE_",
+        ]
+        .iter()
+        .any(|p| key.starts_with(p))
+            || [
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+                "OUT_DIR",
+            ]
+            .contains(&key.as_ref());
+        if set_for_tests {
+            command.env_remove(key.as_ref());
+        }
+    }
+    let out = command
         .current_dir(workspace_root())
         .args([
             "build",
