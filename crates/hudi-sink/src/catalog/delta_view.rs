@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use super::config::CatalogConfig;
 use super::definition::{catalog_location, StorageDef, TableDef};
-use super::sync::{CatalogClient, CatalogSyncReport};
+use super::sync::{differs, update_table, CatalogClient, CatalogSyncReport};
 use super::CatalogError;
 use crate::storage::Storage;
 
@@ -84,20 +84,8 @@ pub async fn sync_delta_view(
             target.parameters = parameters;
             target.storage.columns = stored.storage.columns.clone();
             target.version = stored.version.clone();
-            let changed = target.parameters != stored.parameters
-                || target.storage != stored.storage
-                || target.partition_keys != stored.partition_keys
-                || target.table_type != stored.table_type;
-            if changed {
-                report.call("UpdateTable");
-                if client
-                    .update_table(db, &target, config.skip_table_archive)
-                    .await?
-                {
-                    report.tables_updated += 1;
-                } else {
-                    report.raced = true;
-                }
+            if differs(&target, &stored) {
+                update_table(client, db, &target, config, report).await?;
             }
         }
     }

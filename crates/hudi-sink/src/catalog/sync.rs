@@ -282,25 +282,14 @@ async fn sync_one(
             merged.parameters = params;
             // Updates are conditional on the version read, so a slower concurrent sync cannot undo a newer one.
             merged.version = stored.version.clone();
-            let changed = merged.partition_keys != stored.partition_keys
-                || merged.storage != stored.storage
-                || merged.parameters != stored.parameters
-                || merged.table_type != stored.table_type;
+            let changed = differs(&merged, &stored);
             (merged, watermark, changed)
         }
     };
     if timeline.latest_completed().is_none() {
         // A table with no commit yet has no partitions to register.
         if changed {
-            report.call("UpdateTable");
-            if client
-                .update_table(db, &target, config.skip_table_archive)
-                .await?
-            {
-                report.tables_updated += 1;
-            } else {
-                report.raced = true;
-            }
+            update_table(client, db, &target, config, report).await?;
         }
         return Ok(());
     };
@@ -435,6 +424,35 @@ async fn sync_one(
 }
 
 /// Locations compare without the scheme's `a`/`n` variants and trailing slashes.
+/// Whether `target` (a stored table with our definition merged in) differs from `stored` in anything the sync
+/// writes.
+pub(super) fn differs(target: &TableDef, stored: &TableDef) -> bool {
+    target.partition_keys != stored.partition_keys
+        || target.storage != stored.storage
+        || target.parameters != stored.parameters
+        || target.table_type != stored.table_type
+}
+
+/// `UpdateTable`, conditional on `table.version`: counted as an update, or as a race lost to a concurrent sync.
+pub(super) async fn update_table(
+    client: &dyn CatalogClient,
+    db: &str,
+    table: &TableDef,
+    config: &CatalogConfig,
+    report: &mut CatalogSyncReport,
+) -> Result<(), CatalogError> {
+    report.call("UpdateTable");
+    if client
+        .update_table(db, table, config.skip_table_archive)
+        .await?
+    {
+        report.tables_updated += 1;
+    } else {
+        report.raced = true;
+    }
+    Ok(())
+}
+
 fn same_location(a: &str, b: &str) -> bool {
     super::definition::catalog_location(a) == super::definition::catalog_location(b)
 }
