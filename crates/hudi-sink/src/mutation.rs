@@ -89,11 +89,14 @@ pub enum Mutation {
     /// A Delta version records the commit-like instants pending below its instant, so that one completing
     /// after it (a compaction or clustering planned before later commits) is mirrored by the next step.
     DeltaMirrorLateInstants,
+    /// The Delta log's expiry keeps the version of every instant on Hudi's active timeline, whatever the
+    /// retention, so that Delta time travel reaches what Hudi's does.
+    DeltaLogKeepsActive,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 30] = [
+    pub const ALL: [Mutation; 31] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -124,6 +127,7 @@ impl Mutation {
         Mutation::DeltaCleanWaitsForMirror,
         Mutation::DeltaMirrorRemoves,
         Mutation::DeltaMirrorLateInstants,
+        Mutation::DeltaLogKeepsActive,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -159,6 +163,7 @@ impl Mutation {
             Mutation::DeltaCleanWaitsForMirror => "delta-clean-waits-for-mirror",
             Mutation::DeltaMirrorRemoves => "delta-mirror-removes",
             Mutation::DeltaMirrorLateInstants => "delta-mirror-late-instants",
+            Mutation::DeltaLogKeepsActive => "delta-log-keeps-active",
         }
     }
 

@@ -177,16 +177,20 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// The retention: Hudi's defaults with one commit per batch (`--commit-interval-ms 0`) give
-/// `interval 0 seconds` for both Delta keys; crossing the checkpoint after version 9 expires the log below it,
-/// so time travel reaches versions 9 and later (each equal to Hudi's time travel at its instant while the
-/// cleaner keeps its files) and not version 8; a later ingest with `KEEP_LATEST_BY_HOURS` brings a `metaData`
-/// action with `interval 7200 seconds`, and nothing expires while the versions are younger than that.
+/// The retention and the log's expiry. 22 instants, one per batch (`--commit-interval-ms 0`), with the cleaner
+/// keeping 3 commits and archival keeping 5 to 7: both Delta keys read `interval 0 seconds`; crossing the
+/// checkpoint after version 19 expires the log below the checkpoint after version 9, whose instant archival has
+/// passed, and not one version of an instant still on Hudi's active timeline (the checkpoint after version 9 did
+/// not expire anything when it was written: versions below it mirrored active instants). Time travel reads the
+/// versions of the retained commits as Hudi's time travel at their instants, and not version 8. Then 8 more
+/// instants with `KEEP_LATEST_BY_HOURS` (2 hours): a `metaData` action with `interval 7200 seconds`, and the
+/// checkpoint after version 29 expires nothing (the versions are younger than the retention; the unit tests of
+/// the expiry take each of its two conditions apart).
 #[test]
 fn retention_follows_the_cleaner_and_time_travel_reaches_the_retained_versions() {
     let dir = tempfile::tempdir().expect("tempdir");
     let table = dir.path().join("retained");
-    let all = generate(dir.path(), "all", 14, "293");
+    let all = generate(dir.path(), "all", 30, "293");
     let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&all)
         .expect("events")
         .map(|e| e.expect("entry").path())
@@ -194,33 +198,50 @@ fn retention_follows_the_cleaner_and_time_travel_reaches_the_retained_versions()
     files.sort();
     let (first, second) = (dir.path().join("first"), dir.path().join("second"));
     for (i, file) in files.iter().enumerate() {
-        let to = if i < 12 { &first } else { &second };
+        let to = if i < 22 { &first } else { &second };
         std::fs::create_dir_all(to).expect("dir");
         std::fs::copy(file, to.join(file.file_name().expect("name"))).expect("copy");
     }
-    ingest_one_instant_per_file(
-        &table,
-        &first,
-        "COPY_ON_WRITE",
-        &["hudi.sink.delta.mirror=true"],
-    );
+    let small_retention = [
+        "hudi.sink.delta.mirror=true",
+        "hoodie.cleaner.commits.retained=3",
+        "hoodie.keep.min.commits=5",
+        "hoodie.keep.max.commits=7",
+    ];
+    ingest_one_instant_per_file(&table, &first, "COPY_ON_WRITE", &small_retention);
     let config = |version: u64| -> Option<Value> {
         version_actions(&table, version)
             .into_iter()
             .find_map(|a| a.get("metaData").map(|m| m["configuration"].clone()))
     };
     let names = log_names(&table);
-    assert!(
-        names.contains(&format!("{:020}.checkpoint.parquet", 9)),
-        "{names:?}"
-    );
-    // Versions 0 to 8 expired with the checkpoint after version 9 (retention 0 s).
-    for version in 0..9u64 {
-        assert!(
-            !names.contains(&format!("{version:020}.json")),
-            "version {version} kept: {names:?}"
+    for checkpoint in [9u64, 19] {
+        let name = format!("{checkpoint:020}.checkpoint.parquet");
+        assert!(names.contains(&name), "{name}: {names:?}");
+    }
+    // Versions 0 to 8 expired with the checkpoint after version 19; 9 to 21 are kept.
+    for version in 0..22u64 {
+        assert_eq!(
+            names.contains(&format!("{version:020}.json")),
+            version >= 9,
+            "version {version}: {names:?}"
         );
     }
+    // Every instant on Hudi's active timeline has its version.
+    let active = completed_commits(&table);
+    assert!(active.len() <= 7, "archival kept {active:?}");
+    let mirrored: Vec<String> = (9..22u64)
+        .map(|v| {
+            commit_info(&table, v)["hudiInstant"]
+                .as_str()
+                .expect("instant")
+                .to_string()
+        })
+        .collect();
+    assert!(
+        active.iter().all(|i| mirrored.contains(i)),
+        "active {active:?}, mirrored {mirrored:?}"
+    );
     let checkpoint_config = py(
         r#"
 import json, sys
@@ -238,8 +259,8 @@ print(json.dumps(DeltaTable(sys.argv[1]).metadata().configuration, sort_keys=Tru
         checkpoint_config["delta.deletedFileRetentionDuration"],
         "interval 0 seconds"
     );
-    // Time travel: versions 9 to 11 read as Hudi at their instants (the cleaner keeps 10 commits); 8 is gone.
-    for version in 9..12u64 {
+    // Time travel: the versions of the 3 commits the cleaner retains read as Hudi at their instants.
+    for version in 19..22u64 {
         let instant = commit_info(&table, version)["hudiInstant"]
             .as_str()
             .expect("instant")
@@ -270,7 +291,7 @@ print(json.dumps(DeltaTable(sys.argv[1]).metadata().configuration, sort_keys=Tru
             "hoodie.cleaner.hours.retained=2",
         ],
     );
-    let changed = config(12).expect("a metaData action at version 12");
+    let changed = config(22).expect("a metaData action at version 22");
     assert_eq!(
         changed["delta.logRetentionDuration"],
         "interval 7200 seconds"
@@ -280,7 +301,18 @@ print(json.dumps(DeltaTable(sys.argv[1]).metadata().configuration, sort_keys=Tru
         "interval 7200 seconds"
     );
     assert_eq!(changed["delta.checkpointInterval"], "10");
-    assert!(config(13).is_none(), "no metaData when nothing changed");
+    assert!(config(23).is_none(), "no metaData when nothing changed");
+    let names = log_names(&table);
+    assert!(
+        names.contains(&format!("{:020}.checkpoint.parquet", 29)),
+        "{names:?}"
+    );
+    for version in 9..30u64 {
+        assert!(
+            names.contains(&format!("{version:020}.json")),
+            "version {version} expired within the retention: {names:?}"
+        );
+    }
     assert!(
         full_rows(&table, "delta") == full_rows(&table, "hudi"),
         "the mirror differs from hudi-rs"

@@ -14,20 +14,19 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant as WallClock};
+use std::time::Instant as WallClock;
 
 use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties, TableReference};
 use deltalake_core::kernel::{Action, Add, MetadataExt as _, StructType, Transaction};
 use deltalake_core::logstore::LogStoreRef;
 use deltalake_core::operations::create::CreateBuilder;
-use deltalake_core::protocol::checkpoints::cleanup_expired_logs_for;
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
-use deltalake_core::{DeltaTable, DeltaTableError, ObjectMeta, TableProperty};
+use deltalake_core::{DeltaTable, DeltaTableError, TableProperty};
 use futures_util::StreamExt as _;
-use object_store::ObjectStoreExt as _;
 use serde_json::{json, Value};
 
 use super::config::DeltaConfig;
+use super::expiry::expire_logs;
 use super::partition::partition_values;
 use super::{schema, stats, store};
 use crate::base_file::reader::read_metadata_from_storage;
@@ -43,7 +42,7 @@ use crate::table::timeline::Timeline;
 /// The application id of the mirror's `txn` action.
 pub const APP_ID: &str = "hudi-sink-mirror";
 /// `commitInfo` key: the Hudi instant a Delta version mirrors.
-const INSTANT_KEY: &str = "hudiInstant";
+pub(super) const INSTANT_KEY: &str = "hudiInstant";
 /// `commitInfo` key: commit-like instants pending below [`INSTANT_KEY`] when it was mirrored.
 const PENDING_KEY: &str = "hudiPending";
 /// `commitInfo` key: the Hudi action mirrored.
@@ -147,7 +146,8 @@ impl DeltaMirror {
         report.version = table.version();
         report.instant = mirrored.watermark.map(|w| w.to_string());
         if checkpointed {
-            expire_logs(&log_store, self.config.retention).await?;
+            let floor = timeline.instants().first().map(|i| &i.time);
+            expire_logs(&log_store, self.config.retention, floor).await?;
         }
         Ok(())
     }
@@ -638,50 +638,4 @@ fn commit_properties(seq: i64, step: &Step, _timeline: &Timeline) -> CommitPrope
         // delta-rs's own clean-up reads the log files' modification times, which the sink's storage does not
         // list: the mirror expires the log itself ([`expire_logs`]).
         .with_cleanup_expired_logs(Some(false))
-}
-
-/// Deletes the log below the newest checkpoint whose version was committed at least `retention` ago (its
-/// `commitInfo.timestamp`), so that every version committed within `retention` stays readable (Delta's
-/// `delta.logRetentionDuration`, at checkpoint granularity); returns how many files went.
-async fn expire_logs(log_store: &LogStoreRef, retention: Duration) -> Result<usize, MirrorError> {
-    let store = log_store.object_store(None);
-    let log_path = log_store.log_path().clone();
-    let entries: Vec<ObjectMeta> = store
-        .list(Some(&log_path))
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<Result<_, _>>()
-        .map_err(DeltaTableError::from)?;
-    let mut checkpoints: Vec<u64> = entries
-        .iter()
-        .filter_map(|m| {
-            let name = m.location.filename()?;
-            let (version, rest) = name.split_once('.')?;
-            rest.starts_with("checkpoint")
-                .then(|| version.parse().ok())?
-        })
-        .collect();
-    checkpoints.sort_unstable();
-    checkpoints.dedup();
-    let cutoff = chrono::Utc::now().timestamp_millis()
-        - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
-    for version in checkpoints.into_iter().rev() {
-        let path = log_path.clone().join(format!("{version:020}.json"));
-        let bytes = match store.get(&path).await {
-            Ok(got) => got.bytes().await.map_err(DeltaTableError::from)?,
-            Err(object_store::Error::NotFound { .. }) => continue,
-            Err(e) => return Err(DeltaTableError::from(e).into()),
-        };
-        let committed = String::from_utf8_lossy(&bytes)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find_map(|a| a.get("commitInfo")?.get("timestamp")?.as_i64());
-        if committed.is_some_and(|t| t <= cutoff) {
-            let deleted =
-                cleanup_expired_logs_for(version, log_store.as_ref(), i64::MAX, None).await?;
-            return Ok(deleted);
-        }
-    }
-    Ok(0)
 }

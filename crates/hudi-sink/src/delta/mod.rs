@@ -16,6 +16,8 @@
 //! - `schema` (feature `delta`): the Delta schema from the table's Avro schema, meta columns included.
 //! - `stats` (feature `delta`): the per-file column statistics of `add` actions, from the Parquet footers.
 //! - `store` (feature `delta`): the sink's storage as the object store of Delta's log store.
+//! - `expiry` (feature `delta`): deletes the log below a checkpoint once neither the retention nor Hudi's
+//!   active timeline needs it.
 //! - `mirror` (feature `delta`): the mirror step: plan each instant's adds and removes and commit it.
 //!
 //! It sits above the coordinator (`crate::commit`): it implements the coordinator's [`crate::commit::CommitMirror`]
@@ -23,6 +25,8 @@
 //! `DeltaMirrorFailures`), never returned to the writer, and the next commit catches up.
 
 pub mod config;
+#[cfg(feature = "delta")]
+mod expiry;
 #[cfg(feature = "delta")]
 mod mirror;
 pub mod partition;

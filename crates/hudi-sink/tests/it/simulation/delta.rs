@@ -17,7 +17,10 @@
 //! every step: **every file the latest Delta version lists exists** (the cleaner waits for the mirror), and
 //! after a step that caught up, the latest version's files are the base files of Hudi's file-system view as
 //! of its instant. After each run, when the services run has settled the table: **the mirror has caught
-//! up** ([`check_caught_up`]).
+//! up** ([`check_caught_up`]). Checked by the recorder as each log file is deleted: **the Delta log keeps the
+//! version of every instant on Hudi's active timeline** (its expiry deletes only versions of archived
+//! instants). The run's mirror has no time-based retention ([`delta_config`]): the simulation's clock is not
+//! the wall clock the log's timestamps use, and with none Hudi's timeline alone decides what expires.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -436,6 +439,30 @@ struct MirroredVersion {
 }
 
 impl DeltaLedger {
+    /// A Delta log file is deleted at `path`: for a commit (`<version>.json`) that mirrors an instant still on
+    /// Hudi's active timeline (`active`: the completed commit-like times there now), the violation.
+    pub(super) fn on_delete(
+        &self,
+        path: &str,
+        active: &BTreeSet<&str>,
+    ) -> Option<(&'static str, String)> {
+        let version: u64 = path
+            .strip_prefix(DELTA_LOG)?
+            .strip_suffix(".json")?
+            .parse()
+            .ok()?;
+        let mirrored = self.versions.get(&version)?;
+        [&mirrored.instant, &mirrored.completed]
+            .into_iter()
+            .find(|t| active.contains(t.as_str()))
+            .map(|t| {
+                (
+                    "the Delta log keeps the version of every instant on Hudi's active timeline",
+                    format!("Delta version {version}, of {t}, expired while {t} is on the active timeline"),
+                )
+            })
+    }
+
     /// A Delta log file was created at `path`: for a commit (`<version>.json`), the violation it makes, if any.
     /// `completed` holds the completed commit-like instants ever created, by time.
     pub(super) fn on_put(
@@ -555,11 +582,16 @@ impl DeltaLedger {
     }
 }
 
-/// The mirror settings of a run's table, from its properties. The table lives in memory, so its Delta URL is
+/// The mirror settings of a run's table, from its properties, with no time-based log retention (the log's
+/// timestamps are wall-clock times, not the simulation's). The table lives in memory, so its Delta URL is
 /// `memory://sim/trips/` (a local path that does not exist would be refused by the Delta engine).
 pub(super) fn delta_config(
     props: &BTreeMap<String, String>,
 ) -> Result<Option<DeltaConfig>, Failure> {
-    DeltaConfig::from_properties(props, "memory://sim/trips")
-        .map_err(|e| fail("setup", e.to_string()))
+    let config = DeltaConfig::from_properties(props, "memory://sim/trips")
+        .map_err(|e| fail("setup", e.to_string()))?;
+    Ok(config.map(|c| DeltaConfig {
+        retention: Duration::ZERO,
+        ..c
+    }))
 }

@@ -184,6 +184,14 @@ impl Seen {
 
     fn on_delete(&mut self, path: &str) {
         if is_delta_log(path) {
+            let active: BTreeSet<&str> = self
+                .timeline
+                .iter()
+                .filter_map(|n| completed_time(n))
+                .collect();
+            if let Some(violation) = self.delta.on_delete(path, &active) {
+                self.violations.push(violation);
+            }
             return;
         }
         self.live_logs.remove(path);
