@@ -89,6 +89,15 @@ SMALL_RETENTION = {
     "hoodie.keep.max.commits": "7",
     "hoodie.compact.inline.max.delta.commits": "3",
 }
+# A timestamp-based key generator: the partition path is `yyyy/MM/dd` of `ts` (epoch milliseconds, UTC).
+TIMESTAMP = {
+    "hoodie.datasource.write.partitionpath.field": "ts",
+    "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+    "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+    "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+    "hoodie.keygen.timebased.timezone": "UTC",
+}
+
 NONPARTITIONED = {
     "hoodie.datasource.write.partitionpath.field": "",
     "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
@@ -110,6 +119,7 @@ class Table:
         self.path = path
         self.model = model
         self.table_type = table_type
+        self.timestamp_keyed = False
 
     @property
     def uri(self):
@@ -403,3 +413,26 @@ def spark_rows(spark, table, **options):
 
 def read_optimized(spark, table):
     return spark_rows(spark, table, **{"hoodie.datasource.query.type": "read_optimized"})
+
+
+def as_spark_shows(table, rows):
+    """Rows as Spark shows them: Hudi's Spark reader returns the partition column of a timestamp-keyed table
+    as its partition path value (`yyyy/MM/dd`), not the stored `ts` (Spark-written tables read the same way,
+    see `v6_timebasedkeygen_nonhivestyle`)."""
+    if not table.timestamp_keyed:
+        return rows
+    import datetime
+
+    out = []
+    for r in rows:
+        r = dict(r)
+        ts = r["ts"]
+        if isinstance(ts, str):
+            if not ts.isdigit():  # already the partition path value
+                out.append(r)
+                continue
+            ts = int(ts)  # Hudi 1.x: the stored value, as text
+        day = datetime.datetime.fromtimestamp(ts / 1000, tz=datetime.timezone.utc)
+        r["ts"] = day.strftime("%Y/%m/%d")
+        out.append(r)
+    return out

@@ -16,12 +16,13 @@ into moto's S3 and synced by `hudi-sink sync-catalog` into moto's Glue is read b
 
 import base64
 import json
+import re
 
 import pytest
 
-from conftest import (DELTA_VERSION, NONPARTITIONED, READERS_PYTHON, ROOT, SMALL_RETENTION, Table, aws_env, diff,
-                      generate, hudi_rs_read, ingest, row_key, rows_of_arrow, rows_of_spark, run, run_sink, spark_read,
-                      sync_catalog, table_config)
+from conftest import (DELTA_VERSION, NONPARTITIONED, READERS_PYTHON, ROOT, SMALL_RETENTION, TIMESTAMP, Table,
+                      as_spark_shows, aws_env, diff, generate, hudi_rs_read, ingest, row_key, rows_of_arrow,
+                      rows_of_spark, run, run_sink, spark_read, sync_catalog, table_config)
 
 COW = "COPY_ON_WRITE"
 MOR = "MERGE_ON_READ"
@@ -41,6 +42,8 @@ LAYOUTS = {
     "cow_urlencoded_nulls": (COW, URLENCODED),
     "cow_nonpartitioned": (COW, NONPARTITIONED),
     "cow_insert_clustered": (COW, INSERTS),
+    # An unpartitioned Delta table (the `yyyy/MM/dd` path is not a value of `ts`): Delta reads the stored `ts`.
+    "cow_timestamp_keyed": (COW, TIMESTAMP),
     "mor_read_optimized": (MOR, {}),
 }
 
@@ -58,7 +61,9 @@ def write_mirrored(tmp, table_type, props, *, records=480, per_file=40, seed=31,
         # An inline compaction completes after its deltacommit's mirror step, so the Delta view lags by it
         # (docs/delta.md) until the next commit or the scheduled run, which mirrors before it cleans.
         run_sink("services", "--config", config)
-    return Table(tmp / "table", model, table_type)
+    table = Table(tmp / "table", model, table_type)
+    table.timestamp_keyed = props is TIMESTAMP
+    return table
 
 
 @pytest.fixture(scope="module", params=sorted(LAYOUTS))
@@ -115,10 +120,16 @@ def test_latest_version_equals_hudi_spark_and_hudi_rs(spark, table):
     delta = rows_of_spark(delta_read(spark, table), drop=())
     hudi = rows_of_spark(hudi_view(spark, table), drop=())
     assert delta, "the Delta table reads empty"
-    assert not diff("delta-spark", delta, "hudi spark", hudi)
+    # Hudi's Spark reader shows a timestamp key's partition path value (`yyyy/MM/dd`) for `ts`, Delta the value.
+    assert not diff("delta-spark", as_spark_shows(table, delta), "hudi spark", hudi)
     mode = "read_optimized" if table.table_type == MOR else "snapshot"
     assert not diff("delta-spark", rows_of_spark(delta_read(spark, table)), "hudi-rs",
                     rows_of_arrow(hudi_rs_read(table, mode)))
+    if table.timestamp_keyed:
+        detail = spark.sql(f"DESCRIBE DETAIL delta.`{table.uri}`").collect()[0]
+        assert list(detail["partitionColumns"]) == [], detail
+        files = delta_read(spark, table).inputFiles()
+        assert files and all(re.search(r"/(ts=)?\d{4}/\d{2}/\d{2}/[^/]+\.parquet$", f) for f in files), files
     if table.path.parent.name.startswith("cow_urlencoded"):
         riders = {r["rider"] for r in delta}
         assert None in riders and len(riders) > 2, riders
@@ -131,7 +142,7 @@ def time_travel_failures(spark, table):
     assert len(versions) >= 3, (versions, floor)
     failures = []
     for version, instant in versions:
-        delta = rows_of_spark(delta_read(spark, table, version), drop=())
+        delta = as_spark_shows(table, rows_of_spark(delta_read(spark, table, version), drop=()))
         hudi = rows_of_spark(spark_read(spark, table, **{"as.of.instant": instant}), drop=())
         d = diff(f"delta-spark version {version}", delta, f"hudi spark as of {instant}", hudi)
         if d:

@@ -12,8 +12,9 @@ import json
 
 import pytest
 
-from conftest import (HUDI_VERSION, NONPARTITIONED, SMALL_RETENTION, data_only, diff, hudi_rs_read, incremental_oracle,
-                      rows_of_arrow, rows_of_spark, spark_incremental, spark_read, write_table)
+from conftest import (HUDI_VERSION, NONPARTITIONED, SMALL_RETENTION, TIMESTAMP, as_spark_shows, data_only, diff,
+                      hudi_rs_read, incremental_oracle, rows_of_arrow, rows_of_spark, spark_incremental, spark_read,
+                      write_table)
 
 COW = "COPY_ON_WRITE"
 MOR = "MERGE_ON_READ"
@@ -30,13 +31,6 @@ COMPLEX = {
 }
 # HoodieStreamer's Kafka metadata columns (offset, partition, timestamp, key) on every row.
 KAFKA_COLUMNS = {"hoodie.streamer.source.kafka.append.offsets": "true"}
-TIMESTAMP = {
-    "hoodie.datasource.write.partitionpath.field": "ts",
-    "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
-    "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
-    "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
-    "hoodie.keygen.timebased.timezone": "UTC",
-}
 
 # Append-only inserts: small files that inline clustering rewrites (fan-out 2: a few commits' files suffice),
 # their row groups copied as encoded (no minimum: the test's files are small).
@@ -75,29 +69,6 @@ def table(request, tmp_path_factory):
                         keys=None if inserts else 150, gen_args=gen_args)
     table.timestamp_keyed = props is TIMESTAMP
     return table
-
-
-def as_spark_shows(table, rows):
-    """Rows as Spark shows them: Hudi's Spark reader returns the partition column of a timestamp-keyed table
-    as its partition path value (`yyyy/MM/dd`), not the stored `ts` (Spark-written tables read the same way,
-    see `v6_timebasedkeygen_nonhivestyle`)."""
-    if not table.timestamp_keyed:
-        return rows
-    import datetime
-
-    out = []
-    for r in rows:
-        r = dict(r)
-        ts = r["ts"]
-        if isinstance(ts, str):
-            if not ts.isdigit():  # already the partition path value
-                out.append(r)
-                continue
-            ts = int(ts)  # Hudi 1.x: the stored value, as text
-        day = datetime.datetime.fromtimestamp(ts / 1000, tz=datetime.timezone.utc)
-        r["ts"] = day.strftime("%Y/%m/%d")
-        out.append(r)
-    return out
 
 
 def spark_rows_of(table, df):

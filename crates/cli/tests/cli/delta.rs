@@ -126,8 +126,13 @@ pub(crate) fn reader_rows(table: &Path, engine: &str, args: &[&str]) -> Vec<Stri
 
 /// Generates a stream, ingests it one instant per file with the mirror on, and compares the reads: the Delta
 /// mirror equals hudi-rs's snapshot row for row, meta columns included, and (when the partition field never
-/// changes for a key, so that the table holds one row per key) the generator's model.
-fn mirror_round_trip(name: &str, sets: &[&str], one_row_per_key: bool) {
+/// changes for a key, so that the table holds one row per key) the generator's model. Returns the directory
+/// holding the table, and the table.
+fn mirror_round_trip(
+    name: &str,
+    sets: &[&str],
+    one_row_per_key: bool,
+) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let events = dir.path().join("events");
     let model = dir.path().join("model.jsonl");
@@ -224,6 +229,7 @@ fn mirror_round_trip(name: &str, sets: &[&str], one_row_per_key: bool) {
         instants.len(),
         "{name}: redelivery"
     );
+    (dir, table)
 }
 
 #[test]
@@ -256,6 +262,59 @@ fn mirror_non_partitioned() {
         ],
         true,
     );
+}
+
+/// A timestamp-based key generator's partition path (`yyyy/MM/dd` of `ts`) is not a value of the `ts` column:
+/// the mirror is an unpartitioned Delta table over the same files, whose rows hold the stored `ts` as hudi-rs
+/// reads it, and whose files stay in their partition directories.
+#[test]
+fn mirror_timestamp_keyed_partitions_as_an_unpartitioned_table() {
+    let (_dir, table) = mirror_round_trip(
+        "timestamp_keyed",
+        &[
+            "hoodie.datasource.write.partitionpath.field=ts",
+            "hoodie.datasource.write.keygenerator.class=org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+            "hoodie.keygen.timebased.timestamp.type=EPOCHMILLISECONDS",
+            "hoodie.keygen.timebased.output.dateformat=yyyy/MM/dd",
+            "hoodie.keygen.timebased.timezone=UTC",
+        ],
+        false,
+    );
+    let first = std::fs::read_to_string(table.join("_delta_log/00000000000000000000.json"))
+        .expect("version 0");
+    let actions: Vec<Value> = first
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("action JSON"))
+        .collect();
+    let metadata = actions
+        .iter()
+        .find_map(|a| a.get("metaData"))
+        .expect("metaData");
+    assert_eq!(
+        metadata["partitionColumns"],
+        serde_json::json!([]),
+        "{metadata}"
+    );
+    let adds: Vec<&Value> = actions.iter().filter_map(|a| a.get("add")).collect();
+    assert!(!adds.is_empty());
+    for add in adds {
+        let path = add["path"].as_str().expect("path");
+        let dirs: Vec<&str> = path.split('/').collect();
+        // Hive-style (`examples/local.properties`): the first segment is `ts=yyyy`.
+        assert_eq!(dirs.len(), 4, "{path}: ts=yyyy/MM/dd/<file>");
+        let year = dirs[0].strip_prefix("ts=").unwrap_or(dirs[0]);
+        assert!(
+            [year, dirs[1], dirs[2]]
+                .iter()
+                .all(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit())),
+            "{path}"
+        );
+        assert_eq!(add["partitionValues"], serde_json::json!({}), "{add}");
+        assert!(
+            add["stats"].as_str().expect("stats").contains("\"ts\""),
+            "the column's statistics: {add}"
+        );
+    }
 }
 
 /// Copies the event files of `from` into `to` with a `tip` (a new nullable double) in every record's value,

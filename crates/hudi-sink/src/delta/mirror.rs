@@ -110,7 +110,7 @@ impl DeltaMirror {
     ) -> Result<(), MirrorError> {
         let storage = shared.as_ref();
         let table_props = TableProperties::load(storage).await.map_err(hudi)?;
-        let layout = Layout::of(&table_props)?;
+        let layout = Layout::of(&table_props);
         let log_store = store::log_store(shared.clone(), &self.config.base_path)?;
         let completed = timeline.completed_commits();
         let Some(latest) = completed.last() else {
@@ -168,7 +168,7 @@ impl DeltaMirror {
             .map_err(hudi)?
             .ok_or_else(|| MirrorError::Schema("no completed commit carries a schema".into()))?;
         let delta_schema = schema::delta_schema(&schema_text)?;
-        schema::check_partition_columns(&delta_schema, &layout.fields)?;
+        let partition_columns = layout.partition_columns(&delta_schema)?;
         let target = target_files(storage, timeline, &step.as_of).await?;
         let mut sources = StatsSource::default();
         let mut adds = Vec::new();
@@ -177,8 +177,11 @@ impl DeltaMirror {
                 add_of(
                     storage,
                     timeline,
-                    layout,
-                    &delta_schema,
+                    &Shape {
+                        schema: &delta_schema,
+                        partition_columns: &partition_columns,
+                        options: layout.options,
+                    },
                     slice,
                     &mut sources,
                     true,
@@ -191,7 +194,7 @@ impl DeltaMirror {
             .with_log_store(log_store.clone())
             .with_table_name(layout.table_name.clone())
             .with_columns(delta_schema.fields().cloned())
-            .with_partition_columns(layout.fields.clone())
+            .with_partition_columns(partition_columns.clone())
             .with_configuration_property(
                 TableProperty::CheckpointInterval,
                 Some(CHECKPOINT_INTERVAL.to_string()),
@@ -249,6 +252,7 @@ impl DeltaMirror {
             .flatten();
         // Retention: a change of Hudi's cleaner settings brings a new metaData too.
         let mut delta_schema: StructType = (*snapshot.schema()).clone();
+        let partition_columns = snapshot.metadata().partition_columns().to_vec();
         let mut metadata = snapshot.metadata().clone();
         let mut metadata_changed = false;
         if let Some(text) = schema_text {
@@ -286,8 +290,11 @@ impl DeltaMirror {
                     add_of(
                         storage,
                         timeline,
-                        layout,
-                        &delta_schema,
+                        &Shape {
+                            schema: &delta_schema,
+                            partition_columns: &partition_columns,
+                            options: layout.options,
+                        },
                         slice,
                         &mut sources,
                         data_change,
@@ -299,7 +306,7 @@ impl DeltaMirror {
         }
         let operation = DeltaOperation::Write {
             mode: SaveMode::Append,
-            partition_by: (!layout.fields.is_empty()).then(|| layout.fields.clone()),
+            partition_by: (!partition_columns.is_empty()).then(|| partition_columns.clone()),
             predicate: None,
         };
         let finalized = CommitBuilder::from(commit_properties(mirrored.seq + 1, step, timeline))
@@ -397,10 +404,14 @@ struct Layout {
     table_name: String,
     fields: Vec<String>,
     options: PartitionPathOptions,
+    /// A timestamp-based key generator: the partition path is a formatted time, not the column's value.
+    timestamp_keygen: bool,
+    /// `hoodie.datasource.write.drop.partition.columns`: the base files do not hold the partition columns.
+    drop_partition_columns: bool,
 }
 
 impl Layout {
-    fn of(props: &TableProperties) -> Result<Self, MirrorError> {
+    fn of(props: &TableProperties) -> Self {
         let timestamp_keygen = props
             .key_generator_class
             .as_deref()
@@ -409,19 +420,46 @@ impl Layout {
                 .key_generator_type
                 .as_ref()
                 .is_some_and(|t| format!("{t:?}").starts_with("Timestamp"));
-        if timestamp_keygen && !props.partition_fields.is_empty() {
-            return Err(MirrorError::Unsupported(
-                "a timestamp-based key generator's partition path is not the partition column's value".into(),
-            ));
-        }
-        Ok(Self {
+        Self {
             table_name: props.name.clone(),
             fields: props.partition_fields.clone(),
             options: PartitionPathOptions {
                 hive_style: props.hive_style_partitioning.unwrap_or(false),
                 url_encode: props.url_encode_partitioning.unwrap_or(false),
             },
-        })
+            timestamp_keygen,
+            drop_partition_columns: props.drop_partition_columns_or_default(),
+        }
+    }
+
+    /// The partition columns of a new Delta table of `schema`: Hudi's partition fields when each path segment
+    /// is its column's value as Delta writes partition values; else none, an unpartitioned Delta table over
+    /// the same files, whose rows hold the column (a timestamp-based key generator's formatted path, a date,
+    /// timestamp or decimal column, a nested field). Fails only when the files do not hold the column either.
+    fn partition_columns(&self, schema: &StructType) -> Result<Vec<String>, MirrorError> {
+        if self.fields.is_empty() {
+            return Ok(Vec::new());
+        }
+        let unfit = if self.timestamp_keygen {
+            Some(
+                "a timestamp-based key generator's partition path is not the column's value"
+                    .to_string(),
+            )
+        } else {
+            schema::check_partition_columns(schema, &self.fields)
+                .err()
+                .map(|e| e.to_string())
+        };
+        match unfit {
+            None => Ok(self.fields.clone()),
+            Some(reason) if self.drop_partition_columns => Err(MirrorError::Unsupported(format!(
+                "{reason}, and the base files do not hold it (hoodie.datasource.write.drop.partition.columns)"
+            ))),
+            Some(reason) => {
+                tracing::info!(table = %self.table_name, %reason, "Delta mirror: an unpartitioned Delta table");
+                Ok(Vec::new())
+            }
+        }
     }
 }
 
@@ -577,26 +615,42 @@ impl StatsSource {
     }
 }
 
+/// The Delta table an `add` is made for: its schema and partition columns, and how Hudi's partition paths
+/// encode values.
+struct Shape<'a> {
+    schema: &'a StructType,
+    partition_columns: &'a [String],
+    options: PartitionPathOptions,
+}
+
 /// The `add` of one base file: its path relative to the table (delta-rs URI-encodes it), its partition values,
 /// exact size, the base instant's time, and its column statistics from its Parquet footer (`stats`).
 async fn add_of(
     storage: &dyn Storage,
     timeline: &Timeline,
-    layout: &Layout,
-    delta_schema: &StructType,
+    shape: &Shape<'_>,
     slice: &FileSlice,
     sources: &mut StatsSource,
     data_change: bool,
 ) -> Result<Add, MirrorError> {
     let path = slice.path();
-    let partition_values = partition_values(&slice.partition_path, &layout.fields, layout.options)
+    // An unpartitioned Delta table of a partitioned Hudi table: no values, the rows hold the columns.
+    let partition_values = if shape.partition_columns.is_empty() {
+        Default::default()
+    } else {
+        partition_values(
+            &slice.partition_path,
+            shape.partition_columns,
+            shape.options,
+        )
         .map_err(MirrorError::Unsupported)?
         .into_iter()
-        .collect();
+        .collect()
+    };
     let footer = read_metadata_from_storage(storage, &path, slice.size)
         .await
         .map_err(|e| MirrorError::Hudi(format!("the footer of {path}: {e}")))?;
-    let stats = stats::file_stats(&footer, delta_schema, &layout.fields);
+    let stats = stats::file_stats(&footer, shape.schema, shape.partition_columns);
     let data_change = data_change
         && !sources
             .is_cluster(storage, timeline, &slice.base_instant)
@@ -638,4 +692,54 @@ fn commit_properties(seq: i64, step: &Step, _timeline: &Timeline) -> CommitPrope
         // delta-rs's own clean-up reads the log files' modification times, which the sink's storage does not
         // list: the mirror expires the log itself ([`expire_logs`]).
         .with_cleanup_expired_logs(Some(false))
+}
+
+#[cfg(test)]
+mod tests {
+    use deltalake_core::kernel::{DataType, StructField};
+
+    use super::*;
+
+    fn layout(fields: &[&str], timestamp_keygen: bool, drop_partition_columns: bool) -> Layout {
+        Layout {
+            table_name: "t".into(),
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            options: PartitionPathOptions {
+                hive_style: true,
+                url_encode: false,
+            },
+            timestamp_keygen,
+            drop_partition_columns,
+        }
+    }
+
+    #[test]
+    fn partitions_whose_path_is_not_the_value_make_an_unpartitioned_table_unless_files_lack_the_column(
+    ) {
+        let schema = StructType::try_new([
+            StructField::nullable("city", DataType::STRING),
+            StructField::nullable("ts", DataType::LONG),
+            StructField::nullable("day", DataType::DATE),
+        ])
+        .expect("schema");
+        let columns = |l: &Layout| l.partition_columns(&schema).map_err(|e| e.to_string());
+        assert_eq!(
+            columns(&layout(&["city"], false, false)),
+            Ok(vec!["city".to_string()])
+        );
+        assert_eq!(
+            columns(&layout(&["city"], false, true)),
+            Ok(vec!["city".to_string()])
+        );
+        assert_eq!(columns(&layout(&[], false, false)), Ok(vec![]));
+        // A timestamp key's `yyyy/MM/dd`, a date column, a nested field: unpartitioned.
+        assert_eq!(columns(&layout(&["ts"], true, false)), Ok(vec![]));
+        assert_eq!(columns(&layout(&["day"], false, false)), Ok(vec![]));
+        assert_eq!(columns(&layout(&["a.b"], false, false)), Ok(vec![]));
+        // ... unless the files do not hold the column either.
+        for refused in [layout(&["ts"], true, true), layout(&["day"], false, true)] {
+            let err = columns(&refused).unwrap_err();
+            assert!(err.contains("drop.partition.columns"), "{err}");
+        }
+    }
 }
