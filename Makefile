@@ -81,23 +81,26 @@ $(JVM_DIR)/jars-hudi1/.stamp: jvm/pom-hudi1.xml
 # Lake connectors is removed
 # (the tarball stores a jar once and hard-links it from the other plugins, so the whole of plugin/ is unpacked).
 TRINO_DIR := $(JVM_DIR)/trino-476
+# The connectors kept; the stamp names them, so that a cache unpacked with another set is unpacked again.
+TRINO_PLUGINS := hudi delta-lake
+TRINO_STAMP := $(TRINO_DIR)/.stamp-$(subst $(eval) ,+,$(strip $(TRINO_PLUGINS)))
 
-$(TRINO_DIR)/.stamp: jvm/pom-trino.xml jvm/settings-central.xml
+$(TRINO_STAMP): jvm/pom-trino.xml jvm/settings-central.xml
 	rm -rf $(TRINO_DIR)
 	$(MVN) -q -B -f jvm/pom-trino.xml -s jvm/settings-central.xml -Dmaven.repo.local=$(TRINO_DIR)/m2 \
 		-Dtrino.dir=$(TRINO_DIR) dependency:copy@trino
 	tar -xzf $(TRINO_DIR)/trino-server-*.tar.gz -C $(TRINO_DIR) --wildcards 'trino-server-*/lib' \
 		'trino-server-*/plugin'
-	find $(TRINO_DIR)/trino-server-*/plugin -mindepth 1 -maxdepth 1 ! -name hudi ! -name delta-lake \
+	find $(TRINO_DIR)/trino-server-*/plugin -mindepth 1 -maxdepth 1 $(foreach p,$(TRINO_PLUGINS),! -name $(p)) \
 		-exec rm -rf {} +
 	rm -rf $(TRINO_DIR)/m2 $(TRINO_DIR)/markers $(TRINO_DIR)/trino-server-*.tar.gz
 	touch $@
 
-jvm-jars: $(JVM_DIR)/jars/.stamp $(JVM_DIR)/jars-hudi1/.stamp $(TRINO_DIR)/.stamp
+jvm-jars: $(JVM_DIR)/jars/.stamp $(JVM_DIR)/jars-hudi1/.stamp $(TRINO_STAMP)
 
 # The build step is `cargo test --workspace --no-run`, not `cargo build -p …`: the same feature set as `make test`'s
 # cargo run, so after it nothing is compiled again (a `-p` build unifies other features and rebuilds the AWS SDK).
-test-interop: $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp $(JVM_DIR)/jars-hudi1/.stamp $(TRINO_DIR)/.stamp
+test-interop: $(VENV_INTEROP)/.stamp $(JVM_DIR)/jars/.stamp $(JVM_DIR)/jars-hudi1/.stamp $(TRINO_STAMP)
 	$(CARGO) test --workspace --no-run --quiet
 	HUDI_SINK_BIN=$(CURDIR)/target/debug/hudi-sink $(VENV_INTEROP)/bin/python -m pytest tests/interop -q -rsx -p no:cacheprovider
 	# The read suite again with Hudi 1.0's bundle: a second JVM, since one Spark session holds one Hudi.
