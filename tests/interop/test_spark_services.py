@@ -10,6 +10,7 @@ versions, the merge-on-read model of `table_model.py`.
 
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -413,18 +414,30 @@ SPARK_EXPIRY_S = 5
 SINK_HEARTBEAT = {"hudi.sink.heartbeat.interval.ms": "1000", "hudi.sink.heartbeat.tolerable.misses": "30"}
 
 
+def instant_time_taken(causes):
+    """Whether a Spark write failed at its start because its instant time was taken: Hudi 0.15 picks the time
+    from its clock without the lock, and the sink had created `<t>.<action>.requested` in the same millisecond
+    (docs/compatibility.md, limit 9)."""
+    return "FileAlreadyExistsException" in causes and re.search(r"/\.hoodie/\d{17}\.\w+\.requested", causes)
+
+
 def spark_upsert_retrying(spark, df, table, table_type, options, attempts=20):
     """A Spark upsert retried as docs/compatibility.md (limit 9) prescribes: after a refusal for a conflict, wait
     past Spark's heartbeat expiry, roll back the failed writes (the refused attempt; Hudi's LAZY policy does it
-    only in a clean), then write again. Returns the number of refusals."""
-    for refusals in range(attempts):
+    only in a clean), then write again; after a start refused for a taken instant time (nothing written), write
+    again at once. Returns the number of refusals for a conflict."""
+    refusals = 0
+    for _ in range(attempts):
         try:
             spark_upsert(df, table, table_type, options)
             return refusals
         except Exception as e:
             causes = java_causes(e)
+            if instant_time_taken(causes):
+                continue
             if "HoodieWriteConflictException" not in causes:
                 raise RuntimeError(causes) from e
+        refusals += 1
         # The refused attempt's heartbeat stopped with its write client; once it expired, the attempt is a
         # failed write that `rollbackFailedWrites` takes (and no write that still beats is).
         time.sleep(SPARK_EXPIRY_S + 1)
