@@ -347,24 +347,25 @@ fn with_tip(from: &Path, to: &Path) {
     }
 }
 
-/// One stream of six event files (one offset range) generated with `seed`, split into `dir/<head>` (the first
-/// three files) and `dir/<tail>` (the last three).
-fn split_stream(
+/// One stream of `files` event files (one offset range) generated with `seed`, split into `dir/<head>` (the
+/// first `head_files`) and `dir/<tail>` (the rest).
+pub(crate) fn split_stream(
     dir: &Path,
     seed: &str,
+    (files, head_files): (u32, usize),
     head: &str,
     tail: &str,
 ) -> (std::path::PathBuf, std::path::PathBuf) {
-    let all = generate(dir, "all", 6, seed);
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&all)
+    let all = generate(dir, "all", files, seed);
+    let mut names: Vec<std::path::PathBuf> = std::fs::read_dir(&all)
         .expect("events")
         .map(|e| e.expect("entry").path())
         .collect();
-    files.sort();
-    assert_eq!(files.len(), 6, "{files:?}");
+    names.sort();
+    assert_eq!(names.len(), files as usize, "{names:?}");
     let (first, second) = (dir.join(head), dir.join(tail));
-    for (i, file) in files.iter().enumerate() {
-        let to = if i < 3 { &first } else { &second };
+    for (i, file) in names.iter().enumerate() {
+        let to = if i < head_files { &first } else { &second };
         std::fs::create_dir_all(to).expect("dir");
         std::fs::copy(file, to.join(file.file_name().expect("name"))).expect("copy");
     }
@@ -407,7 +408,7 @@ fn mirror_through_cleaning_archival_and_schema_evolution() {
     let dir = tempfile::tempdir().expect("tempdir");
     let table = dir.path().join("evolving");
     // One stream of six files (one offset range): the first three as they are, the last three with `tip`.
-    let (first, plain) = split_stream(dir.path(), "281", "first", "plain");
+    let (first, plain) = split_stream(dir.path(), "281", (6, 3), "first", "plain");
     let second = with_tip_dir(dir.path(), &plain);
     let evolved = dir.path().join("trips_tip.avsc");
     let schema = std::fs::read_to_string(workspace_root().join("events/schema/trips.avsc"))
@@ -558,7 +559,7 @@ fn mirror_clustering_as_a_rewrite() {
 fn mirror_turned_on_for_an_existing_table_starts_from_its_snapshot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let table = dir.path().join("existing");
-    let (before, after) = split_stream(dir.path(), "283", "before", "after");
+    let (before, after) = split_stream(dir.path(), "283", (6, 3), "before", "after");
     ingest_one_instant_per_file(&table, &before, "COPY_ON_WRITE", &[]);
     assert!(
         !table.join("_delta_log").exists(),

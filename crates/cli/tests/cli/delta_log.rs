@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::delta::{full_rows, full_rows_at, generate, reader_rows};
+use crate::delta::{full_rows, full_rows_at, generate, reader_rows, split_stream};
 
 /// The file names under `_delta_log/`, sorted.
 fn log_names(table: &Path) -> Vec<String> {
@@ -190,18 +190,7 @@ fn copy_tree(from: &Path, to: &Path) {
 fn retention_follows_the_cleaner_and_time_travel_reaches_the_retained_versions() {
     let dir = tempfile::tempdir().expect("tempdir");
     let table = dir.path().join("retained");
-    let all = generate(dir.path(), "all", 30, "293");
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&all)
-        .expect("events")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
-    for (i, file) in files.iter().enumerate() {
-        let to = if i < 22 { &first } else { &second };
-        std::fs::create_dir_all(to).expect("dir");
-        std::fs::copy(file, to.join(file.file_name().expect("name"))).expect("copy");
-    }
+    let (first, second) = split_stream(dir.path(), "293", (30, 22), "first", "second");
     let small_retention = [
         "hudi.sink.delta.mirror=true",
         "hoodie.cleaner.commits.retained=3",

@@ -423,7 +423,6 @@ async fn sync_one(
     Ok(())
 }
 
-/// Locations compare without the scheme's `a`/`n` variants and trailing slashes.
 /// Whether `target` (a stored table with our definition merged in) differs from `stored` in anything the sync
 /// writes.
 pub(super) fn differs(target: &TableDef, stored: &TableDef) -> bool {
@@ -453,6 +452,7 @@ pub(super) async fn update_table(
     Ok(())
 }
 
+/// Locations compare without the scheme's `a`/`n` variants and trailing slashes.
 fn same_location(a: &str, b: &str) -> bool {
     super::definition::catalog_location(a) == super::definition::catalog_location(b)
 }

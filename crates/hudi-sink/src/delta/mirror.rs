@@ -171,22 +171,15 @@ impl DeltaMirror {
         let partition_columns = layout.partition_columns(&delta_schema)?;
         let target = target_files(storage, timeline, &step.as_of).await?;
         let mut sources = StatsSource::default();
+        let shape = Shape {
+            schema: &delta_schema,
+            partition_columns: &partition_columns,
+            options: layout.options,
+        };
         let mut adds = Vec::new();
         for slice in target.values() {
             adds.push(Action::Add(
-                add_of(
-                    storage,
-                    timeline,
-                    &Shape {
-                        schema: &delta_schema,
-                        partition_columns: &partition_columns,
-                        options: layout.options,
-                    },
-                    slice,
-                    &mut sources,
-                    true,
-                )
-                .await?,
+                add_of(storage, timeline, &shape, slice, &mut sources, true).await?,
             ));
         }
         report.files_added += adds.len() as u64;
@@ -284,22 +277,15 @@ impl DeltaMirror {
             }
         }
         let mut sources = StatsSource::default();
+        let shape = Shape {
+            schema: &delta_schema,
+            partition_columns: &partition_columns,
+            options: layout.options,
+        };
         for (path, slice) in &target {
             if !live.contains_key(path) {
                 actions.push(Action::Add(
-                    add_of(
-                        storage,
-                        timeline,
-                        &Shape {
-                            schema: &delta_schema,
-                            partition_columns: &partition_columns,
-                            options: layout.options,
-                        },
-                        slice,
-                        &mut sources,
-                        data_change,
-                    )
-                    .await?,
+                    add_of(storage, timeline, &shape, slice, &mut sources, data_change).await?,
                 ));
                 report.files_added += 1;
             }

@@ -423,6 +423,14 @@ pub(super) async fn check_caught_up(
     })
 }
 
+/// The version of a Delta commit file (`_delta_log/<version>.json`); `None` for any other path.
+fn commit_version(path: &str) -> Option<u64> {
+    path.strip_prefix(DELTA_LOG)?
+        .strip_suffix(".json")?
+        .parse()
+        .ok()
+}
+
 /// What the recorder knows of the Delta log: every version created, with the Hudi instants it mirrors.
 #[derive(Debug, Default)]
 pub(super) struct DeltaLedger {
@@ -446,11 +454,7 @@ impl DeltaLedger {
         path: &str,
         active: &BTreeSet<&str>,
     ) -> Option<(&'static str, String)> {
-        let version: u64 = path
-            .strip_prefix(DELTA_LOG)?
-            .strip_suffix(".json")?
-            .parse()
-            .ok()?;
+        let version = commit_version(path)?;
         let mirrored = self.versions.get(&version)?;
         [&mirrored.instant, &mirrored.completed]
             .into_iter()
@@ -472,11 +476,7 @@ impl DeltaLedger {
         completed: &BTreeSet<String>,
     ) -> Option<(&'static str, String)> {
         const AHEAD: &str = "the Delta log never runs ahead of Hudi";
-        let version: u64 = path
-            .strip_prefix(DELTA_LOG)?
-            .strip_suffix(".json")?
-            .parse()
-            .ok()?;
+        let version = commit_version(path)?;
         let info = std::str::from_utf8(body)
             .ok()?
             .lines()
