@@ -92,11 +92,17 @@ pub enum Mutation {
     /// The Delta log's expiry keeps the version of every instant on Hudi's active timeline, whatever the
     /// retention, so that Delta time travel reaches what Hudi's does.
     DeltaLogKeepsActive,
+    /// Clustering plans only file groups that no pending clustering plan holds, so that no file group is
+    /// rewritten by two clusterings (each would replace it with its own copy of the rows).
+    ClusteringSkipsPlannedGroups,
+    /// The rollback of a clustering retires its time before it deletes the plan's new files, so that a
+    /// paused executor's later uploads are known as a rolled-back instant's and swept.
+    ClusteringRollbackRetiresFirst,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 31] = [
+    pub const ALL: [Mutation; 33] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -128,6 +134,8 @@ impl Mutation {
         Mutation::DeltaMirrorRemoves,
         Mutation::DeltaMirrorLateInstants,
         Mutation::DeltaLogKeepsActive,
+        Mutation::ClusteringSkipsPlannedGroups,
+        Mutation::ClusteringRollbackRetiresFirst,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -164,6 +172,8 @@ impl Mutation {
             Mutation::DeltaMirrorRemoves => "delta-mirror-removes",
             Mutation::DeltaMirrorLateInstants => "delta-mirror-late-instants",
             Mutation::DeltaLogKeepsActive => "delta-log-keeps-active",
+            Mutation::ClusteringSkipsPlannedGroups => "clustering-skips-planned-groups",
+            Mutation::ClusteringRollbackRetiresFirst => "clustering-rollback-retires-first",
         }
     }
 

@@ -38,6 +38,11 @@
 //! coordinator mirrors its commits into `_delta_log/` under the same faults and crashes; see [`delta`] for
 //! how its engine runs and the invariants it keeps.
 //!
+//! **Clustering.** A sixth of the seeds write an insert table (no index; every record a new key) that clusters
+//! inline after every commit, so that clustering plans, rewrites and completes under the same faults, crashes
+//! and zombies, half of them copying row groups as encoded and half decoding them; the model then holds every
+//! record once, and each replacecommit must replace file groups that were written and not replaced before.
+//!
 //! Environment: `SIM_SEEDS=n` (default 500), `SIM_SEED=s` (one seed), `SIM_MUTATION=<name>` (one mutation),
 //! `SIM_DELTA=0` (no seed mirrors into Delta).
 //! A failing seed prints the command that replays it.
@@ -78,6 +83,7 @@ use hudi_sink::write::{TableWriter, WriteError};
 use crate::model::{esm_payload, local_props, stream_with_seed, Model, Msg, Trip, SCHEMA};
 
 mod catalog;
+mod clustered;
 mod compaction_scenarios;
 mod delta;
 mod delta_scenarios;
@@ -99,6 +105,7 @@ use fakes::*;
 use runs::*;
 
 use catalog::{check_catalog, sim_catalog_config, SimCatalog};
+use clustered::{clustered_services, insert_only};
 use invariants::{check_invariants, committed_batches, Recorder};
 
 const TOPIC: &str = "trips";
@@ -454,6 +461,14 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
     if mor {
         props.insert("hoodie.table.type".into(), "MERGE_ON_READ".into());
     }
+    // A sixth of the seeds (copy-on-write, outside the Delta third; decided without drawing from the run's
+    // generator) write an insert table, which has no index and is clustered inline (see `clustered_services`).
+    let clustered = seed % 6 == 4;
+    if clustered {
+        props.insert("hoodie.datasource.write.operation".into(), "insert".into());
+        props.remove("hoodie.index.type");
+        props.remove("hoodie.bucket.index.num.buckets");
+    }
     // A third of the seeds mirror the table into a Delta log (decided without drawing from the run's
     // generator), copy-on-write and merge-on-read alike; `SIM_DELTA=0` turns it off for every seed.
     if seed % 3 == 0 && std::env::var("SIM_DELTA").map_or(true, |v| v != "0") {
@@ -513,6 +528,9 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
     let per_partition = 12 + rng.below(20) as i64;
     let keys = 3 + rng.below(5);
     let mut msgs = stream_with_seed(TOPIC, partitions, per_partition, keys, rng.next());
+    if clustered {
+        insert_only(&mut msgs);
+    }
     if mor {
         // Hudi's merge-on-read readers merge a record that follows a tombstone by ordering value against the
         // version in the base file (docs/semantics.md, "Merge-on-read tables"), where copy-on-write re-creates the key:
@@ -533,7 +551,7 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
             // Half of the merge-on-read seeds merge under the lock (`hudi.sink.compaction.merge.locked`),
             // decided without drawing from the run's generator.
             compaction_merge_locked: seed % 4 == 3,
-            ..sim_services_for(&mut rng)
+            ..clustered_services(seed, clustered, sim_services_for(&mut rng))
         },
         schema,
         invocations: AtomicU64::new(0),
@@ -644,7 +662,8 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
         sim_coordinator_config(&ctx.sink_config, &ctx.services),
     )
     .with_catalog(sim_catalog_sync(&ctx))
-    .with_compaction(&ctx.config);
+    .with_compaction(&ctx.config)
+    .with_clustering(ctx.config.clone());
     let services = match sim_mirror(&ctx, None) {
         Some(mirror) => services.with_mirror(mirror),
         None => services,

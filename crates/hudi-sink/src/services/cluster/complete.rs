@@ -172,9 +172,11 @@ async fn rollback_plan(
         return Ok(false);
     }
     // Retired first: from here on the time is never reused and its files are never committed data.
-    storage
-        .put(&format!("{RETIRED_DIR}{t}"), Bytes::new())
-        .await?;
+    if !crate::mutation::is_disabled(crate::mutation::Mutation::ClusteringRollbackRetiresFirst) {
+        storage
+            .put(&format!("{RETIRED_DIR}{t}"), Bytes::new())
+            .await?;
+    }
     let markers: Vec<String> = storage
         .list(&format!("{}/", marker_dir(t)))
         .await?

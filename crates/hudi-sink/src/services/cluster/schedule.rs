@@ -115,7 +115,13 @@ pub async fn schedule(
         tracing::warn!(instants = ?pending.unknown, "pending replacecommit of another engine: not clustering");
         return Ok(None);
     }
-    let groups = plan_groups(slices, &pending.file_groups, ctx.config);
+    let held =
+        if crate::mutation::is_disabled(crate::mutation::Mutation::ClusteringSkipsPlannedGroups) {
+            Default::default()
+        } else {
+            pending.file_groups
+        };
+    let groups = plan_groups(slices, &held, ctx.config);
     if groups.is_empty() {
         return Ok(None);
     }

@@ -8,7 +8,8 @@
 //! and holds at most `keep.max.commits` completed commits. Checked on every delete, by [`Recorder`]: no
 //! file of a pending instant is deleted (a rollback retires the time first), and no completed commit is
 //! archived while an older instant is still pending (readers would take that instant's files for
-//! archived, committed data).
+//! archived, committed data). Checked as each replacecommit is stored: a clustering replaces only file groups
+//! that completed commits wrote and that no earlier clustering replaced ([`clustering`]).
 
 use super::delta::{is_delta_log, DeltaLedger};
 use super::window_invariant::check_windows;
@@ -50,6 +51,8 @@ struct Seen {
     foreign_compactions: BTreeSet<String>,
     /// The Delta mirror's versions.
     delta: DeltaLedger,
+    /// File groups replaced by a completed replacecommit, by (partition, file id): the replacecommit's time.
+    replaced: BTreeMap<(String, String), String>,
 }
 
 /// A compaction plan's groups: per (partition, file id), the planned slice's base instant and the log paths
@@ -57,6 +60,7 @@ struct Seen {
 type PlannedGroups = BTreeMap<(String, String), (String, BTreeSet<String>)>;
 
 mod buckets;
+mod clustering;
 mod compaction;
 mod retention;
 
@@ -305,6 +309,9 @@ impl Seen {
             if name.ends_with(".clean") {
                 *self.services.entry("cleans completed").or_default() += 1;
             }
+            if name.ends_with(".replacecommit.requested") {
+                *self.services.entry("clusterings planned").or_default() += 1;
+            }
             self.timeline.insert(name.to_string());
             if let Some(time) = completed_time(name) {
                 if !self.commits.contains_key(time) {
@@ -314,6 +321,9 @@ impl Seen {
                     }
                     if name.ends_with(".deltacommit") {
                         self.check_appends_to_foreign_plans(time, data);
+                    }
+                    if name.ends_with(".replacecommit") {
+                        self.check_replace_commit(name, time, data);
                     }
                 }
                 if std::env::var_os("SIM_TRACE").is_some() {

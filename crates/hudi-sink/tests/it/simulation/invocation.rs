@@ -45,7 +45,8 @@ pub(super) async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome
         sim_coordinator_config(&ctx.sink_config, &ctx.services),
     )
     .with_catalog(sim_catalog_sync(ctx))
-    .with_compaction(&ctx.config);
+    .with_compaction(&ctx.config)
+    .with_clustering(ctx.config.clone());
     let coordinator = match sim_mirror(ctx, Some(plan.clone())) {
         Some(mirror) => coordinator.with_mirror(mirror),
         None => coordinator,

@@ -1,0 +1,50 @@
+//! The clustering invariant, checked as each replacecommit is stored: a clustering replaces only file groups
+//! that completed commits wrote and that no earlier replacecommit replaced. A file group replaced twice holds
+//! rows that two clusterings each rewrote into their own new files, so every one of them would be read twice.
+
+use super::*;
+
+impl Seen {
+    /// A replacecommit `time` completes (`name`): each file group it replaces was written by a commit
+    /// completed before it (whatever the clocks say of their times) and not replaced before.
+    pub(super) fn check_replace_commit(&mut self, name: &str, time: &str, body: &Bytes) {
+        let Ok(meta) = ReplaceCommitMetadata::from_json(body) else {
+            self.violations.push((
+                "a clustering replaces live file groups once",
+                format!("{name} does not parse as replacecommit metadata"),
+            ));
+            return;
+        };
+        *self.services.entry("clusterings completed").or_default() += 1;
+        let written: BTreeSet<(String, String)> = self
+            .commits
+            .values()
+            .filter_map(|(_, body)| CommitMetadata::from_json(body).ok())
+            .flat_map(|m| {
+                m.write_stats()
+                    .map(|s| (s.partition_path.clone(), s.file_id.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for (partition, file_id) in meta.replaced_file_groups() {
+            let group = (partition.to_string(), file_id.to_string());
+            if let Some(earlier) = self.replaced.get(&group) {
+                self.violations.push((
+                    "a clustering replaces live file groups once",
+                    format!(
+                        "{name} replaces file group {file_id} of {partition:?}, which {earlier} replaced"
+                    ),
+                ));
+            } else if !written.contains(&group) {
+                self.violations.push((
+                    "a clustering replaces live file groups once",
+                    format!(
+                        "{name} replaces file group {file_id} of {partition:?}, which no earlier completed \
+                         commit wrote"
+                    ),
+                ));
+            }
+            self.replaced.insert(group, time.to_string());
+        }
+    }
+}
