@@ -21,6 +21,7 @@ pub mod cluster;
 pub mod commits;
 pub mod compact;
 pub mod config;
+pub(crate) mod in_flight;
 
 pub use config::{CleanerPolicy, ServicesConfig};
 

@@ -230,10 +230,8 @@ pub(super) async fn carry(
         let to = join_path(&[&late.partition, &name.file_name()]);
         copies.push(put_copy(storage, late.path(), to, bytes));
     }
-    let made: Vec<CarriedLog> = futures_util::stream::iter(copies)
-        .buffered(COPIES_IN_FLIGHT)
-        .try_collect()
-        .await?;
+    let made: Vec<CarriedLog> =
+        crate::services::in_flight::finish_in_order(copies, COPIES_IN_FLIGHT).await?;
     tracing::info!(instant = %planned.instant, logs = made.len(), "compaction carried late logs");
     carried.logs.extend(made);
     Ok(carried)

@@ -250,10 +250,9 @@ pub async fn execute(
     scheduled: &Scheduled,
     options: &BaseFileOptions,
 ) -> Result<Vec<MergedGroup>, WriteError> {
-    use futures_util::stream::{StreamExt, TryStreamExt};
     let planned = &scheduled.planned;
     // GROUPS_IN_FLIGHT groups at a time: each group waits on its reads and uploads; the stats keep the
-    // plan's order. Collected first: a stream over a mapping closure would make the caller's future not
+    // plan's order. A failed group lets the others finish their uploads (`finish_in_order`). Collected first: a stream over a mapping closure would make the caller's future not
     // `Send` for every lifetime (a rustc limitation).
     let mut groups = Vec::with_capacity(planned.operations.len());
     for (index, op) in planned.operations.iter().enumerate() {
@@ -272,10 +271,8 @@ pub async fn execute(
             .await
         });
     }
-    let merged: Vec<MergedGroup> = futures_util::stream::iter(groups)
-        .buffered(GROUPS_IN_FLIGHT)
-        .try_collect()
-        .await?;
+    let merged: Vec<MergedGroup> =
+        crate::services::in_flight::finish_in_order(groups, GROUPS_IN_FLIGHT).await?;
     tracing::info!(instant = %planned.instant, files = merged.len(), "compaction files written");
     Ok(merged)
 }
