@@ -252,8 +252,9 @@ pub async fn execute(
 ) -> Result<Vec<MergedGroup>, WriteError> {
     let planned = &scheduled.planned;
     // GROUPS_IN_FLIGHT groups at a time: each group waits on its reads and uploads; the stats keep the
-    // plan's order. A failed group lets the others finish their uploads (`finish_in_order`). Collected first: a stream over a mapping closure would make the caller's future not
-    // `Send` for every lifetime (a rustc limitation).
+    // plan's order. A failed group lets the others finish their uploads (`finish_in_order`). Collected
+    // first: a stream over a mapping closure would make the caller's future not `Send` for every lifetime
+    // (a rustc limitation).
     let mut groups = Vec::with_capacity(planned.operations.len());
     for (index, op) in planned.operations.iter().enumerate() {
         groups.push(async move {
