@@ -105,7 +105,7 @@ use fakes::*;
 use runs::*;
 
 use catalog::{check_catalog, sim_catalog_config, SimCatalog};
-use clustered::{clustered_services, insert_only};
+use clustered::{clustered_services, insert_only, insert_table, is_clustered};
 use invariants::{check_invariants, committed_batches, Recorder};
 
 const TOPIC: &str = "trips";
@@ -461,13 +461,10 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
     if mor {
         props.insert("hoodie.table.type".into(), "MERGE_ON_READ".into());
     }
-    // A sixth of the seeds (copy-on-write, outside the Delta third; decided without drawing from the run's
-    // generator) write an insert table, which has no index and is clustered inline (see `clustered_services`).
-    let clustered = seed % 6 == 4;
+    // Clustered seeds write an insert table, clustered inline (`clustered.rs`).
+    let clustered = is_clustered(seed);
     if clustered {
-        props.insert("hoodie.datasource.write.operation".into(), "insert".into());
-        props.remove("hoodie.index.type");
-        props.remove("hoodie.bucket.index.num.buckets");
+        insert_table(&mut props);
     }
     // A third of the seeds mirror the table into a Delta log (decided without drawing from the run's
     // generator), copy-on-write and merge-on-read alike; `SIM_DELTA=0` turns it off for every seed.
@@ -551,7 +548,7 @@ async fn simulate(seed: u64, backend: &Backend) -> Result<RunStats, Failure> {
             // Half of the merge-on-read seeds merge under the lock (`hudi.sink.compaction.merge.locked`),
             // decided without drawing from the run's generator.
             compaction_merge_locked: seed % 4 == 3,
-            ..clustered_services(seed, clustered, sim_services_for(&mut rng))
+            ..clustered_services(seed, sim_services_for(&mut rng))
         },
         schema,
         invocations: AtomicU64::new(0),

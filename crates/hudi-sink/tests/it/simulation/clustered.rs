@@ -2,16 +2,25 @@
 
 use super::*;
 
-/// The services of a clustered seed: inline clustering after every commit, two small files to a group and
+/// Whether `seed` is clustered: a sixth of the seeds, all copy-on-write and outside the Delta third, decided
+/// without drawing from the run's generator so that the other seeds run as they always have.
+pub(super) fn is_clustered(seed: u64) -> bool {
+    seed % 6 == 4
+}
+
+/// `props` made an insert table's: no index, so that its inline clustering runs.
+pub(super) fn insert_table(props: &mut BTreeMap<String, String>) {
+    props.insert("hoodie.datasource.write.operation".into(), "insert".into());
+    props.remove("hoodie.index.type");
+    props.remove("hoodie.bucket.index.num.buckets");
+}
+
+/// The services of `seed`, if clustered (else `services` as they are): inline clustering after every commit, two small files to a group and
 /// files of at most 64 KB, so that a run's few dozen commits plan, rewrite and complete clusterings of
 /// clustered files too while writers, zombies and faults run. Half of these seeds copy row groups as
 /// encoded, half decode and re-encode them (`hudi.sink.clustering.copy.min.row.group.bytes`).
-pub(super) fn clustered_services(
-    seed: u64,
-    clustered: bool,
-    services: ServicesConfig,
-) -> ServicesConfig {
-    if !clustered {
+pub(super) fn clustered_services(seed: u64, services: ServicesConfig) -> ServicesConfig {
+    if !is_clustered(seed) {
         return services;
     }
     ServicesConfig {

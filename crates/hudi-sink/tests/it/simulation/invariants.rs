@@ -53,6 +53,8 @@ struct Seen {
     delta: DeltaLedger,
     /// File groups replaced by a completed replacecommit, by (partition, file id): the replacecommit's time.
     replaced: BTreeMap<(String, String), String>,
+    /// File groups (partition, file id) that the completed commits stored so far wrote.
+    written: BTreeSet<(String, String)>,
 }
 
 /// A compaction plan's groups: per (partition, file id), the planned slice's base instant and the log paths
@@ -325,6 +327,7 @@ impl Seen {
                     if name.ends_with(".replacecommit") {
                         self.check_replace_commit(name, time, data);
                     }
+                    self.note_written(data);
                 }
                 if std::env::var_os("SIM_TRACE").is_some() {
                     let files: Vec<String> = CommitMetadata::from_json(data)

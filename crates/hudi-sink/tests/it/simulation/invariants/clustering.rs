@@ -16,16 +16,6 @@ impl Seen {
             return;
         };
         *self.services.entry("clusterings completed").or_default() += 1;
-        let written: BTreeSet<(String, String)> = self
-            .commits
-            .values()
-            .filter_map(|(_, body)| CommitMetadata::from_json(body).ok())
-            .flat_map(|m| {
-                m.write_stats()
-                    .map(|s| (s.partition_path.clone(), s.file_id.clone()))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
         for (partition, file_id) in meta.replaced_file_groups() {
             let group = (partition.to_string(), file_id.to_string());
             if let Some(earlier) = self.replaced.get(&group) {
@@ -35,7 +25,7 @@ impl Seen {
                         "{name} replaces file group {file_id} of {partition:?}, which {earlier} replaced"
                     ),
                 ));
-            } else if !written.contains(&group) {
+            } else if !self.written.contains(&group) {
                 self.violations.push((
                     "a clustering replaces live file groups once",
                     format!(
@@ -45,6 +35,16 @@ impl Seen {
                 ));
             }
             self.replaced.insert(group, time.to_string());
+        }
+    }
+
+    /// A completed commit-like file is stored: the file groups its write stats name are written from now on.
+    pub(super) fn note_written(&mut self, body: &Bytes) {
+        if let Ok(meta) = CommitMetadata::from_json(body) {
+            self.written.extend(
+                meta.write_stats()
+                    .map(|s| (s.partition_path.clone(), s.file_id.clone())),
+            );
         }
     }
 }
