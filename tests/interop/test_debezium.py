@@ -2,11 +2,13 @@
 Debezium sources would: the snapshot, merged by Spark with the table's payload (`PostgresDebeziumAvroPayload`,
 `MySqlDebeziumAvroPayload`), equals the stream's model (the event with the highest LSN, or binlog position, per
 key; a delete removes the key), on copy-on-write and on merge-on-read with compactions running. The stream has
-creates, updates, deletes with their tombstones, and stale events re-sent after newer ones (lower positions,
-which the payload ignores), and Postgres updates that leave a TOASTed column out (the placeholder, which never
-replaces the stored value). MySQL positions keep four digits: merge-on-read readers compare `_event_seq` as text
-(docs/cdc.md). The same streams also arrive as registry-framed Avro (the AvroConverter's Envelope, written by
-fastavro, its schema served by a stub Confluent registry), with a decimal column beyond a double's precision.
+creates, updates, deletes with their tombstones, a key's events replayed from an older one on after newer ones
+(lower positions, which the payload ignores), updates that move a row to another partition (`city`: the
+before image names the one it leaves), and Postgres updates that leave a TOASTed column out (the placeholder,
+which never replaces the stored value). MySQL positions keep four digits: merge-on-read readers compare
+`_event_seq` as text (docs/cdc.md). The same streams also arrive as registry-framed Avro (the AvroConverter's
+Envelope, written by fastavro, its schema served by a stub Confluent registry), with a decimal column beyond a
+double's precision.
 """
 
 import base64
@@ -41,12 +43,17 @@ def stream(connector, seed=5, events=240, keys=40):
     for i in range(events):
         lsn += rng.randint(10, 35)  # four digits throughout: 1,010 to at most 9,400
         key = f"c-{rng.randrange(keys):03d}"
-        image = {"uuid": key, "city": CITIES[int(key[2:]) % 3], "name": f"n{i}", "amount": i}
+        city = live[key]["city"] if key in live else CITIES[int(key[2:]) % 3]
+        if key in live and rng.random() < 0.25:
+            # The row moves to another partition: its before image names the partition it leaves.
+            city = rng.choice([c for c in CITIES if c != city])
+        image = {"uuid": key, "city": city, "name": f"n{i}", "amount": i}
         if key in live and rng.random() < 0.2:
             op, before, after = "d", live.pop(key), None
             model.pop(key, None)
         else:
-            op, before, after = ("u" if key in live else "c"), None, image
+            # Updates carry the whole before row (REPLICA IDENTITY FULL; MySQL's binlog_row_image=FULL).
+            op, before, after = ("u" if key in live else "c"), live.get(key), image
             if connector == "postgres" and op == "u" and rng.random() < 0.3:
                 # An unchanged TOASTed `name`: the placeholder never replaces the stored value.
                 after = {**image, "name": TOAST}
@@ -70,11 +77,13 @@ def stream(connector, seed=5, events=240, keys=40):
             sent.append((key, None))  # the tombstone that follows a delete
         else:
             model[key] = {**image, "_change_operation_type": op, ORDERING[connector]: position}
-        # Now and then an older event of a live key again, after newer ones: its lower LSN loses.
+        # Now and then a live key's events again from an older one on, in order, after newer ones (Debezium
+        # replays from its last committed offset after a restart): their lower LSNs lose.
         if i > 20 and rng.random() < 0.1:
-            old_key, old = rng.choice(sent[:-5])
-            if old is not None and old_key in live and old["op"] != "d":
-                sent.append((old_key, old))
+            start = rng.randrange(len(sent) - 5)
+            old_key = sent[start][0]
+            if old_key in live:
+                sent.extend([(k, v) for k, v in sent[start:] if k == old_key])
     return sent, model
 
 
@@ -106,6 +115,8 @@ def test_spark_merges_a_debezium_table_with_its_payload_as_the_model_says(spark,
     assert max(len(str(r[ORDERING[connector]])) for r in model.values()) == min(
         len(str(r[ORDERING[connector]])) for r in model.values())
     assert sum(1 for _, v in records if v is None) > 10, "deletes with tombstones in the stream"
+    assert sum(1 for _, v in records if v and v["op"] == "u" and v["before"]["city"] != v["after"]["city"]) > 10, \
+        "rows moved to another partition"
     if connector == "postgres":
         assert sum(1 for _, v in records if v and (v["after"] or {}).get("name") == TOAST) > 10, "placeholders"
     schema = tmp_path / "customers.avsc"
@@ -193,8 +204,9 @@ def connect_stream(connector, seed=9):
                 continue
             if id(row) not in extra:
                 unscaled = rng.randrange(-10**11, 10**11)
+                # (`updated_at` tells an after image's values apart from a before image's in the model below.)
                 extra[id(row)] = {"price": unscaled, "ratio": (rng.randrange(0, 6), rng.randrange(-10**20, 10**20)),
-                                  "updated_at": 1_718_000_000_000_000 + n * 1001,
+                                  "updated_at": 1_718_000_000_000_000 + n * 1001 + (image == "before"),
                                   "born": rng.randrange(-3000, 20000), "phone": f"+351-{n}" if phone else None}
         def image_of(row, phone=phone):
             if row is None:

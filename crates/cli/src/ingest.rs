@@ -183,6 +183,14 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
             ));
         }
     }
+    if c.moved > 0 {
+        if let Some(line) = summary.last_mut() {
+            line.push_str(&format!(
+                " − moved to another partition {} (each also deleted its older partition's version)",
+                c.moved
+            ));
+        }
+    }
     for (table, r) in &per_table {
         summary.push(format!(
             "table {table}: records in {}, written {}, deleted {}, dead-lettered {}, already committed {}",

@@ -53,6 +53,7 @@ pub fn metric_values(report: &SinkReport) -> Vec<(&'static str, &'static str, u6
         ("DeleteMisses", "Count", c.delete_misses),
         ("RecordsDeadLettered", "Count", report.dead_lettered),
         ("TombstonesSkipped", "Count", report.tombstones_skipped),
+        ("RowsMovedPartition", "Count", c.moved),
         ("IgnoredFields", "Count", report.ignored_fields),
         ("FilesWritten", "Count", report.files),
         ("BytesWritten", "Bytes", report.bytes),
@@ -308,6 +309,7 @@ mod tests {
                 deduped: 3,
                 ignored_older: 2,
                 delete_misses: 1,
+                moved: 0,
             },
             instant: Some("20251129103000123".into()),
             files: 4,
@@ -387,6 +389,7 @@ mod tests {
             ("RecordsIn", 22),
             ("RecordsSkipped", 2),
             ("RecordsWritten", 8),
+            ("RowsMovedPartition", 0),
             ("SlotWaits", 1),
             ("TombstonesSkipped", 2),
             ("WindowWait", 1_200),
@@ -422,7 +425,7 @@ mod tests {
         assert!(!v.contains_key("MaxLag"));
         assert!(doc.get("MaxLag").is_none());
         assert_eq!(doc["Instant"], Value::Null);
-        assert_eq!(v.len(), 17);
+        assert_eq!(v.len(), 18);
         assert!(v.values().all(|n| *n == 0));
     }
 

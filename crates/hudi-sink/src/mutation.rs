@@ -98,11 +98,14 @@ pub enum Mutation {
     /// The rollback of a clustering retires its time before it deletes the plan's new files, so that a
     /// paused executor's later uploads are known as a rolled-back instant's and swept.
     ClusteringRollbackRetiresFirst,
+    /// A Debezium update whose before image names another partition deletes the key's version there, so
+    /// that a row moved to another partition is stored once.
+    PartitionMove,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 33] = [
+    pub const ALL: [Mutation; 34] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -136,6 +139,7 @@ impl Mutation {
         Mutation::DeltaLogKeepsActive,
         Mutation::ClusteringSkipsPlannedGroups,
         Mutation::ClusteringRollbackRetiresFirst,
+        Mutation::PartitionMove,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -174,6 +178,7 @@ impl Mutation {
             Mutation::DeltaLogKeepsActive => "delta-log-keeps-active",
             Mutation::ClusteringSkipsPlannedGroups => "clustering-skips-planned-groups",
             Mutation::ClusteringRollbackRetiresFirst => "clustering-rollback-retires-first",
+            Mutation::PartitionMove => "partition-move",
         }
     }
 

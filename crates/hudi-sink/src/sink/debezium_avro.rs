@@ -22,7 +22,7 @@ use crate::source::event::{KafkaBatch, Payload, SchemaMetadata};
 use crate::write::WriteError;
 
 use super::config::SchemaEvolution;
-use super::values::{locate, locate_id, Refusal};
+use super::values::{locate, locate_id, Appended, Refusal};
 use super::KafkaSink;
 
 /// How one writer schema's values are read: its compiled envelope and the plan of its flat schema, or the
@@ -128,13 +128,14 @@ impl KafkaSink {
     }
 }
 
-/// Flattens one registry-framed Avro value and appends its row to `decoder`.
+/// Flattens one registry-framed Avro value and appends its row to `decoder` (and its prior, as
+/// `values::read_debezium` does).
 pub(super) fn read(
     plans: &AvroPlans,
     decoder: &mut RecordDecoder,
     metadata: Option<&SchemaMetadata>,
     value: &[u8],
-) -> Result<(), Refusal> {
+) -> Result<Appended, Refusal> {
     let schema = |reason: String| Refusal::Decode(RecordDecoder::schema_refusal(reason));
     let framed = locate(metadata, value).map_err(schema)?;
     let (envelope, plan) = match plans.get(&framed.id) {
@@ -153,11 +154,15 @@ pub(super) fn read(
             )))
         }
     };
-    let row = envelope
-        .flatten(&framed.body)
+    let (row, prior) = envelope
+        .flatten_rows(&framed.body)
         .map_err(|e| Refusal::Envelope {
             not_json: false,
             reason: e.to_string(),
         })?;
-    decoder.append_avro(plan, &row).map_err(Refusal::Decode)
+    decoder.append_avro(plan, &row).map_err(Refusal::Decode)?;
+    Ok(match prior {
+        Some(prior) if decoder.append_avro(plan, &prior).is_ok() => Appended::RowAndPrior,
+        _ => Appended::Row,
+    })
 }

@@ -74,6 +74,7 @@ impl KafkaSink {
             data,
             Some(&routed.positions),
             &routed.tombstones,
+            &routed.priors,
         )?;
         for (row, e) in &write.rejected {
             if let Some(record) = routed

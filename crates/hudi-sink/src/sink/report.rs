@@ -7,7 +7,7 @@
 use crate::write::WriteCounts;
 
 /// What one batch did. `records_in` = `skipped` + `dead_lettered` + `tombstones_skipped` + the write
-/// counts' records.
+/// counts' records − the rows moved to another partition (each wrote a delete besides its row).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SinkReport {
     /// Records delivered in the batch.
@@ -78,6 +78,7 @@ impl SinkReport {
         self.counts.deduped += r.counts.deduped;
         self.counts.ignored_older += r.counts.ignored_older;
         self.counts.delete_misses += r.counts.delete_misses;
+        self.counts.moved += r.counts.moved;
         self.files += r.files;
         self.bytes += r.bytes;
         self.conflicts += r.conflicts;
@@ -89,10 +90,11 @@ impl SinkReport {
         }
     }
 
-    /// Whether every record is accounted for exactly once.
+    /// Whether every record is accounted for exactly once (a row moved to another partition counts twice
+    /// in the write counts: its row and the delete of its older partition's version).
     pub fn balanced(&self) -> bool {
         let c = &self.counts;
-        self.records_in
+        self.records_in + c.moved
             == self.skipped
                 + self.dead_lettered
                 + self.tombstones_skipped

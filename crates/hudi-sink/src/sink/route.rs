@@ -8,7 +8,9 @@
 //!         ├ tombstone without a key → dead letter
 //!         └ debezium: tombstone     → skipped (the `op=d` event before it deleted the row); a value that
 //!                                     is no change event → dead letter (stage envelope or not_json; an
-//!                                     Avro value whose framing or schema id fails: stage schema)
+//!                                     Avro value whose framing or schema id fails: stage schema); an
+//!                                     update with a before row → its row, then that row as a delete
+//!                                     (a prior: written only if it names another partition)
 //! ```
 //!
 //! Nothing is dropped here: every record lands in exactly one of the rows, the tombstones or the letters
@@ -18,13 +20,16 @@ use crate::dead_letter::{DeadLetter, DeadLetterStage};
 use crate::record::decode::RecordDecoder;
 use crate::source::event::{KafkaBatch, KafkaRecord, Payload};
 
-use super::values::{read_debezium, read_value, Refusal, Values};
+use super::values::{read_debezium, read_value, Appended, Refusal, Values};
 
 /// The records of a batch, routed.
 #[derive(Debug, Default)]
 pub(super) struct Routed {
     /// Batch position of each decoded row, in row order.
     pub positions: Vec<u64>,
+    /// Rows that delete the before image of the row above them (Debezium updates with a before row):
+    /// `TableWriter::prepare_records` writes one only when it names another partition.
+    pub priors: Vec<usize>,
     /// Record key and batch position of each tombstone that deletes by key.
     pub tombstones: Vec<(String, u64)>,
     /// Records that cannot be written.
@@ -49,8 +54,13 @@ pub(super) fn route(
                 Payload::Undecodable(e) => routed.letters.push(DeadLetter::base64(record, e)),
                 Payload::Value(bytes) => {
                     match read_debezium(values, decoder, record.value_schema.as_ref(), bytes) {
-                        Ok(true) => routed.positions.push(pos as u64),
-                        Ok(false) => routed.skipped += 1,
+                        Ok(Appended::Row) => routed.positions.push(pos as u64),
+                        Ok(Appended::RowAndPrior) => {
+                            routed.positions.push(pos as u64);
+                            routed.priors.push(routed.positions.len());
+                            routed.positions.push(pos as u64);
+                        }
+                        Ok(Appended::Nothing) => routed.skipped += 1,
                         Err(Refusal::Envelope { not_json, reason }) => routed
                             .letters
                             .push(DeadLetter::envelope(record, not_json, reason)),

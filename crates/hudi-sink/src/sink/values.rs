@@ -328,15 +328,27 @@ pub(super) enum Refusal {
     Decode(RecordDecodeError),
 }
 
-/// Flattens one Debezium value and appends its row to `decoder`: `Ok(false)` for a tombstone written as a
-/// value (JSON `null`, or a Connect `payload` of null), which is skipped. `metadata`: the record's
-/// `valueSchemaMetadata`, as for [`read_value`].
+/// What one Debezium value added to the decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Appended {
+    /// Nothing: a tombstone written as a value (JSON `null`, or a Connect `payload` of null), skipped.
+    Nothing,
+    /// Its row.
+    Row,
+    /// Its row, then the update's before image as a delete (`Flattened::Row`'s `prior`).
+    RowAndPrior,
+}
+
+/// Flattens one Debezium value and appends its row to `decoder`, and after it the delete of an update's
+/// before image when the event has one (a before image that does not decode is left out: the row is
+/// written as it would be without it). `metadata`: the record's `valueSchemaMetadata`, as for
+/// [`read_value`].
 pub(super) fn read_debezium(
     values: &Values,
     decoder: &mut RecordDecoder,
     metadata: Option<&SchemaMetadata>,
     value: &[u8],
-) -> Result<bool, Refusal> {
+) -> Result<Appended, Refusal> {
     let Reader::Debezium(connector, connect, avro) = &values.reader else {
         return Err(Refusal::Envelope {
             not_json: false,
@@ -344,17 +356,20 @@ pub(super) fn read_debezium(
         });
     };
     if super::debezium_avro::is_avro(metadata, value) {
-        return super::debezium_avro::read(avro, decoder, metadata, value).map(|()| true);
+        return super::debezium_avro::read(avro, decoder, metadata, value);
     }
     let decimals = connect
         .decimals_of(value)
         .map_err(|reason| Refusal::Decode(RecordDecoder::schema_refusal(reason)))?;
     match crate::record::debezium::flatten_with(*connector, value, decimals) {
-        Ok(Flattened::Tombstone) => Ok(false),
-        Ok(Flattened::Row { json, .. }) => decoder
-            .append(&json)
-            .map(|()| true)
-            .map_err(Refusal::Decode),
+        Ok(Flattened::Tombstone) => Ok(Appended::Nothing),
+        Ok(Flattened::Row { json, prior, .. }) => {
+            decoder.append(&json).map_err(Refusal::Decode)?;
+            Ok(match prior {
+                Some(prior) if decoder.append(&prior).is_ok() => Appended::RowAndPrior,
+                _ => Appended::Row,
+            })
+        }
         Err(DebeziumError::Decimal {
             column,
             value,

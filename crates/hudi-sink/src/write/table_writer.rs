@@ -74,6 +74,10 @@ pub struct WriteCounts {
     pub ignored_older: u64,
     /// Deletes of keys that were not stored.
     pub delete_misses: u64,
+    /// Rows that moved to another partition (a Debezium update whose before image names another partition):
+    /// each also wrote a delete in that partition, so it counts in `records_in` and in one more bucket than
+    /// there are records.
+    pub moved: u64,
 }
 
 impl WriteCounts {

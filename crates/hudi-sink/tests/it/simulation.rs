@@ -92,6 +92,7 @@ mod fakes;
 mod foreign_writer_scenarios;
 mod invariants;
 mod invocation;
+mod partition_move_scenarios;
 mod recreate_scenarios;
 use invocation::{invoke, poller, Outcome};
 mod routing;

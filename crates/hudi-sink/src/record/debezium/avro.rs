@@ -132,15 +132,34 @@ impl AvroEnvelope {
 
     /// Flattens one datum (the value without its registry framing) into a datum of [`Self::flat_schema`].
     pub fn flatten(&self, datum: &[u8]) -> Result<Vec<u8>, DebeziumError> {
+        self.flatten_rows(datum).map(|(row, _)| row)
+    }
+
+    /// [`Self::flatten`], and for an update whose `before` is a row, that row as a delete (op `d`, the
+    /// update's source fields), as [`super::Flattened::Row`]'s `prior`.
+    pub fn flatten_rows(&self, datum: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>), DebeziumError> {
         let value =
             decode_datum(&self.writer, datum).map_err(|e| DebeziumError::NotAvro(e.to_string()))?;
         let AvroValue::Record(fields) = value else {
             return Err(DebeziumError::NotAvro("the datum is not a record".into()));
         };
-        let (meta, row) = match self.shape {
+        let (mut meta, row, before) = match self.shape {
             Shape::Envelope => envelope(fields)?,
-            Shape::Extracted => extracted(fields)?,
+            Shape::Extracted => extracted(fields).map(|(meta, row)| (meta, row, None))?,
         };
+        let row = self.encode(&meta, row)?;
+        let prior = match before {
+            Some(before) => {
+                meta.replace(super::OP_COLUMN, AvroValue::String("d".into()));
+                Some(self.encode(&meta, before)?)
+            }
+            None => None,
+        };
+        Ok((row, prior))
+    }
+
+    /// The flat datum of `row` under the meta columns `meta`.
+    fn encode(&self, meta: &Meta, row: Row) -> Result<Vec<u8>, DebeziumError> {
         let mut out: Vec<(String, AvroValue)> = Vec::with_capacity(self.meta.len() + row.len());
         for column in &self.meta {
             let value = match *column {
@@ -181,6 +200,11 @@ impl Meta {
         if let Some(value) = value {
             self.0.push((column, value));
         }
+    }
+
+    fn replace(&mut self, column: &'static str, value: AvroValue) {
+        self.0.retain(|(c, _)| *c != column);
+        self.0.push((column, value));
     }
 }
 
@@ -234,10 +258,14 @@ fn describe(value: Option<&AvroValue>) -> String {
     }
 }
 
-type Flat = (Meta, Vec<(String, AvroValue)>);
+/// A row's fields.
+type Row = Vec<(String, AvroValue)>;
 
-/// An envelope: the image the op names, the meta columns from `source`, `op` and `ts_ms`.
-fn envelope(mut fields: Vec<(String, AvroValue)>) -> Result<Flat, DebeziumError> {
+type Flat = (Meta, Row);
+
+/// An envelope: the image the op names, the meta columns from `source`, `op` and `ts_ms`, and an update's
+/// `before` when it is a row.
+fn envelope(mut fields: Row) -> Result<(Meta, Row, Option<Row>), DebeziumError> {
     let op = match take(&mut fields, "op").map(into_inner) {
         Some(AvroValue::String(op)) => op,
         other => {
@@ -261,6 +289,10 @@ fn envelope(mut fields: Vec<(String, AvroValue)>) -> Result<Flat, DebeziumError>
                 found: describe(other.as_ref()),
             })
         }
+    };
+    let before = match take(&mut fields, "before").map(into_inner) {
+        Some(AvroValue::Record(before)) if op == "u" => Some(before),
+        _ => None,
     };
     let mut source = match take(&mut fields, "source").map(into_inner) {
         Some(AvroValue::Record(source)) => source,
@@ -287,7 +319,7 @@ fn envelope(mut fields: Vec<(String, AvroValue)>) -> Result<Flat, DebeziumError>
     ] {
         meta.set(column, take(&mut source, name));
     }
-    Ok((meta, row))
+    Ok((meta, row, before))
 }
 
 /// A row flattened by `ExtractNewRecordState`: `__` fields become the meta columns (`__op`, `__ts_ms`,

@@ -157,6 +157,11 @@ pub enum Flattened {
         json: Vec<u8>,
         /// Whether the event deletes its key (`op=d`, or `__deleted="true"`).
         delete: bool,
+        /// For an update whose `before` image is a row (MySQL's full row images, Postgres `REPLICA IDENTITY
+        /// FULL`): that image as a delete (`op` `d`, the update's source fields), which the writer applies
+        /// only when it names another partition than the row, so that a row moved to another partition
+        /// leaves none of its versions behind (docs/cdc.md, "Rows that change partition").
+        prior: Option<Vec<u8>>,
     },
     /// A tombstone (null value, JSON `null`, or a `payload` of null): the delete came before it.
     Tombstone,
@@ -479,9 +484,25 @@ fn envelope(
         row: src("row"),
     };
     let fields: Vec<(&str, &RawValue)> = row.0.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let json = assemble(connector, &meta, &fields, decimals)?;
+    let prior = match members.get("before") {
+        Some(raw) if op == "u" && raw.get().trim_start().starts_with('{') => {
+            let before: Members<'_> = serde_json::from_str(raw.get())
+                .map_err(|e| DebeziumError::NotEnvelope(format!("`before`: {e}")))?;
+            let fields: Vec<(&str, &RawValue)> =
+                before.0.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            let meta = Meta {
+                op: Value::String("d".into()),
+                ..meta
+            };
+            Some(assemble(connector, &meta, &fields, decimals)?)
+        }
+        _ => None,
+    };
     Ok(Flattened::Row {
-        json: assemble(connector, &meta, &fields, decimals)?,
+        json,
         delete,
+        prior,
     })
 }
 
@@ -552,5 +573,6 @@ fn extracted(
     Ok(Flattened::Row {
         json: assemble(connector, &meta, &fields, decimals)?,
         delete,
+        prior: None,
     })
 }

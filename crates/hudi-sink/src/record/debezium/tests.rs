@@ -6,7 +6,7 @@ use crate::schema::avro::AvroSchema;
 /// The flattened row as a JSON value (members in order), and whether it deletes.
 fn row(connector: Connector, value: &str) -> (Value, bool) {
     match flatten(connector, value.as_bytes()) {
-        Ok(Flattened::Row { json, delete }) => (
+        Ok(Flattened::Row { json, delete, .. }) => (
             serde_json::from_slice(&json).expect("flattened JSON"),
             delete,
         ),
@@ -70,6 +70,31 @@ fn postgres_envelopes_flatten_after_for_c_u_r_and_before_for_d() {
     let (got, delete) = row(Connector::Postgres, &event.to_string());
     assert_eq!(got, joined(pg_meta("d", json!(46523128)), before));
     assert!(delete);
+}
+
+#[test]
+fn an_update_with_a_before_row_carries_that_row_as_a_delete() {
+    let before = json!({"id":1004,"region":"eu","price":"AJw="});
+    let after = json!({"id":1004,"region":"us","price":"B88="});
+    let prior = |op: &str, before: &Value| {
+        let event = json!({"before":before,"after":after,"source":pg_source(json!(24023128)),
+                           "op":op,"ts_ms":1718000005123i64});
+        match flatten(Connector::Postgres, event.to_string().as_bytes()) {
+            Ok(Flattened::Row { prior, .. }) => {
+                prior.map(|p| serde_json::from_slice::<Value>(&p).expect("prior JSON"))
+            }
+            other => panic!("expected a row, got {other:?}"),
+        }
+    };
+    // The before image, with the update's source fields and op `d`: what a delete event of it would be.
+    assert_eq!(
+        prior("u", &before),
+        Some(joined(pg_meta("d", json!(24023128)), before.clone()))
+    );
+    // No row image before (REPLICA IDENTITY DEFAULT), or an op that is not an update: nothing.
+    assert_eq!(prior("u", &Value::Null), None);
+    assert_eq!(prior("c", &before), None);
+    assert_eq!(prior("r", &before), None);
 }
 
 #[test]

@@ -11,7 +11,7 @@ impl TableWriter {
         batches: &[RecordBatch],
     ) -> Result<PreparedWrite, WriteError> {
         let batch = self.concat(batches)?;
-        let prepared = self.prepare_records(operation, batch, None, &[])?;
+        let prepared = self.prepare_records(operation, batch, None, &[], &[])?;
         match prepared.rejected.first() {
             Some((row, source)) => Err(WriteError::Record {
                 row: *row,
@@ -49,12 +49,18 @@ impl TableWriter {
     /// stored ordering value; otherwise the larger ordering value wins, ties go to the later record. Rows
     /// whose key or partition cannot be computed are returned in `rejected` (with their row index) and take
     /// no part in the write.
+    ///
+    /// `priors` (ascending row indices) are rows that delete the version before the row just above them (a
+    /// Debezium update's before image): each is written only when it has that row's key and names another
+    /// partition, where the key's older version would otherwise stay (Hudi's indexes find a key within one
+    /// partition); otherwise, or when it cannot be keyed, it is left out and counted nowhere.
     pub fn prepare_records(
         &self,
         operation: WriteOperation,
         batch: RecordBatch,
         positions: Option<&[u64]>,
         tombstones: &[(String, u64)],
+        priors: &[usize],
     ) -> Result<PreparedWrite, WriteError> {
         let shape = self.shape();
         // Decoded under an older schema (another task evolved it since): the rows in the current one.
@@ -84,16 +90,36 @@ impl TableWriter {
         let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         // One partition-path buffer for all rows: a path is copied only the first time it is seen.
         let mut part = String::new();
+        // The partition of the row before this one, when it was placed (a prior row is compared with it).
+        let mut placed_part = String::new();
+        let mut placed = false;
+        // `(row, prior)` of the rows that moved: a TOAST placeholder of the row takes its before image's value.
+        let mut moved_from = Vec::new();
         for row in 0..rows {
             let mut key = String::new();
+            let is_prior = priors.binary_search(&row).is_ok();
+            let above_placed = std::mem::replace(&mut placed, false);
             part.clear();
             if let Err(e) = shape
                 .keygen
                 .record_key(&batch, row, &mut key)
                 .and_then(|()| shape.keygen.partition_path(&batch, row, &mut part))
             {
-                rejected.push((row, e));
+                if !is_prior {
+                    rejected.push((row, e));
+                }
                 continue;
+            }
+            if is_prior {
+                let moved = above_placed
+                    && keys[row - 1] == key
+                    && part != placed_part
+                    && !crate::mutation::is_disabled(crate::mutation::Mutation::PartitionMove);
+                if !moved {
+                    continue;
+                }
+                counts.moved += 1;
+                moved_from.push((row - 1, row));
             }
             counts.records_in += 1;
             let pos = position(row);
@@ -121,6 +147,10 @@ impl TableWriter {
                 deletes[row] = flagged;
             }
             keys[row] = key;
+            if !is_prior && !priors.is_empty() {
+                placed = true;
+                placed_part.clone_from(&part);
+            }
             match by_partition.get_mut(part.as_str()) {
                 Some(rows_in_part) => rows_in_part.push(row),
                 None => {
@@ -189,7 +219,10 @@ impl TableWriter {
             };
             partitions.insert(part, winners);
         }
-        // A TOAST placeholder takes the value of the version it superseded in this batch.
+        // A TOAST placeholder takes the value of the version it superseded in this batch; a moved row's, the
+        // value of its before image (it has no stored version in its new partition), which comes last so that
+        // it is the one taken.
+        predecessors.extend(moved_from);
         let batch = match &shape.toast {
             Some(toast) => toast.fill_from_predecessors(batch, &predecessors)?,
             None => batch,
@@ -203,5 +236,110 @@ impl TableWriter {
             counts,
             rejected,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+
+    use crate::clock::ManualClock;
+    use crate::schema::avro::AvroSchema;
+    use crate::storage::memory::MemoryStorage;
+    use crate::write::{TableWriter, WriteConfig, WriteOperation};
+
+    const SCHEMA: &str = r#"{"type":"record","name":"r","fields":[
+        {"name":"uuid","type":"string"},{"name":"city","type":["null","string"],"default":null},
+        {"name":"_change_operation_type","type":["null","string"],"default":null},
+        {"name":"ts","type":"long"}]}"#;
+
+    async fn writer() -> TableWriter {
+        let config = WriteConfig::from_properties_text(
+            "hoodie.table.name=t\nhoodie.base.path=mem://t\nhoodie.datasource.write.recordkey.field=uuid\n\
+             hoodie.datasource.write.partitionpath.field=city\nhoodie.datasource.write.precombine.field=ts\n\
+             hoodie.index.type=BUCKET\nhoodie.bucket.index.num.buckets=1\n\
+             hoodie.datasource.write.payload.class=org.apache.hudi.common.model.debezium.PostgresDebeziumAvroPayload\n",
+        )
+        .expect("config");
+        TableWriter::create_or_open(
+            Arc::new(MemoryStorage::new("mem://t")),
+            Arc::new(ManualClock::new(1_767_225_600_000)),
+            config,
+            Some(AvroSchema::parse(SCHEMA).expect("schema")),
+        )
+        .await
+        .expect("writer")
+    }
+
+    /// Rows `(uuid, city, op, ts)`.
+    fn rows(writer: &TableWriter, rows: &[(&str, Option<&str>, &str, i64)]) -> RecordBatch {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(StringArray::from_iter(rows.iter().map(|r| r.1))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.3))),
+        ];
+        RecordBatch::try_new(writer.schema().data.clone(), columns).expect("batch")
+    }
+
+    #[tokio::test]
+    async fn a_prior_is_written_only_where_its_row_left_a_partition() {
+        let w = writer().await;
+        let batch = rows(
+            &w,
+            &[
+                ("a", Some("la"), "u", 10), // moved from sf: its prior deletes it there
+                ("a", Some("sf"), "d", 10),
+                ("b", Some("la"), "u", 11), // updated in place: its prior is left out
+                ("b", Some("la"), "d", 11),
+                ("c", Some("la"), "u", 12), // a prior of another key: left out
+                ("x", Some("sf"), "d", 12),
+                ("d", Some("la"), "u", 13), // a prior that cannot be keyed: left out, not rejected
+                ("", Some("sf"), "d", 13),
+                ("", Some("ny"), "u", 14), // a row that cannot be keyed: rejected, its prior left out
+                ("e", Some("sf"), "d", 14),
+            ],
+        );
+        let positions = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4];
+        let prepared = w
+            .prepare_records(
+                WriteOperation::Upsert,
+                batch,
+                Some(&positions),
+                &[],
+                &[1, 3, 5, 7, 9],
+            )
+            .expect("prepare");
+        let placed: Vec<(&str, &str, usize, bool)> = prepared
+            .partitions
+            .iter()
+            .flat_map(|(part, winners)| {
+                winners
+                    .iter()
+                    .map(move |(k, w)| (part.as_str(), k.as_str(), w.row, w.delete))
+            })
+            .collect();
+        assert_eq!(
+            placed,
+            [
+                ("la", "a", 0, false),
+                ("la", "b", 2, false),
+                ("la", "c", 4, false),
+                ("la", "d", 6, false),
+                ("sf", "a", 1, true),
+            ]
+        );
+        assert_eq!(prepared.counts.moved, 1);
+        assert_eq!(prepared.counts.records_in, 5);
+        assert_eq!(
+            prepared
+                .rejected
+                .iter()
+                .map(|(r, _)| *r)
+                .collect::<Vec<_>>(),
+            [8]
+        );
     }
 }

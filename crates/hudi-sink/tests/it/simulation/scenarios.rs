@@ -486,6 +486,10 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         super::toast_scenarios::toast_placeholders_keep_stored_values_boxed,
     ),
     (
+        "rows-moved-to-another-partition-are-stored-once",
+        super::partition_move_scenarios::rows_moved_to_another_partition_are_stored_once_boxed,
+    ),
+    (
         "keys-recreated-in-their-tombstones-batch",
         super::recreate_scenarios::keys_recreated_in_their_tombstones_batch_boxed,
     ),

@@ -14,9 +14,9 @@ use hudi_sink::log_file::scan::{scan_stored_log_files, CommittedInstants, MergeM
 use hudi_sink::record::debezium::{table_schema, Connector};
 use hudi_sink::table::properties::TableProperties;
 
-const PLACEHOLDER: &str = "__debezium_unavailable_value";
+pub(super) const PLACEHOLDER: &str = "__debezium_unavailable_value";
 
-const ROW_SCHEMA: &str = r#"{"type":"record","name":"Value","namespace":"pg.public.documents","fields":[
+pub(super) const ROW_SCHEMA: &str = r#"{"type":"record","name":"Value","namespace":"pg.public.documents","fields":[
     {"name":"uuid","type":"string"},{"name":"city","type":"string"},
     {"name":"doc","type":["null","string"],"default":null},
     {"name":"amount","type":["null","long"],"default":null}]}"#;
@@ -41,6 +41,18 @@ fn event(offset: i64, lsn: i64, op: &str, uuid: &str, doc: &str) -> Msg {
 
 /// `doc` per record key in the table's latest merged slices (base file and committed logs).
 async fn docs(store: &dyn Storage) -> Result<BTreeMap<String, Option<String>>, Failure> {
+    Ok(stored_rows(store)
+        .await?
+        .into_iter()
+        .map(|(key, _, doc)| (key, doc))
+        .collect())
+}
+
+/// `(record key, partition path, doc)` of every row in the table's latest merged slices (base file and
+/// committed logs), in slice order.
+pub(super) async fn stored_rows(
+    store: &dyn Storage,
+) -> Result<Vec<(String, String, Option<String>)>, Failure> {
     let io = |e: &dyn std::fmt::Display| fail("readable table", e.to_string());
     let timeline = Timeline::load(store).await.map_err(|e| io(&e))?;
     let props = TableProperties::load(store).await.map_err(|e| io(&e))?;
@@ -52,7 +64,7 @@ async fn docs(store: &dyn Storage) -> Result<BTreeMap<String, Option<String>>, F
             .map(|i| i.time.clone()),
         timeline.instants().first().map(|i| i.time.clone()),
     );
-    let mut out = BTreeMap::new();
+    let mut out = Vec::new();
     for slice in latest_file_slices(store, &timeline, None)
         .await
         .map_err(|e| io(&e))?
@@ -64,26 +76,26 @@ async fn docs(store: &dyn Storage) -> Result<BTreeMap<String, Option<String>>, F
         for b in merge_file_slice(Some(base), log).map_err(|e| io(&e))? {
             let b = b.map_err(|e| io(&e))?;
             let b = conform(&b, &b.schema()).map_err(|e| io(&e))?;
-            let keys = b
-                .column_by_name("_hoodie_record_key")
-                .ok_or_else(|| io(&"no record key column"))?
-                .as_string::<i32>()
-                .clone();
-            let doc = b
-                .column_by_name("doc")
-                .ok_or_else(|| io(&"no doc column"))?
-                .as_string::<i32>()
-                .clone();
+            let column = |name: &str| {
+                b.column_by_name(name)
+                    .map(|c| c.as_string::<i32>().clone())
+                    .ok_or_else(|| io(&format!("no {name} column")))
+            };
+            let (keys, parts, doc) = (
+                column("_hoodie_record_key")?,
+                column("_hoodie_partition_path")?,
+                column("doc")?,
+            );
             for row in 0..b.num_rows() {
                 let d = doc.is_valid(row).then(|| doc.value(row).to_string());
-                out.insert(keys.value(row).to_string(), d);
+                out.push((keys.value(row).to_string(), parts.value(row).to_string(), d));
             }
         }
     }
     Ok(out)
 }
 
-async fn process(sink: &KafkaSink, batch: &[Msg]) -> Result<(), Failure> {
+pub(super) async fn process(sink: &KafkaSink, batch: &[Msg]) -> Result<(), Failure> {
     sink.process(batch_of(batch)?)
         .await
         .map(|_| ())
