@@ -9,10 +9,8 @@
 //! placeholder takes the before image's value). With the prior deletes switched off (`partition-move`) the
 //! older versions stay in their partitions and the keys are read twice.
 
-use super::toast_scenarios::{process, stored_rows, PLACEHOLDER, ROW_SCHEMA};
-use super::window_scenarios::Table;
+use super::toast_scenarios::{change, documents_table, holds, process, stored_rows, PLACEHOLDER};
 use super::*;
-use hudi_sink::record::debezium::{table_schema, Connector};
 
 /// A Postgres update (or create, without `from`) of `uuid` at `lsn`: `from` is the before image's city and doc.
 fn event(
@@ -23,48 +21,18 @@ fn event(
     city: &str,
     doc: &str,
 ) -> Msg {
-    let before = from.map(
+    let before = from.map_or(
+        serde_json::Value::Null,
         |(city, doc)| serde_json::json!({"uuid": uuid, "city": city, "doc": doc, "amount": 0}),
     );
-    let value = serde_json::json!({
-        "before": before,
-        "after": {"uuid": uuid, "city": city, "doc": doc, "amount": lsn},
-        "source": {"version": "2.7.3.Final", "connector": "postgresql", "name": "pg", "ts_ms": lsn,
-                   "snapshot": "false", "db": "shop", "schema": "public", "table": "documents",
-                   "txId": lsn, "lsn": lsn, "xmin": null},
-        "op": if from.is_some() { "u" } else { "c" }, "ts_ms": lsn, "transaction": null});
-    Msg {
-        topic: TOPIC.into(),
-        partition: 0,
-        offset,
-        key: Some(uuid.to_string()),
-        value: serde_json::to_vec(&value).ok(),
-    }
+    let after = serde_json::json!({"uuid": uuid, "city": city, "doc": doc, "amount": lsn});
+    let op = if from.is_some() { "u" } else { "c" };
+    change(offset, lsn, op, uuid, before, after)
 }
 
 /// See the module doc, on one table type.
 async fn moves_on(mor: bool) -> Result<(), Failure> {
-    let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
-    let table = Table::with_props(
-        mor,
-        &[
-            ("hudi.sink.commit.interval.ms", "0"),
-            ("hoodie.bucket.index.num.buckets", "1"),
-            ("hudi.sink.value.format", "debezium"),
-            ("hudi.sink.debezium.connector", "postgres"),
-            ("hudi.sink.debezium.replica.identity", "full"),
-            ("hoodie.datasource.write.precombine.field", "_event_lsn"),
-            (
-                "hoodie.datasource.write.payload.class",
-                Connector::Postgres.payload_class(),
-            ),
-        ],
-    )?;
-    let schema = table_schema(
-        Connector::Postgres,
-        &AvroSchema::parse(ROW_SCHEMA).map_err(|e| setup(&e))?,
-    )
-    .map_err(|e| setup(&e))?;
+    let (table, schema) = documents_table(mor)?;
     let store: Arc<dyn Storage> = table.recorder.clone();
     let w1 = table
         .sink_with(store.clone(), table.clocks[1].clone(), "w1", &schema)
@@ -141,20 +109,12 @@ async fn moves_on(mor: bool) -> Result<(), Failure> {
     .into_iter()
     .map(|(k, p, d)| (k.to_string(), p.to_string(), Some(d.to_string())))
     .collect();
-    if got != want {
-        return Err(fail(
-            "a row moved to another partition is stored once",
-            format!(
-                "{} table holds {got:?}, want {want:?}",
-                if mor {
-                    "merge-on-read"
-                } else {
-                    "copy-on-write"
-                }
-            ),
-        ));
-    }
-    Ok(())
+    holds(
+        "a row moved to another partition is stored once",
+        mor,
+        &got,
+        &want,
+    )
 }
 
 async fn rows_moved_to_another_partition_are_stored_once() -> Result<(), Failure> {

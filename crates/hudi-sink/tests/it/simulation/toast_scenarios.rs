@@ -16,16 +16,29 @@ use hudi_sink::table::properties::TableProperties;
 
 pub(super) const PLACEHOLDER: &str = "__debezium_unavailable_value";
 
-pub(super) const ROW_SCHEMA: &str = r#"{"type":"record","name":"Value","namespace":"pg.public.documents","fields":[
+const ROW_SCHEMA: &str = r#"{"type":"record","name":"Value","namespace":"pg.public.documents","fields":[
     {"name":"uuid","type":"string"},{"name":"city","type":"string"},
     {"name":"doc","type":["null","string"],"default":null},
     {"name":"amount","type":["null","long"],"default":null}]}"#;
 
 /// A Postgres change event of `uuid` at `lsn` carrying `doc`.
 fn event(offset: i64, lsn: i64, op: &str, uuid: &str, doc: &str) -> Msg {
+    let after = serde_json::json!({"uuid": uuid, "city": "sf", "doc": doc, "amount": lsn});
+    change(offset, lsn, op, uuid, serde_json::Value::Null, after)
+}
+
+/// A Postgres change event `op` of `uuid` at `lsn` with its `before` and `after` images.
+pub(super) fn change(
+    offset: i64,
+    lsn: i64,
+    op: &str,
+    uuid: &str,
+    before: serde_json::Value,
+    after: serde_json::Value,
+) -> Msg {
     let value = serde_json::json!({
-        "before": null,
-        "after": {"uuid": uuid, "city": "sf", "doc": doc, "amount": lsn},
+        "before": before,
+        "after": after,
         "source": {"version": "2.7.3.Final", "connector": "postgresql", "name": "pg", "ts_ms": lsn,
                    "snapshot": "false", "db": "shop", "schema": "public", "table": "documents",
                    "txId": lsn, "lsn": lsn, "xmin": null},
@@ -37,6 +50,33 @@ fn event(offset: i64, lsn: i64, op: &str, uuid: &str, doc: &str) -> Msg {
         key: Some(uuid.to_string()),
         value: serde_json::to_vec(&value).ok(),
     }
+}
+
+/// A table of Postgres change events of [`ROW_SCHEMA`] (one bucket per partition, ordered by `_event_lsn`,
+/// with Hudi's Postgres payload) and its table schema.
+pub(super) fn documents_table(mor: bool) -> Result<(Table, AvroSchema), Failure> {
+    let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
+    let table = Table::with_props(
+        mor,
+        &[
+            ("hudi.sink.commit.interval.ms", "0"),
+            ("hoodie.bucket.index.num.buckets", "1"),
+            ("hudi.sink.value.format", "debezium"),
+            ("hudi.sink.debezium.connector", "postgres"),
+            ("hudi.sink.debezium.replica.identity", "full"),
+            ("hoodie.datasource.write.precombine.field", "_event_lsn"),
+            (
+                "hoodie.datasource.write.payload.class",
+                Connector::Postgres.payload_class(),
+            ),
+        ],
+    )?;
+    let schema = table_schema(
+        Connector::Postgres,
+        &AvroSchema::parse(ROW_SCHEMA).map_err(|e| setup(&e))?,
+    )
+    .map_err(|e| setup(&e))?;
+    Ok((table, schema))
 }
 
 /// `doc` per record key in the table's latest merged slices (base file and committed logs).
@@ -104,27 +144,7 @@ pub(super) async fn process(sink: &KafkaSink, batch: &[Msg]) -> Result<(), Failu
 
 /// See the module doc, on one table type.
 async fn placeholders_on(mor: bool) -> Result<(), Failure> {
-    let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
-    let table = Table::with_props(
-        mor,
-        &[
-            ("hudi.sink.commit.interval.ms", "0"),
-            ("hoodie.bucket.index.num.buckets", "1"),
-            ("hudi.sink.value.format", "debezium"),
-            ("hudi.sink.debezium.connector", "postgres"),
-            ("hudi.sink.debezium.replica.identity", "full"),
-            ("hoodie.datasource.write.precombine.field", "_event_lsn"),
-            (
-                "hoodie.datasource.write.payload.class",
-                Connector::Postgres.payload_class(),
-            ),
-        ],
-    )?;
-    let schema = table_schema(
-        Connector::Postgres,
-        &AvroSchema::parse(ROW_SCHEMA).map_err(|e| setup(&e))?,
-    )
-    .map_err(|e| setup(&e))?;
+    let (table, schema) = documents_table(mor)?;
     let store: Arc<dyn Storage> = table.recorder.clone();
     let w1 = table
         .sink_with(store.clone(), table.clocks[1].clone(), "w1", &schema)
@@ -159,20 +179,28 @@ async fn placeholders_on(mor: bool) -> Result<(), Failure> {
     .into_iter()
     .map(|(k, d)| (k.to_string(), Some(d.to_string())))
     .collect();
-    if got != want {
-        return Err(fail(
-            "no placeholder replaces a stored value",
-            format!(
-                "{} table holds {got:?}, want {want:?}",
-                if mor {
-                    "merge-on-read"
-                } else {
-                    "copy-on-write"
-                }
-            ),
-        ));
+    holds("no placeholder replaces a stored value", mor, &got, &want)
+}
+
+/// `invariant` broken unless the table (merge-on-read or not) holds `want`.
+pub(super) fn holds<T: PartialEq + std::fmt::Debug>(
+    invariant: &'static str,
+    mor: bool,
+    got: &T,
+    want: &T,
+) -> Result<(), Failure> {
+    if got == want {
+        return Ok(());
     }
-    Ok(())
+    let kind = if mor {
+        "merge-on-read"
+    } else {
+        "copy-on-write"
+    };
+    Err(fail(
+        invariant,
+        format!("{kind} table holds {got:?}, want {want:?}"),
+    ))
 }
 
 async fn toast_placeholders_keep_stored_values() -> Result<(), Failure> {
