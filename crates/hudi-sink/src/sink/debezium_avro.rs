@@ -135,6 +135,7 @@ pub(super) fn read(
     decoder: &mut RecordDecoder,
     metadata: Option<&SchemaMetadata>,
     value: &[u8],
+    priors: bool,
 ) -> Result<Appended, Refusal> {
     let schema = |reason: String| Refusal::Decode(RecordDecoder::schema_refusal(reason));
     let framed = locate(metadata, value).map_err(schema)?;
@@ -162,7 +163,7 @@ pub(super) fn read(
         })?;
     decoder.append_avro(plan, &row).map_err(Refusal::Decode)?;
     Ok(match prior {
-        Some(prior) if decoder.append_avro(plan, &prior).is_ok() => Appended::RowAndPrior,
+        Some(prior) if priors && decoder.append_avro(plan, &prior).is_ok() => Appended::RowAndPrior,
         _ => Appended::Row,
     })
 }

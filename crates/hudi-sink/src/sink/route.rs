@@ -39,12 +39,14 @@ pub(super) struct Routed {
 }
 
 /// Routes every record of `batch`, appending the values to `decoder` as `values` reads them. `bucketed`: the table has an index
-/// (`hoodie.index.type=BUCKET`), so a tombstone can find its record by key.
+/// (`hoodie.index.type=BUCKET`), so a tombstone can find its record by key. `movable`: a row can move to
+/// another partition (a partition path column outside the record key), so Debezium updates append priors.
 pub(super) fn route(
     batch: &KafkaBatch,
     decoder: &mut RecordDecoder,
     values: &Values,
     bucketed: bool,
+    movable: bool,
 ) -> Routed {
     let mut routed = Routed::default();
     for (pos, record) in batch.records.iter().enumerate() {
@@ -53,7 +55,13 @@ pub(super) fn route(
                 Payload::Tombstone => routed.skipped += 1,
                 Payload::Undecodable(e) => routed.letters.push(DeadLetter::base64(record, e)),
                 Payload::Value(bytes) => {
-                    match read_debezium(values, decoder, record.value_schema.as_ref(), bytes) {
+                    match read_debezium(
+                        values,
+                        decoder,
+                        record.value_schema.as_ref(),
+                        bytes,
+                        movable,
+                    ) {
                         Ok(Appended::Row) => routed.positions.push(pos as u64),
                         Ok(Appended::RowAndPrior) => {
                             routed.positions.push(pos as u64);

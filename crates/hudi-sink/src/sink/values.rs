@@ -339,15 +339,17 @@ pub(super) enum Appended {
     RowAndPrior,
 }
 
-/// Flattens one Debezium value and appends its row to `decoder`, and after it the delete of an update's
-/// before image when the event has one (a before image that does not decode is left out: the row is
-/// written as it would be without it). `metadata`: the record's `valueSchemaMetadata`, as for
+/// Flattens one Debezium value and appends its row to `decoder`, and after it, with `priors` (a table whose
+/// partition path has a column outside the record key, so that an update can move a row), the delete of an
+/// update's before image when the event has one (a before image that does not decode is left out: the row
+/// is written as it would be without it). `metadata`: the record's `valueSchemaMetadata`, as for
 /// [`read_value`].
 pub(super) fn read_debezium(
     values: &Values,
     decoder: &mut RecordDecoder,
     metadata: Option<&SchemaMetadata>,
     value: &[u8],
+    priors: bool,
 ) -> Result<Appended, Refusal> {
     let Reader::Debezium(connector, connect, avro) = &values.reader else {
         return Err(Refusal::Envelope {
@@ -356,7 +358,7 @@ pub(super) fn read_debezium(
         });
     };
     if super::debezium_avro::is_avro(metadata, value) {
-        return super::debezium_avro::read(avro, decoder, metadata, value);
+        return super::debezium_avro::read(avro, decoder, metadata, value, priors);
     }
     let decimals = connect
         .decimals_of(value)
@@ -366,7 +368,7 @@ pub(super) fn read_debezium(
         Ok(Flattened::Row { json, prior, .. }) => {
             decoder.append(&json).map_err(Refusal::Decode)?;
             Ok(match prior {
-                Some(prior) if decoder.append(&prior).is_ok() => Appended::RowAndPrior,
+                Some(prior) if priors && decoder.append(&prior).is_ok() => Appended::RowAndPrior,
                 _ => Appended::Row,
             })
         }
