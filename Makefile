@@ -22,7 +22,7 @@ sys.exit(0 if got == want else 1)
 endef
 export DEMO_CHECK
 
-.PHONY: demo test test-interop jvm-jars venv lint fmt bench bench-spark bench-instants bench-avro bench-micro bench-longrun bench-mor bench-writers bench-clustering clean-demo mutants sim test-deploy
+.PHONY: demo test test-interop jvm-jars venv lint fmt bench bench-spark bench-instants bench-avro bench-micro bench-longrun bench-mor bench-writers bench-clustering bench-cdc clean-demo mutants sim test-deploy
 
 $(VENV)/.stamp: tests/python/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -187,6 +187,13 @@ CLUSTERING_BATCHES ?= 10000
 bench-clustering:
 	$(CARGO) test --workspace --no-run --quiet
 	$(PYTHON) bench/clustering.py --batches $(CLUSTERING_BATCHES) --bin target/debug/hudi-sink --out /dev/shm/hudi-sink-bench-clustering
+
+# Debezium before rows (bench/cdc.py -> bench/results.json "cdc_before_rows"): the CPU of `hudi-sink ingest` on a
+# MySQL change stream whose updates carry whole before rows (a quarter of them moving their row to another
+# partition) against the same stream without them. About two minutes; not in CI.
+bench-cdc:
+	$(CARGO) build --profile profiling -p hudi-sink-cli --no-default-features --bin hudi-sink
+	$(PYTHON) bench/cdc.py --bin target/profiling/hudi-sink
 
 # Per-instant overhead (bench/instants.py -> bench/results.json "per_instant"): wall and CPU time of
 # `hudi-sink ingest --commit-interval-ms 0` over 10, 40 and 160 one-file instants on the embedded default, with
