@@ -9,7 +9,7 @@
 //! placeholder takes the before image's value). With the prior deletes switched off (`partition-move`) the
 //! older versions stay in their partitions and the keys are read twice.
 
-use super::toast_scenarios::{change, documents_table, holds, process, stored_rows, PLACEHOLDER};
+use super::toast_scenarios::{change, holds, process, stored_rows, Documents, PLACEHOLDER};
 use super::*;
 
 /// A Postgres update (or create, without `from`) of `uuid` at `lsn`: `from` is the before image's city and doc.
@@ -32,11 +32,8 @@ fn event(
 
 /// See the module doc, on one table type.
 async fn moves_on(mor: bool) -> Result<(), Failure> {
-    let (table, schema) = documents_table(mor)?;
-    let store: Arc<dyn Storage> = table.recorder.clone();
-    let w1 = table
-        .sink_with(store.clone(), table.clocks[1].clone(), "w1", &schema)
-        .await?;
+    let documents = Documents::new(mor)?;
+    let w1 = documents.writer(1).await?;
     process(
         &w1,
         &[
@@ -46,9 +43,7 @@ async fn moves_on(mor: bool) -> Result<(), Failure> {
         ],
     )
     .await?;
-    let w2 = table
-        .sink_with(store.clone(), table.clocks[2].clone(), "w2", &schema)
-        .await?;
+    let w2 = documents.writer(2).await?;
     let updates = [
         event(
             3,
@@ -99,7 +94,8 @@ async fn moves_on(mor: bool) -> Result<(), Failure> {
         )],
     )
     .await?;
-    let mut got: Vec<(String, String, Option<String>)> = stored_rows(store.as_ref()).await?;
+    let mut got: Vec<(String, String, Option<String>)> =
+        stored_rows(documents.store.as_ref()).await?;
     got.sort();
     let want: Vec<(String, String, Option<String>)> = [
         ("doc-1", "city=ny", "doc-1 in la"),

@@ -53,30 +53,55 @@ pub(super) fn change(
 }
 
 /// A table of Postgres change events of [`ROW_SCHEMA`] (one bucket per partition, ordered by `_event_lsn`,
-/// with Hudi's Postgres payload) and its table schema.
-pub(super) fn documents_table(mor: bool) -> Result<(Table, AvroSchema), Failure> {
-    let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
-    let table = Table::with_props(
-        mor,
-        &[
-            ("hudi.sink.commit.interval.ms", "0"),
-            ("hoodie.bucket.index.num.buckets", "1"),
-            ("hudi.sink.value.format", "debezium"),
-            ("hudi.sink.debezium.connector", "postgres"),
-            ("hudi.sink.debezium.replica.identity", "full"),
-            ("hoodie.datasource.write.precombine.field", "_event_lsn"),
-            (
-                "hoodie.datasource.write.payload.class",
-                Connector::Postgres.payload_class(),
-            ),
-        ],
-    )?;
-    let schema = table_schema(
-        Connector::Postgres,
-        &AvroSchema::parse(ROW_SCHEMA).map_err(|e| setup(&e))?,
-    )
-    .map_err(|e| setup(&e))?;
-    Ok((table, schema))
+/// with Hudi's Postgres payload), its table schema and its storage.
+pub(super) struct Documents {
+    table: Table,
+    schema: AvroSchema,
+    pub(super) store: Arc<dyn Storage>,
+}
+
+impl Documents {
+    pub(super) fn new(mor: bool) -> Result<Self, Failure> {
+        let setup = |e: &dyn std::fmt::Display| fail("setup", e.to_string());
+        let table = Table::with_props(
+            mor,
+            &[
+                ("hudi.sink.commit.interval.ms", "0"),
+                ("hoodie.bucket.index.num.buckets", "1"),
+                ("hudi.sink.value.format", "debezium"),
+                ("hudi.sink.debezium.connector", "postgres"),
+                ("hudi.sink.debezium.replica.identity", "full"),
+                ("hoodie.datasource.write.precombine.field", "_event_lsn"),
+                (
+                    "hoodie.datasource.write.payload.class",
+                    Connector::Postgres.payload_class(),
+                ),
+            ],
+        )?;
+        let schema = table_schema(
+            Connector::Postgres,
+            &AvroSchema::parse(ROW_SCHEMA).map_err(|e| setup(&e))?,
+        )
+        .map_err(|e| setup(&e))?;
+        let store: Arc<dyn Storage> = table.recorder.clone();
+        Ok(Self {
+            table,
+            schema,
+            store,
+        })
+    }
+
+    /// Writer `w<n>`, a process of its own (its own clock).
+    pub(super) async fn writer(&self, n: usize) -> Result<KafkaSink, Failure> {
+        self.table
+            .sink_with(
+                self.store.clone(),
+                self.table.clocks[n].clone(),
+                &format!("w{n}"),
+                &self.schema,
+            )
+            .await
+    }
 }
 
 /// `doc` per record key in the table's latest merged slices (base file and committed logs).
@@ -144,11 +169,8 @@ pub(super) async fn process(sink: &KafkaSink, batch: &[Msg]) -> Result<(), Failu
 
 /// See the module doc, on one table type.
 async fn placeholders_on(mor: bool) -> Result<(), Failure> {
-    let (table, schema) = documents_table(mor)?;
-    let store: Arc<dyn Storage> = table.recorder.clone();
-    let w1 = table
-        .sink_with(store.clone(), table.clocks[1].clone(), "w1", &schema)
-        .await?;
+    let documents = Documents::new(mor)?;
+    let w1 = documents.writer(1).await?;
     process(
         &w1,
         &[
@@ -158,9 +180,7 @@ async fn placeholders_on(mor: bool) -> Result<(), Failure> {
         ],
     )
     .await?;
-    let w2 = table
-        .sink_with(store.clone(), table.clocks[2].clone(), "w2", &schema)
-        .await?;
+    let w2 = documents.writer(2).await?;
     let updates = [
         event(3, 110, "u", "doc-1", PLACEHOLDER),
         event(4, 111, "u", "doc-2", PLACEHOLDER),
@@ -170,7 +190,7 @@ async fn placeholders_on(mor: bool) -> Result<(), Failure> {
     process(&w2, &updates).await?;
     process(&w2, &updates).await?;
     process(&w1, &[event(7, 120, "u", "doc-1", PLACEHOLDER)]).await?;
-    let got = docs(store.as_ref()).await?;
+    let got = docs(documents.store.as_ref()).await?;
     let want: BTreeMap<String, Option<String>> = [
         ("doc-1", "first text of doc-1"),
         ("doc-2", "first text of doc-2"),
