@@ -90,15 +90,13 @@ impl TableWriter {
         let mut by_partition: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         // One partition-path buffer for all rows: a path is copied only the first time it is seen.
         let mut part = String::new();
-        // The partition of the row before this one, when it was placed (a prior row is compared with it).
-        let mut placed_part = String::new();
-        let mut placed = false;
+        // The partition path of a prior's row (the one above it).
+        let mut above = String::new();
         // `(row, prior)` of the rows that moved: a TOAST placeholder of the row takes its before image's value.
         let mut moved_from = Vec::new();
         for row in 0..rows {
             let mut key = String::new();
             let is_prior = priors.binary_search(&row).is_ok();
-            let above_placed = std::mem::replace(&mut placed, false);
             part.clear();
             if let Err(e) = shape
                 .keygen
@@ -111,9 +109,16 @@ impl TableWriter {
                 continue;
             }
             if is_prior {
-                let moved = above_placed
+                // The row above was placed with this key (a placed row's key is never empty) in another
+                // partition.
+                above.clear();
+                let moved = row > 0
                     && keys[row - 1] == key
-                    && part != placed_part
+                    && shape
+                        .keygen
+                        .partition_path(&batch, row - 1, &mut above)
+                        .is_ok()
+                    && part != above
                     && !crate::mutation::is_disabled(crate::mutation::Mutation::PartitionMove);
                 if !moved {
                     continue;
@@ -147,10 +152,6 @@ impl TableWriter {
                 deletes[row] = flagged;
             }
             keys[row] = key;
-            if !is_prior && !priors.is_empty() {
-                placed = true;
-                placed_part.clone_from(&part);
-            }
             match by_partition.get_mut(part.as_str()) {
                 Some(rows_in_part) => rows_in_part.push(row),
                 None => {
