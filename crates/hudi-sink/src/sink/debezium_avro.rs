@@ -155,15 +155,16 @@ pub(super) fn read(
             )))
         }
     };
-    let (row, prior) = envelope
-        .flatten_rows(&framed.body)
-        .map_err(|e| Refusal::Envelope {
-            not_json: false,
-            reason: e.to_string(),
-        })?;
+    let (row, prior) =
+        envelope
+            .flatten_rows(&framed.body, priors)
+            .map_err(|e| Refusal::Envelope {
+                not_json: false,
+                reason: e.to_string(),
+            })?;
     decoder.append_avro(plan, &row).map_err(Refusal::Decode)?;
     Ok(match prior {
-        Some(prior) if priors && decoder.append_avro(plan, &prior).is_ok() => Appended::RowAndPrior,
+        Some(prior) if decoder.append_avro(plan, &prior).is_ok() => Appended::RowAndPrior,
         _ => Appended::Row,
     })
 }

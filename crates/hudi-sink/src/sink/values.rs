@@ -363,12 +363,12 @@ pub(super) fn read_debezium(
     let decimals = connect
         .decimals_of(value)
         .map_err(|reason| Refusal::Decode(RecordDecoder::schema_refusal(reason)))?;
-    match crate::record::debezium::flatten_with(*connector, value, decimals) {
+    match crate::record::debezium::flatten_with(*connector, value, decimals, priors) {
         Ok(Flattened::Tombstone) => Ok(Appended::Nothing),
         Ok(Flattened::Row { json, prior, .. }) => {
             decoder.append(&json).map_err(Refusal::Decode)?;
             Ok(match prior {
-                Some(prior) if priors && decoder.append(&prior).is_ok() => Appended::RowAndPrior,
+                Some(prior) if decoder.append(&prior).is_ok() => Appended::RowAndPrior,
                 _ => Appended::Row,
             })
         }

@@ -132,12 +132,16 @@ impl AvroEnvelope {
 
     /// Flattens one datum (the value without its registry framing) into a datum of [`Self::flat_schema`].
     pub fn flatten(&self, datum: &[u8]) -> Result<Vec<u8>, DebeziumError> {
-        self.flatten_rows(datum).map(|(row, _)| row)
+        self.flatten_rows(datum, false).map(|(row, _)| row)
     }
 
-    /// [`Self::flatten`], and for an update whose `before` is a row, that row as a delete (op `d`, the
-    /// update's source fields), as [`super::Flattened::Row`]'s `prior`.
-    pub fn flatten_rows(&self, datum: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>), DebeziumError> {
+    /// [`Self::flatten`], and with `priors`, for an update whose `before` is a row, that row as a delete (op
+    /// `d`, the update's source fields), as [`super::Flattened::Row`]'s `prior`.
+    pub fn flatten_rows(
+        &self,
+        datum: &[u8],
+        priors: bool,
+    ) -> Result<(Vec<u8>, Option<Vec<u8>>), DebeziumError> {
         let value =
             decode_datum(&self.writer, datum).map_err(|e| DebeziumError::NotAvro(e.to_string()))?;
         let AvroValue::Record(fields) = value else {
@@ -148,7 +152,7 @@ impl AvroEnvelope {
             Shape::Extracted => extracted(fields).map(|(meta, row)| (meta, row, None))?,
         };
         let row = self.encode(&meta, row)?;
-        let prior = match before {
+        let prior = match before.filter(|_| priors) {
             Some(before) => {
                 meta.replace(super::OP_COLUMN, AvroValue::String("d".into()));
                 Some(self.encode(&meta, before)?)

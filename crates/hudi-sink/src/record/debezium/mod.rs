@@ -158,7 +158,7 @@ pub enum Flattened {
         /// Whether the event deletes its key (`op=d`, or `__deleted="true"`).
         delete: bool,
         /// For an update whose `before` image is a row (MySQL's full row images, Postgres `REPLICA IDENTITY
-        /// FULL`): that image as a delete (`op` `d`, the update's source fields), which the writer applies
+        /// FULL`), when asked for (`flatten_with`'s `priors`): that image as a delete (`op` `d`, the update's source fields), which the writer applies
         /// only when it names another partition than the row, so that a row moved to another partition
         /// leaves none of its versions behind (docs/cdc.md, "Rows that change partition").
         prior: Option<Vec<u8>>,
@@ -254,18 +254,20 @@ fn describe(raw: Option<&RawValue>) -> String {
     }
 }
 
-/// Reads one value as `connector`'s change event.
+/// Reads one value as `connector`'s change event (an update's before row included as its `prior`).
 pub fn flatten(connector: Connector, value: &[u8]) -> Result<Flattened, DebeziumError> {
-    flatten_with(connector, value, &BTreeMap::new())
+    flatten_with(connector, value, &BTreeMap::new(), true)
 }
 
 /// [`flatten`], with the string of each column in `decimals` read as a Connect decimal of that scale
 /// (base64 of the unscaled value) and written as its exact decimal text; numbers (`decimal.format=NUMERIC`)
-/// are kept as they are.
+/// are kept as they are. `priors`: whether an update's before row is read (as `prior`) at all; a table where
+/// no row can move to another partition has no use for it.
 pub fn flatten_with(
     connector: Connector,
     value: &[u8],
     decimals: &BTreeMap<String, u32>,
+    priors: bool,
 ) -> Result<Flattened, DebeziumError> {
     let text = std::str::from_utf8(value).map_err(|e| DebeziumError::NotJson(e.to_string()))?;
     let trimmed = text.trim();
@@ -296,7 +298,7 @@ pub fn flatten_with(
         }
     }
     if members.get("op").is_some() && members.get("source").is_some() {
-        envelope(connector, &members, decimals)
+        envelope(connector, &members, decimals, priors)
     } else if members.get("__op").is_some() || members.get("__deleted").is_some() {
         extracted(connector, &members, decimals)
     } else {
@@ -431,6 +433,7 @@ fn envelope(
     connector: Connector,
     members: &Members<'_>,
     decimals: &BTreeMap<String, u32>,
+    priors: bool,
 ) -> Result<Flattened, DebeziumError> {
     let op = match value_of(members.get("op")) {
         Value::String(op) => op,
@@ -486,7 +489,7 @@ fn envelope(
     let fields: Vec<(&str, &RawValue)> = row.0.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     let json = assemble(connector, &meta, &fields, decimals)?;
     let prior = match members.get("before") {
-        Some(raw) if op == "u" && raw.get().trim_start().starts_with('{') => {
+        Some(raw) if priors && op == "u" && raw.get().trim_start().starts_with('{') => {
             let before: Members<'_> = serde_json::from_str(raw.get())
                 .map_err(|e| DebeziumError::NotEnvelope(format!("`before`: {e}")))?;
             let fields: Vec<(&str, &RawValue)> =
