@@ -38,9 +38,10 @@ pub(super) struct Routed {
     pub skipped: u64,
 }
 
-/// Routes every record of `batch`, appending the values to `decoder` as `values` reads them. `bucketed`: the table has an index
-/// (`hoodie.index.type=BUCKET`), so a tombstone can find its record by key. `movable`: a row can move to
-/// another partition (a partition path column outside the record key), so Debezium updates append priors.
+/// Routes every record of `batch`, appending the values to `decoder` as `values` reads them. `bucketed`: the
+/// table has an index (`hoodie.index.type=BUCKET`), so a tombstone can find its record by key. `movable`: a
+/// row can move to another partition (a partition path column outside the record key), so Debezium updates
+/// append priors.
 pub(super) fn route(
     batch: &KafkaBatch,
     decoder: &mut RecordDecoder,

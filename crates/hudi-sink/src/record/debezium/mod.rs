@@ -158,9 +158,10 @@ pub enum Flattened {
         /// Whether the event deletes its key (`op=d`, or `__deleted="true"`).
         delete: bool,
         /// For an update whose `before` image is a row (MySQL's full row images, Postgres `REPLICA IDENTITY
-        /// FULL`), when asked for (`flatten_with`'s `priors`): that image as a delete (`op` `d`, the update's source fields), which the writer applies
-        /// only when it names another partition than the row, so that a row moved to another partition
-        /// leaves none of its versions behind (docs/cdc.md, "Rows that change partition").
+        /// FULL`), when asked for (`flatten_with`'s `priors`): that image as a delete (`op` `d`, the
+        /// update's source fields), which the writer applies only when it names another partition than the
+        /// row, so that a row moved to another partition leaves none of its versions behind (docs/cdc.md,
+        /// "Rows that change partition").
         prior: Option<Vec<u8>>,
     },
     /// A tombstone (null value, JSON `null`, or a `payload` of null): the delete came before it.

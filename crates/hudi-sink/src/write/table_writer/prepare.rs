@@ -92,7 +92,8 @@ impl TableWriter {
         let mut part = String::new();
         // The partition path of a prior's row (the one above it).
         let mut above = String::new();
-        // `(row, prior)` of the rows that moved: a TOAST placeholder of the row takes its before image's value.
+        // `(row, prior)` of the rows that moved: a TOAST placeholder of the row takes its before image's
+        // value.
         let mut moved_from = Vec::new();
         for row in 0..rows {
             let mut key = String::new();

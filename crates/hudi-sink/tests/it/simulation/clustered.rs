@@ -15,10 +15,11 @@ pub(super) fn insert_table(props: &mut BTreeMap<String, String>) {
     props.remove("hoodie.bucket.index.num.buckets");
 }
 
-/// The services of `seed`, if clustered (else `services` as they are): inline clustering after every commit, two small files to a group and
-/// files of at most 64 KB, so that a run's few dozen commits plan, rewrite and complete clusterings of
-/// clustered files too while writers, zombies and faults run. Half of these seeds copy row groups as
-/// encoded, half decode and re-encode them (`hudi.sink.clustering.copy.min.row.group.bytes`).
+/// The services of `seed`, if clustered (else `services` as they are): inline clustering after every
+/// commit, two small files to a group and files of at most 64 KB, so that a run's few dozen commits plan,
+/// rewrite and complete clusterings of clustered files too while writers, zombies and faults run. Half of
+/// these seeds copy row groups as encoded, half decode and re-encode them
+/// (`hudi.sink.clustering.copy.min.row.group.bytes`).
 pub(super) fn clustered_services(seed: u64, services: ServicesConfig) -> ServicesConfig {
     if !is_clustered(seed) {
         return services;
