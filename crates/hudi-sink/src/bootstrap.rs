@@ -499,12 +499,7 @@ fn check_replica_identity(
     if connector != Connector::Postgres || declared.as_deref() == Some("full") {
         return Ok(());
     }
-    let outside_key: Vec<&str> = write
-        .partition_fields
-        .iter()
-        .map(|f| f.split(':').next().unwrap_or(f).trim())
-        .filter(|f| !write.record_key_fields.iter().any(|k| k == f))
-        .collect();
+    let outside_key = write.partition_fields_outside_key();
     if outside_key.is_empty() {
         return Ok(());
     }

@@ -51,11 +51,7 @@ impl KafkaSink {
         let mut decoder = RecordDecoder::try_new(schema.data.clone(), &schema.avro)?;
         let config = self.table()?.config();
         let bucketed = config.index != crate::write::IndexConfig::None;
-        // Only a partition path column outside the record key lets an update move a row.
-        let movable = config.partition_fields.iter().any(|field| {
-            let name = field.split(':').next().unwrap_or(field).trim();
-            !name.is_empty() && !config.record_key_fields.iter().any(|k| k == name)
-        });
+        let movable = !config.partition_fields_outside_key().is_empty();
         let routed = route(batch, &mut decoder, values, bucketed, movable);
         let mut letters = routed.letters;
         let ignored_fields = decoder.ignored_fields();

@@ -143,6 +143,17 @@ pub const KEYS: &[&str] = &[
 ];
 
 impl WriteConfig {
+    /// The partition path columns that are not record key columns (a custom key generator's `field:TYPE`
+    /// read as `field`): only these let an update move a row to another partition, and only these need a
+    /// delete to carry its whole row to find its partition.
+    pub fn partition_fields_outside_key(&self) -> Vec<&str> {
+        self.partition_fields
+            .iter()
+            .map(|f| f.split(':').next().unwrap_or(f).trim())
+            .filter(|f| !self.record_key_fields.iter().any(|k| k == f))
+            .collect()
+    }
+
     /// Parses and checks the writer's keys ([`KEYS`]); other keys are left to their own parsers.
     pub fn from_properties(properties: BTreeMap<String, String>) -> Result<Self, ConfigError> {
         let get = |k: &str| {
