@@ -101,11 +101,14 @@ pub enum Mutation {
     /// A Debezium update whose before image names another partition deletes the key's version there, so
     /// that a row moved to another partition is stored once.
     PartitionMove,
+    /// A TOAST placeholder takes the value of the latest earlier version by ordering value, in the batch or
+    /// stored, not of the version that arrived before it.
+    ToastOrdering,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 34] = [
+    pub const ALL: [Mutation; 35] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -140,6 +143,7 @@ impl Mutation {
         Mutation::ClusteringSkipsPlannedGroups,
         Mutation::ClusteringRollbackRetiresFirst,
         Mutation::PartitionMove,
+        Mutation::ToastOrdering,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -179,6 +183,7 @@ impl Mutation {
             Mutation::ClusteringSkipsPlannedGroups => "clustering-skips-planned-groups",
             Mutation::ClusteringRollbackRetiresFirst => "clustering-rollback-retires-first",
             Mutation::PartitionMove => "partition-move",
+            Mutation::ToastOrdering => "toast-ordering",
         }
     }
 

@@ -37,9 +37,6 @@ pub struct Folded {
     pub winners: Vec<(String, Winner)>,
     /// Incoming rows that lost to another incoming row with the same key.
     pub superseded: u64,
-    /// `(row, earlier)`: an upsert that replaced the upsert `earlier` of its key while folding (what a
-    /// TOAST placeholder in `row` is back-filled from, `write::toast`).
-    pub predecessors: Vec<(usize, usize)>,
 }
 
 /// Folds the incoming rows `rows` (indices into `keys`, `deletes`, `forced` and the ordering column, in
@@ -55,7 +52,6 @@ pub fn fold_incoming(
     let mut index: HashMap<&str, usize> = HashMap::with_capacity(rows.len());
     let mut winners: Vec<(String, Winner)> = Vec::with_capacity(rows.len());
     let mut superseded = 0;
-    let mut predecessors = Vec::new();
     for &row in rows {
         let key = keys[row].as_str();
         let candidate = Winner {
@@ -76,9 +72,6 @@ pub fn fold_incoming(
                     None => true,
                 };
                 if later_wins {
-                    if !current.delete && !candidate.delete && current.row != TOMBSTONE_ROW {
-                        predecessors.push((row, current.row));
-                    }
                     winners[slot].1 = Winner {
                         force: candidate.force || current.force,
                         ..candidate
@@ -90,7 +83,6 @@ pub fn fold_incoming(
     Folded {
         winners,
         superseded,
-        predecessors,
     }
 }
 

@@ -29,6 +29,7 @@ use crate::table::partition_metadata::{metafile_path, PartitionMetadata};
 use crate::table::planned_groups::PlannedGroups;
 use crate::table::properties::TableProperties;
 use crate::table::timeline::Timeline;
+use crate::write::toast::BatchFills;
 use crate::write::{WriteConfig, WriteOperation};
 
 mod append;
@@ -130,6 +131,9 @@ pub struct PreparedWrite {
     pub counts: WriteCounts,
     /// Rows whose key or partition path could not be computed (row index, reason).
     pub rejected: Vec<(usize, crate::record::keygen::KeyError)>,
+    /// Where the batch decided the TOAST placeholder cells of written rows: a stored version later than
+    /// that source takes its place when the row is merged (`write::toast`).
+    pub toast_fills: BatchFills,
 }
 
 /// The in-process single writer of one table. See the module doc of [`crate::write`].
@@ -465,7 +469,13 @@ impl TableWriter {
                     !crate::mutation::is_disabled(crate::mutation::Mutation::ForeignCompactionSlice)
                 });
                 let backfilled = self
-                    .backfill_from_slice(slice, timeline, &incoming, &winners)
+                    .backfill_from_slice(
+                        slice,
+                        timeline,
+                        &incoming,
+                        &prepared.toast_fills,
+                        &winners,
+                    )
                     .await?;
                 let (stat, applied) = self
                     .append_bucket(
@@ -491,6 +501,7 @@ impl TableWriter {
                     b,
                     existing,
                     &incoming,
+                    &prepared.toast_fills,
                     &winners,
                     &mut file_index,
                     &mut counts,

@@ -7,14 +7,17 @@
 //! everywhere, so that every reader sees the real value (docs/cdc.md, "TOAST"):
 //!
 //! ```text
-//! fold by key ─ a placeholder cell takes the value of the version it supersedes in the batch
-//! copy-on-write ─ a placeholder left after the fold takes the stored row's value
-//! merge-on-read ─ a placeholder left after the fold takes the latest merged value of the file slice
+//! fold by key ─ a placeholder cell takes the value of the key's latest earlier version in the batch, by
+//!               ordering value (a moved row's before image first; a delete in between leaves it)
+//! copy-on-write ─ a placeholder left after the fold, or filled from a version older than the stored row,
+//!                 takes the stored row's value
+//! merge-on-read ─ the same with the latest merged version of the file slice
 //! ```
 //!
-//! Only top-level string and bytes columns are compared (the types Debezium puts the placeholder in). A
-//! placeholder with nothing before it (a key the table has not stored, or a version after a delete) stays
-//! as it arrived.
+//! So the value taken is the latest one by ordering value, whatever order the key's events arrived in
+//! (docs/cdc.md, "TOAST placeholders"). Only top-level string and bytes columns are compared (the types
+//! Debezium puts the placeholder in). A placeholder with nothing before it (a key the table has not stored,
+//! or a version after a delete) stays as it arrived.
 
 use std::collections::HashMap;
 
@@ -23,6 +26,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Schema};
 use arrow_select::interleave::interleave;
 
+use super::ordering::OrderingComparator;
 use super::WriteError;
 
 /// `hudi.sink.debezium.unavailable.value.placeholder`: Debezium's `unavailable.value.placeholder`, when
@@ -151,63 +155,140 @@ impl Toast {
             .any(|&c| self.is_placeholder(batch, c, row))
     }
 
-    /// Back-fills within one batch: `predecessors` are `(row, earlier)` pairs, each a version and the one
-    /// it superseded when the batch was folded by key. A placeholder cell of `row` takes the (already
-    /// back-filled) value of `earlier`. Returns the batch unchanged when no cell changes.
-    pub fn fill_from_predecessors(
+    /// Back-fills within one batch (the ordering rule of docs/cdc.md, "TOAST placeholders"). `moved` are
+    /// `(row, before image)` pairs of rows that changed partition: a placeholder of `row` takes its before
+    /// image's value first. `versions` are `(row, earlier)`: a written row and the other versions of its key
+    /// in the batch that it supersedes, latest first by ordering value, each with whether it deletes the
+    /// key. A placeholder cell of `row` takes the value of the latest earlier version that holds one; a
+    /// delete in between, or no such version, leaves it. Returns the batch and, per row, where each
+    /// placeholder cell of it was decided in the batch: a stored version later than that source is the
+    /// value to take instead ([`Toast::stored_value_wins`]).
+    pub fn fill_in_batch(
         &self,
         batch: RecordBatch,
-        predecessors: &[(usize, usize)],
-    ) -> Result<RecordBatch, WriteError> {
-        if predecessors.is_empty() || self.columns.is_empty() {
-            return Ok(batch);
+        moved: &[(usize, usize)],
+        versions: &[(usize, Vec<(usize, bool)>)],
+    ) -> Result<(RecordBatch, BatchFills), WriteError> {
+        let mut fills = BatchFills::new();
+        if self.columns.is_empty() || (moved.is_empty() && versions.is_empty()) {
+            return Ok((batch, fills));
         }
-        let earlier: HashMap<usize, usize> = predecessors.iter().copied().collect();
         let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
         let mut changed = false;
         for &col in &self.columns {
-            let array = batch.column(col);
-            // Each row's source row: itself, or the first earlier version that is not a placeholder.
             let mut sources: Option<Vec<(usize, usize)>> = None;
-            let mut rows: Vec<&usize> = earlier.keys().collect();
-            rows.sort_unstable();
-            for &row in rows {
-                if !self.unavailable.is_placeholder(array.as_ref(), row) {
+            let mut take = |row: usize, source: usize, n: usize| {
+                let s = sources.get_or_insert_with(|| (0..n).map(|r| (0, r)).collect());
+                s[row] = (0, source);
+            };
+            let array = batch.column(col).as_ref();
+            let n = batch.num_rows();
+            // A moved row's before image is the version right before it.
+            let mut from_image = std::collections::HashSet::new();
+            for &(row, image) in moved {
+                if self.unavailable.is_placeholder(array, row)
+                    && !self.unavailable.is_placeholder(array, image)
+                {
+                    take(row, image, n);
+                    from_image.insert(row);
+                }
+            }
+            let is_placeholder =
+                |r: usize| !from_image.contains(&r) && self.unavailable.is_placeholder(array, r);
+            for (row, earlier) in versions {
+                if !is_placeholder(*row) {
                     continue;
                 }
-                let mut source = row;
-                // Folding links each version to an earlier row: the walk ends.
-                while let Some(&prev) = earlier.get(&source) {
-                    source = prev;
-                    if !self.unavailable.is_placeholder(array.as_ref(), source) {
-                        break;
+                let source = earlier.iter().find_map(|&(r, delete)| {
+                    if delete {
+                        Some(BatchSource::Deleted(r))
+                    } else if is_placeholder(r) {
+                        None
+                    } else {
+                        Some(BatchSource::Row(r))
                     }
-                }
-                if source != row {
-                    let s = sources
-                        .get_or_insert_with(|| (0..batch.num_rows()).map(|r| (0, r)).collect());
-                    s[row] = (0, source);
+                });
+                match source {
+                    Some(BatchSource::Row(r)) => {
+                        // The moved row's own before image may be the value to take.
+                        let r = if from_image.contains(&r) {
+                            moved.iter().find(|(m, _)| *m == r).map_or(r, |(_, i)| *i)
+                        } else {
+                            r
+                        };
+                        take(*row, r, n);
+                        fills
+                            .entry(*row)
+                            .or_default()
+                            .push((col, BatchSource::Row(r)));
+                    }
+                    Some(deleted) => fills.entry(*row).or_default().push((col, deleted)),
+                    None => {}
                 }
             }
             if let Some(indices) = sources {
-                columns[col] = interleave(&[array.as_ref()], &indices).map_err(|source| {
-                    WriteError::Arrow {
+                columns[col] =
+                    interleave(&[array], &indices).map_err(|source| WriteError::Arrow {
                         context: "back-fill placeholders",
                         source,
-                    }
-                })?;
+                    })?;
                 changed = true;
             }
         }
         if !changed {
-            return Ok(batch);
+            return Ok((batch, fills));
         }
-        RecordBatch::try_new(batch.schema(), columns).map_err(|source| WriteError::Arrow {
-            context: "back-fill placeholders",
-            source,
-        })
+        let batch =
+            RecordBatch::try_new(batch.schema(), columns).map_err(|source| WriteError::Arrow {
+                context: "back-fill placeholders",
+                source,
+            })?;
+        Ok((batch, fills))
+    }
+
+    /// Whether the cell `col` of incoming row `row`, which replaces the stored version `(stored, at)`,
+    /// takes the stored value: the cell is still a placeholder and the batch decided nothing for it, or
+    /// the version the batch decided on (a value or a delete) is older than the stored one. `ordering`:
+    /// the incoming and stored ordering columns and their comparator (none: every incoming version is
+    /// later).
+    pub fn stored_value_wins(
+        &self,
+        incoming: &RecordBatch,
+        row: usize,
+        col: usize,
+        fills: &BatchFills,
+        ordering: Option<(&ArrayRef, &ArrayRef, OrderingComparator)>,
+        at: usize,
+    ) -> bool {
+        let decided = fills
+            .get(&row)
+            .and_then(|cells| cells.iter().find(|(c, _)| *c == col))
+            .map(|(_, source)| *source)
+            .filter(|_| !crate::mutation::is_disabled(crate::mutation::Mutation::ToastOrdering));
+        let older_than_stored = |r: usize| {
+            ordering.is_some_and(|(batch_col, stored_col, cmp)| {
+                !cmp.replaces_stored(stored_col, at, batch_col, r)
+            })
+        };
+        match decided {
+            None => self.is_placeholder(incoming, col, row),
+            Some(BatchSource::Deleted(d)) => older_than_stored(d),
+            Some(BatchSource::Row(r)) => older_than_stored(r),
+        }
     }
 }
+
+/// Where a placeholder cell of a written row was decided within its batch ([`Toast::fill_in_batch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchSource {
+    /// It took the value of this row, an earlier version of its key.
+    Row(usize),
+    /// This delete of the key comes between: the placeholder stays (nothing before it survives).
+    Deleted(usize),
+}
+
+/// Per written row, `(column, source)` of each placeholder cell the batch decided.
+pub type BatchFills = HashMap<usize, Vec<(usize, BatchSource)>>;
 
 #[cfg(test)]
 mod tests {
@@ -237,40 +318,87 @@ mod tests {
     const P: &str = DEFAULT_PLACEHOLDER;
 
     #[test]
-    fn placeholders_take_the_value_of_the_version_they_supersede_in_a_chain() {
+    fn a_placeholder_takes_the_latest_earlier_value_by_ordering_not_by_arrival() {
+        // Arrival 0, 1, 2; by ordering 0 < 2 < 1: the winner 1 supersedes 2 (latest first), then 0.
         let b = batch(
-            vec![Some("v0"), Some(P), Some(P), Some("v3")],
-            vec![
-                Some(b"b0"),
-                Some(P.as_bytes()),
-                Some(b"b2"),
-                Some(P.as_bytes()),
-            ],
+            vec![Some("v0"), Some(P), Some("v2")],
+            vec![Some(b"b0"), Some(P.as_bytes()), Some(P.as_bytes())],
         );
         let toast = Toast::new(Unavailable::parse(P).expect("parse"), &b.schema());
         assert_eq!(toast.columns(), &[1, 2]);
-        // 0 → 1 → 2 → 3: row 2 takes row 0's text through row 1; row 3 takes row 2's bytes.
-        let filled = toast
-            .fill_from_predecessors(b, &[(1, 0), (2, 1), (3, 2)])
+        let (filled, fills) = toast
+            .fill_in_batch(b, &[], &[(1, vec![(2, false), (0, false)])])
             .expect("fill");
         let doc = filled.column(1).as_string::<i32>();
+        assert_eq!(doc.value(1), "v2");
+        // Row 2's bytes are a placeholder too: the value before it is row 0's.
+        assert_eq!(filled.column(2).as_binary::<i32>().value(1), b"b0");
         assert_eq!(
-            (0..4).map(|r| doc.value(r)).collect::<Vec<_>>(),
-            ["v0", "v0", "v0", "v3"]
+            fills.get(&1),
+            Some(&vec![(1, BatchSource::Row(2)), (2, BatchSource::Row(0))])
         );
-        let blob = filled.column(2).as_binary::<i32>();
-        assert_eq!(
-            (0..4).map(|r| blob.value(r)).collect::<Vec<_>>(),
-            [&b"b0"[..], b"b0", b"b2", b"b2"]
+    }
+
+    #[test]
+    fn a_delete_between_leaves_the_placeholder_and_a_before_image_comes_first() {
+        let b = batch(
+            vec![Some("v0"), None, Some(P), Some(P), Some("image")],
+            vec![None; 5],
         );
+        let toast = Toast::new(Unavailable::parse(P).expect("parse"), &b.schema());
+        // Row 2 follows a delete (row 1) of its key; row 3 moved here, its before image is row 4.
+        let (filled, fills) = toast
+            .fill_in_batch(
+                b,
+                &[(3, 4)],
+                &[(2, vec![(1, true), (0, false)]), (3, vec![(0, false)])],
+            )
+            .expect("fill");
+        let doc = filled.column(1).as_string::<i32>();
+        assert_eq!(doc.value(2), P);
+        assert_eq!(doc.value(3), "image");
+        assert_eq!(fills.get(&2), Some(&vec![(1, BatchSource::Deleted(1))]));
+        assert_eq!(fills.get(&3), None);
+    }
+
+    #[test]
+    fn a_stored_version_later_than_the_batch_source_is_the_value_taken() {
+        let b = batch(vec![Some("old"), Some("old"), Some(P)], vec![None; 3]);
+        let toast = Toast::new(Unavailable::parse(P).expect("parse"), &b.schema());
+        let incoming: ArrayRef = Arc::new(Int64Array::from(vec![26, 26, 80]));
+        let stored: ArrayRef = Arc::new(Int64Array::from(vec![75]));
+        let cmp = OrderingComparator::try_new("ts", incoming.data_type()).expect("orderable");
+        let ordering = Some((&incoming, &stored, cmp));
+        let fills: BatchFills = [
+            (1, vec![(1, BatchSource::Row(0))]),
+            (2, vec![(1, BatchSource::Deleted(0))]),
+        ]
+        .into_iter()
+        .collect();
+        // Row 1 took row 0's value (26) but the stored version (75) is later: the stored one wins.
+        assert!(toast.stored_value_wins(&b, 1, 1, &fills, ordering, 0));
+        // Row 2 follows a delete at 26, older than the stored version: it takes the stored value.
+        assert!(toast.stored_value_wins(&b, 2, 1, &fills, ordering, 0));
+        // A stored version older than the source keeps the batch's value; no ordering: the batch's.
+        let stored_old: ArrayRef = Arc::new(Int64Array::from(vec![10]));
+        assert!(!toast.stored_value_wins(&b, 1, 1, &fills, Some((&incoming, &stored_old, cmp)), 0));
+        assert!(!toast.stored_value_wins(&b, 2, 1, &fills, Some((&incoming, &stored_old, cmp)), 0));
+        assert!(!toast.stored_value_wins(&b, 1, 1, &fills, None, 0));
+        // A placeholder the batch decided nothing for takes the stored value; a real value does not.
+        let none = BatchFills::new();
+        assert!(toast.stored_value_wins(&b, 2, 1, &none, None, 0));
+        assert!(!toast.stored_value_wins(&b, 0, 1, &none, ordering, 0));
     }
 
     #[test]
     fn a_placeholder_without_an_earlier_version_stays() {
         let b = batch(vec![Some(P), Some("x")], vec![None, None]);
         let toast = Toast::new(Unavailable::parse(P).expect("parse"), &b.schema());
-        let filled = toast.fill_from_predecessors(b.clone(), &[]).expect("fill");
+        let (filled, fills) = toast
+            .fill_in_batch(b.clone(), &[], &[(0, vec![])])
+            .expect("fill");
         assert_eq!(filled, b);
+        assert!(fills.is_empty());
         assert!(toast.has_placeholder(&filled, 0));
         assert!(!toast.has_placeholder(&filled, 1));
     }

@@ -13,6 +13,7 @@ impl TableWriter {
         bucket_id: u32,
         existing: Option<&FileSlice>,
         batch: &RecordBatch,
+        fills: &BatchFills,
         winners: &[(&str, Winner)],
         file_index: &mut usize,
         counts: &mut WriteCounts,
@@ -94,7 +95,7 @@ impl TableWriter {
             &file_name,
             *file_index,
             &mut seq,
-            stored.as_ref(),
+            stored.as_ref().map(|s| (s, fills)),
             batch,
             &plan.rows,
             &keys,
@@ -128,11 +129,15 @@ impl TableWriter {
         file_name: &str,
         file_index: usize,
         seq: &mut u64,
-        stored: Option<&RecordBatch>,
+        stored: Option<(&RecordBatch, &BatchFills)>,
         incoming: &RecordBatch,
         rows: &[Source],
         keys: &[&str],
     ) -> Result<RecordBatch, WriteError> {
+        let (stored, fills) = match stored {
+            Some((s, f)) => (Some(s), Some(f)),
+            None => (None, None),
+        };
         let t = instant.as_str();
         let n = rows.len();
         // Written straight into the column buffers: no string per row.
@@ -181,12 +186,24 @@ impl TableWriter {
             .collect();
         let schema = self.schema();
         let shape = self.shape();
-        let toast = shape.toast.as_ref().filter(|_| stored.is_some());
+        let toast = shape.toast.as_ref().zip(stored.zip(fills));
+        let ordering = |s: &RecordBatch| {
+            shape.ordering.map(|(idx, cmp)| {
+                (
+                    incoming.column(idx).clone(),
+                    s.column(meta_offset + idx).clone(),
+                    cmp,
+                )
+            })
+        };
+        let toast_ordering = toast.and_then(|(_, (s, _))| ordering(s));
         for col in 0..schema.data.fields().len() {
             let inc = incoming.column(col);
-            // A TOAST placeholder that replaces a stored row keeps the stored value (`write::toast`).
-            let backfilled: Option<Vec<(usize, usize)>> =
-                toast.filter(|t| t.columns().contains(&col)).and_then(|t| {
+            // A TOAST placeholder that replaces a stored row keeps the stored value, and so does one the batch
+            // filled from a version older than the stored one (`write::toast`).
+            let backfilled: Option<Vec<(usize, usize)>> = toast
+                .filter(|(t, _)| t.columns().contains(&col))
+                .and_then(|(t, (_, fills))| {
                     let mut changed = false;
                     let own: Vec<(usize, usize)> = rows
                         .iter()
@@ -195,7 +212,15 @@ impl TableWriter {
                             Source::Update {
                                 incoming: i,
                                 stored: r,
-                            } if t.is_placeholder(incoming, col, *i) => {
+                            } if t.stored_value_wins(
+                                incoming,
+                                *i,
+                                col,
+                                fills,
+                                toast_ordering.as_ref().map(|(b, s, c)| (b, s, *c)),
+                                *r,
+                            ) =>
+                            {
                                 changed = true;
                                 (0, *r)
                             }

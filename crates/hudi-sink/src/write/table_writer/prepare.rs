@@ -2,6 +2,7 @@
 //! instant exists, so that every attempt of a batch writes the same preparation.
 
 use super::*;
+use crate::write::ordering::OrderingComparator;
 
 impl TableWriter {
     /// Keys, places and folds the incoming rows. Fails on the first row that cannot be keyed.
@@ -189,7 +190,7 @@ impl TableWriter {
             .ordering
             .map(|(idx, cmp)| (batch.column(idx).clone(), cmp));
         let mut partitions = BTreeMap::new();
-        let mut predecessors = Vec::new();
+        let mut versions = Vec::new();
         for (part, rows_in_part) in by_partition {
             let winners = if operation == WriteOperation::Insert && self.bucketed().is_none() {
                 // Plain inserts append every row (Hudi does not combine before insert by default). Every
@@ -216,18 +217,26 @@ impl TableWriter {
                     ordering.as_ref().map(|(col, cmp)| (col, *cmp)),
                 );
                 counts.deduped += folded.superseded;
-                predecessors.extend(folded.predecessors);
+                if let (Some(toast), true) = (&shape.toast, folded.superseded > 0) {
+                    versions.extend(earlier_versions(
+                        toast,
+                        &batch,
+                        &keys,
+                        &deletes,
+                        &rows_in_part,
+                        &folded.winners,
+                        ordering.as_ref(),
+                    ));
+                }
                 folded.winners
             };
             partitions.insert(part, winners);
         }
-        // A TOAST placeholder takes the value of the version it superseded in this batch; a moved row's, the
-        // value of its before image (it has no stored version in its new partition), which comes last so that
-        // it is the one taken.
-        predecessors.extend(moved_from);
-        let batch = match &shape.toast {
-            Some(toast) => toast.fill_from_predecessors(batch, &predecessors)?,
-            None => batch,
+        // A TOAST placeholder takes the value of the latest earlier version in this batch; a moved row's, the
+        // value of its before image (it has no stored version in its new partition).
+        let (batch, toast_fills) = match &shape.toast {
+            Some(toast) => toast.fill_in_batch(batch, &moved_from, &versions)?,
+            None => (batch, Default::default()),
         };
         Ok(PreparedWrite {
             operation,
@@ -237,8 +246,51 @@ impl TableWriter {
             shadow_tombstones,
             counts,
             rejected,
+            toast_fills,
         })
     }
+}
+
+/// `(row, earlier)` for each upsert winner of a partition that carries a TOAST placeholder and superseded
+/// other versions of its key in the batch: those versions, latest first by ordering value (arrival order
+/// for ties and without an ordering field), each with whether it deletes the key.
+fn earlier_versions(
+    toast: &crate::write::toast::Toast,
+    batch: &RecordBatch,
+    keys: &[String],
+    deletes: &[bool],
+    rows_in_part: &[usize],
+    winners: &[(String, Winner)],
+    ordering: Option<&(ArrayRef, OrderingComparator)>,
+) -> Vec<(usize, Vec<(usize, bool)>)> {
+    let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
+    for &r in rows_in_part {
+        by_key.entry(keys[r].as_str()).or_default().push(r);
+    }
+    let by_ordering = !crate::mutation::is_disabled(crate::mutation::Mutation::ToastOrdering);
+    let mut out = Vec::new();
+    for (key, w) in winners {
+        if w.delete || w.row == crate::write::merge::TOMBSTONE_ROW {
+            continue;
+        }
+        let Some(rows) = by_key.get(key.as_str()).filter(|rows| rows.len() > 1) else {
+            continue;
+        };
+        if !toast.has_placeholder(batch, w.row) {
+            continue;
+        }
+        let mut earlier: Vec<usize> = rows.iter().copied().filter(|&r| r != w.row).collect();
+        if let (Some((col, cmp)), true) = (ordering, by_ordering) {
+            // Stable: arrival order stays for equal ordering values, as when folding.
+            earlier.sort_by(|&a, &b| cmp.compare(col, a, col, b));
+        }
+        earlier.reverse();
+        out.push((
+            w.row,
+            earlier.into_iter().map(|r| (r, deletes[r])).collect(),
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Merge-on-read TOAST back-fill: an upsert whose placeholder the batch could not fill takes the value of
-//! the key's latest merged version in the file slice it is appended to (`write::toast`). The slice is read
-//! only for a group whose batch carries such a placeholder.
+//! the key's latest merged version in the file slice it is appended to, and so does one the batch filled
+//! from a version older than that one (`write::toast`). The slice is read only for a group whose batch
+//! carries such a placeholder or such a fill.
 
 use super::*;
 use crate::log_file::merge::{conform, merge_file_slice};
@@ -8,12 +9,14 @@ use crate::log_file::scan::{scan_stored_log_files, CommittedInstants, MergeMode}
 
 impl TableWriter {
     /// `batch` with the placeholders of `winners` (upserts of `slice`'s group) replaced by the values the
-    /// slice holds for their keys; `None` when there is nothing to replace.
+    /// slice holds for their keys, where the stored version is the one to take (`Toast::stored_value_wins`;
+    /// `fills`: what the batch decided); `None` when there is nothing to replace.
     pub(super) async fn backfill_from_slice(
         &self,
         slice: &FileSlice,
         timeline: &Timeline,
         batch: &RecordBatch,
+        fills: &BatchFills,
         winners: &[(&str, Winner)],
     ) -> Result<Option<RecordBatch>, WriteError> {
         let shape = self.shape();
@@ -23,7 +26,7 @@ impl TableWriter {
         let needed: HashMap<&str, usize> = winners
             .iter()
             .filter(|(_, w)| !w.delete && w.row != crate::write::merge::TOMBSTONE_ROW)
-            .filter(|(_, w)| toast.has_placeholder(batch, w.row))
+            .filter(|(_, w)| fills.contains_key(&w.row) || toast.has_placeholder(batch, w.row))
             .map(|(k, w)| (*k, w.row))
             .collect();
         if needed.is_empty() {
@@ -76,7 +79,24 @@ impl TableWriter {
         for &col in toast.columns() {
             let indices: Vec<(usize, usize)> = (0..batch.num_rows())
                 .map(|r| match found.get(&r) {
-                    Some(&at) if toast.is_placeholder(batch, col, r) => at,
+                    Some(&(m, at))
+                        if toast.stored_value_wins(
+                            batch,
+                            r,
+                            col,
+                            fills,
+                            shape.ordering.map(|(idx, cmp)| {
+                                (
+                                    batch.column(idx),
+                                    merged[m - 1].column(meta_offset + idx),
+                                    cmp,
+                                )
+                            }),
+                            at,
+                        ) =>
+                    {
+                        (m, at)
+                    }
                     _ => (0, r),
                 })
                 .collect();

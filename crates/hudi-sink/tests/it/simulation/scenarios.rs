@@ -486,6 +486,10 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         super::toast_scenarios::toast_placeholders_keep_stored_values_boxed,
     ),
     (
+        "toast-placeholders-follow-the-ordering-field",
+        super::toast_scenarios::placeholders_follow_the_ordering_field_boxed,
+    ),
+    (
         "rows-moved-to-another-partition-are-stored-once",
         super::partition_move_scenarios::rows_moved_to_another_partition_are_stored_once_boxed,
     ),

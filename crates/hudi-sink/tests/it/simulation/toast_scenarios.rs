@@ -6,6 +6,12 @@
 //! text and then with the placeholder in the same batch. Its batch is delivered twice. Writer 1, still
 //! warm, sends one more placeholder for `doc-1`. Each key must keep the last real text it was sent; with
 //! the back-fill switched off (`toast-backfill`) the placeholder reaches the table.
+//!
+//! A second scenario, with its own invariant **a placeholder takes the latest earlier value by ordering**,
+//! sends versions out of order: an old event re-sent before a newer update that leaves `doc` out (the
+//! stored version is later than the re-sent one), versions of a key arriving out of their ordering in one
+//! batch, and a placeholder after a delete of its key. With the back-fill following arrival order
+//! (`toast-ordering`) the re-sent and the out-of-order values reach the table.
 
 use super::window_scenarios::{batch_of, Table};
 use super::*;
@@ -21,10 +27,13 @@ const ROW_SCHEMA: &str = r#"{"type":"record","name":"Value","namespace":"pg.publ
     {"name":"doc","type":["null","string"],"default":null},
     {"name":"amount","type":["null","long"],"default":null}]}"#;
 
-/// A Postgres change event of `uuid` at `lsn` carrying `doc`.
+/// A Postgres change event of `uuid` at `lsn` carrying `doc` (a delete when `op` is `d`).
 fn event(offset: i64, lsn: i64, op: &str, uuid: &str, doc: &str) -> Msg {
-    let after = serde_json::json!({"uuid": uuid, "city": "sf", "doc": doc, "amount": lsn});
-    change(offset, lsn, op, uuid, serde_json::Value::Null, after)
+    let row = serde_json::json!({"uuid": uuid, "city": "sf", "doc": doc, "amount": lsn});
+    match op {
+        "d" => change(offset, lsn, op, uuid, row, serde_json::Value::Null),
+        _ => change(offset, lsn, op, uuid, serde_json::Value::Null, row),
+    }
 }
 
 /// A Postgres change event `op` of `uuid` at `lsn` with its `before` and `after` images.
@@ -221,6 +230,68 @@ pub(super) fn holds<T: PartialEq + std::fmt::Debug>(
         invariant,
         format!("{kind} table holds {got:?}, want {want:?}"),
     ))
+}
+
+/// See the module doc (second scenario), on one table type.
+async fn out_of_order_on(mor: bool) -> Result<(), Failure> {
+    let documents = Documents::new(mor)?;
+    let w1 = documents.writer(1).await?;
+    process(
+        &w1,
+        &[
+            event(0, 100, "c", "doc-1", "first text of doc-1"),
+            event(1, 100, "c", "doc-2", "first text of doc-2"),
+            event(2, 100, "c", "doc-3", "first text of doc-3"),
+            event(3, 100, "c", "doc-4", "first text of doc-4"),
+        ],
+    )
+    .await?;
+    process(&w1, &[event(4, 150, "u", "doc-1", "second text of doc-1")]).await?;
+    let w2 = documents.writer(2).await?;
+    let batch = [
+        // Re-sent alone: older than the stored version (150), so it is not the value before 160.
+        event(5, 120, "u", "doc-1", "re-sent text of doc-1"),
+        event(6, 160, "u", "doc-1", PLACEHOLDER),
+        // By ordering: 130, 140, then the placeholder at 170, which takes 140's text.
+        event(7, 130, "u", "doc-2", "text of doc-2 at 130"),
+        event(8, 170, "u", "doc-2", PLACEHOLDER),
+        event(9, 140, "u", "doc-2", "text of doc-2 at 140"),
+        // The latest earlier version arrives first: 145, then 135, then the placeholder at 180.
+        event(10, 145, "u", "doc-4", "text of doc-4 at 145"),
+        event(11, 135, "u", "doc-4", "text of doc-4 at 135"),
+        event(12, 180, "u", "doc-4", PLACEHOLDER),
+        // A delete at 135, then a version at 175 that leaves `doc` out: nothing before it survives.
+        event(13, 135, "d", "doc-3", "first text of doc-3"),
+        event(14, 175, "c", "doc-3", PLACEHOLDER),
+    ];
+    process(&w2, &batch).await?;
+    process(&w2, &batch).await?;
+    let got = docs(documents.store.as_ref()).await?;
+    let want: BTreeMap<String, Option<String>> = [
+        ("doc-1", "second text of doc-1"),
+        ("doc-2", "text of doc-2 at 140"),
+        ("doc-3", PLACEHOLDER),
+        ("doc-4", "text of doc-4 at 145"),
+    ]
+    .into_iter()
+    .map(|(k, d)| (k.to_string(), Some(d.to_string())))
+    .collect();
+    holds(
+        "a placeholder takes the latest earlier value by ordering",
+        mor,
+        &got,
+        &want,
+    )
+}
+
+async fn placeholders_follow_the_ordering_field() -> Result<(), Failure> {
+    out_of_order_on(false).await?;
+    out_of_order_on(true).await
+}
+
+pub(super) fn placeholders_follow_the_ordering_field_boxed(
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>>>> {
+    Box::pin(placeholders_follow_the_ordering_field())
 }
 
 async fn toast_placeholders_keep_stored_values() -> Result<(), Failure> {
