@@ -3,7 +3,8 @@ Debezium sources would: the snapshot, merged by Spark with the table's payload (
 `MySqlDebeziumAvroPayload`), equals the stream's model (the event with the highest LSN, or binlog position, per
 key; a delete removes the key), on copy-on-write and on merge-on-read with compactions running. The stream has
 creates, updates, deletes with their tombstones, a key's events replayed from an older one on after newer ones
-(lower positions, which the payload ignores), updates that move a row to another partition (`city`: the
+and single old events re-sent out of order (lower positions, which the payload ignores, also right before an
+update that leaves a TOASTed column out), updates that move a row to another partition (`city`: the
 before image names the one it leaves), and Postgres updates that leave a TOASTed column out (the placeholder,
 which never replaces the stored value). MySQL positions keep four digits: merge-on-read readers compare
 `_event_seq` as text (docs/cdc.md). The same streams also arrive as registry-framed Avro (the AvroConverter's
@@ -72,6 +73,12 @@ def stream(connector, seed=5, events=240, keys=40):
                       "thread": 7, "query": None}
             position = f"000007.{lsn}"
         envelope = {"before": before, "after": after, "source": source, "op": op, "ts_ms": 1_718_000_000_100 + i}
+        if after is not None and after["name"] == TOAST and rng.random() < 0.5:
+            # An old event of the key re-sent alone just before an update that leaves `name` out: the name
+            # it takes is the latest one by position, not the re-sent one.
+            old = [v for k, v in sent if k == key and v is not None and v["op"] != "d" and v["after"]["city"] == city]
+            if len(old) > 1:
+                sent.append((key, old[0]))
         sent.append((key, envelope))
         if op == "d":
             sent.append((key, None))  # the tombstone that follows a delete
@@ -84,7 +91,39 @@ def stream(connector, seed=5, events=240, keys=40):
             old_key = sent[start][0]
             if old_key in live:
                 sent.extend([(k, v) for k, v in sent[start:] if k == old_key])
+        # Now and then one old event of a live key alone, out of order (a producer re-sending it), of the
+        # partition the key is in (docs/cdc.md: a re-sent row of a partition the key left stays there): its
+        # lower position loses.
+        if i > 20 and rng.random() < 0.15:
+            old_key, old = sent[rng.randrange(len(sent) - 3)]
+            if (old_key in live and old is not None and old["op"] != "d"
+                    and old["after"]["city"] == live[old_key]["city"]):
+                sent.append((old_key, old))
     return sent, model
+
+
+def resent_before_placeholders(records, per_file=25):
+    """Postgres updates that leave `name` out and follow, in their file (one batch), a re-sent event of their
+    key that is older than the key's latest version before them."""
+    count = 0
+    for n in range(0, len(records), per_file):
+        latest = {}
+        for key, value in records[:n]:
+            if value is not None:
+                latest[key] = max(latest.get(key, 0), value["source"].get("lsn") or 0)
+        resent = set()
+        for key, value in records[n:n + per_file]:
+            if value is None:
+                continue
+            lsn = value["source"].get("lsn") or 0
+            if lsn < latest.get(key, 0):
+                resent.add(key)
+                continue
+            if key in resent and (value["after"] or {}).get("name") == TOAST:
+                count += 1
+            resent.discard(key)
+            latest[key] = lsn
+    return count
 
 
 def write_events(directory, records, per_file=25):
@@ -119,6 +158,7 @@ def test_spark_merges_a_debezium_table_with_its_payload_as_the_model_says(spark,
         "rows moved to another partition"
     if connector == "postgres":
         assert sum(1 for _, v in records if v and (v["after"] or {}).get("name") == TOAST) > 10, "placeholders"
+        assert resent_before_placeholders(records) >= 3, "placeholders after a re-sent old event in their batch"
     schema = tmp_path / "customers.avsc"
     schema.write_text(json.dumps(SCHEMA))
     config = table_config(tmp_path, table_type=table_type, props={
