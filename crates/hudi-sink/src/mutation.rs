@@ -104,11 +104,14 @@ pub enum Mutation {
     /// A TOAST placeholder takes the value of the latest earlier version by ordering value, in the batch or
     /// stored, not of the version that arrived before it.
     ToastOrdering,
+    /// A service whose write failed lets the writes already started complete or abort their uploads before
+    /// it returns (`services::in_flight::finish_in_order`), instead of dropping them half-way.
+    FinishInOrder,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 35] = [
+    pub const ALL: [Mutation; 36] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -144,6 +147,7 @@ impl Mutation {
         Mutation::ClusteringRollbackRetiresFirst,
         Mutation::PartitionMove,
         Mutation::ToastOrdering,
+        Mutation::FinishInOrder,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -184,6 +188,7 @@ impl Mutation {
             Mutation::ClusteringRollbackRetiresFirst => "clustering-rollback-retires-first",
             Mutation::PartitionMove => "partition-move",
             Mutation::ToastOrdering => "toast-ordering",
+            Mutation::FinishInOrder => "finish-in-order",
         }
     }
 

@@ -17,6 +17,14 @@ pub(crate) async fn finish_in_order<T, E, F>(tasks: Vec<F>, limit: usize) -> Res
 where
     F: Future<Output = Result<T, E>>,
 {
+    if crate::mutation::is_disabled(crate::mutation::Mutation::FinishInOrder) {
+        // Returns at the first error and drops the writes still running.
+        use futures_util::stream::TryStreamExt;
+        return futures_util::stream::iter(tasks)
+            .buffered(limit.max(1))
+            .try_collect()
+            .await;
+    }
     let failed = AtomicBool::new(false);
     let guarded = tasks.into_iter().map(|task| {
         let failed = &failed;

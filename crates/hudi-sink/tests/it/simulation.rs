@@ -70,7 +70,8 @@ use hudi_sink::sink::{KafkaSink, ProcessOptions, SinkConfig};
 use hudi_sink::source::event::KafkaBatch;
 use hudi_sink::storage::faulty::{FaultAction, FaultRule, Operation, PathFilter};
 use hudi_sink::storage::{
-    FaultyStorage, LocalStorage, MemoryStorage, ObjectMeta, PutOutcome, Storage, StorageResult,
+    BufferedUpload, FaultyStorage, LocalStorage, MemoryStorage, MultipartUpload, ObjectMeta,
+    PutOutcome, Storage, StorageResult,
 };
 use hudi_sink::table::commit::{Checkpoint, CommitMetadata, ReplaceCommitMetadata};
 use hudi_sink::table::instant::Action;
@@ -99,6 +100,7 @@ mod routing;
 mod runs;
 mod scenarios;
 mod toast_scenarios;
+mod upload_scenarios;
 mod window_invariant;
 mod window_scenarios;
 
@@ -272,6 +274,9 @@ struct Plan {
     crash: tokio::sync::Notify,
     frozen: AtomicBool,
     clock: Arc<SimClock>,
+    /// Multipart uploads started and neither completed nor aborted: S3 keeps the parts of one dropped
+    /// half-way (billed, never an object), and a local upload's blocking task finishes after its caller.
+    open_uploads: AtomicU64,
 }
 
 impl Plan {

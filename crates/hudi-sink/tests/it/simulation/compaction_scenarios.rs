@@ -49,7 +49,7 @@ use hudi_sink::services::compact::{run, CompactionReport, Runner};
 
 /// `trip_msgs(partition, city)` as a later version of the same records: offsets from `first`, newer
 /// ordering values and fares.
-fn updates(partition: i32, city: &str, first: i64) -> Vec<Msg> {
+pub(super) fn updates(partition: i32, city: &str, first: i64) -> Vec<Msg> {
     trip_msgs(partition, city)
         .into_iter()
         .enumerate()
@@ -89,7 +89,7 @@ async fn export(store: &dyn Storage, dir: &std::path::Path) -> Result<(), Failur
 
 /// Commits `batches` one after the other (the first gives the `sf` groups their base files, the next append
 /// logs), each by its own writer invocation.
-async fn base_and_log(table: &Table, batches: &[&[Msg]]) -> Result<(), Failure> {
+pub(super) async fn base_and_log(table: &Table, batches: &[&[Msg]]) -> Result<(), Failure> {
     let store: Arc<dyn Storage> = table.recorder.clone();
     for (i, batch) in batches.iter().enumerate() {
         let w = table

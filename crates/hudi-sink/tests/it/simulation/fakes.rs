@@ -139,6 +139,18 @@ impl Storage for InvStorage {
         self.after(n).await;
         r
     }
+
+    async fn put_multipart<'a>(
+        &'a self,
+        path: &str,
+    ) -> StorageResult<Box<dyn MultipartUpload + 'a>> {
+        let inner = BufferedUpload::new(self, path);
+        self.plan.open_uploads.fetch_add(1, Ordering::SeqCst);
+        Ok(Box::new(TrackedUpload {
+            inner: Box::new(inner),
+            plan: &self.plan,
+        }))
+    }
 }
 
 /// The lock as one invocation sees it: acquisition sometimes fails (throttling, network).
@@ -313,5 +325,30 @@ impl Storage for BlockingS3 {
     async fn delete_many(&self, paths: &[String]) -> StorageResult<()> {
         let (s, p) = (self.inner.clone(), paths.to_vec());
         on_real_time(async move { s.delete_many(&p).await })
+    }
+}
+
+/// An upload counted open (`Plan::open_uploads`) until it completes or aborts.
+struct TrackedUpload<'a> {
+    inner: Box<dyn MultipartUpload + 'a>,
+    plan: &'a Plan,
+}
+
+#[async_trait]
+impl MultipartUpload for TrackedUpload<'_> {
+    async fn write(&mut self, data: Bytes) -> StorageResult<()> {
+        self.inner.write(data).await
+    }
+
+    async fn complete(self: Box<Self>) -> StorageResult<u64> {
+        let result = self.inner.complete().await;
+        self.plan.open_uploads.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+
+    async fn abort(self: Box<Self>) -> StorageResult<()> {
+        let result = self.inner.abort().await;
+        self.plan.open_uploads.fetch_sub(1, Ordering::SeqCst);
+        result
     }
 }

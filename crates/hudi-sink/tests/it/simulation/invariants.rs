@@ -439,6 +439,11 @@ impl Recorder {
         lock(&self.seen).services.clone()
     }
 
+    /// Records a broken invariant seen outside the storage calls (an invocation's end).
+    pub(super) fn note_violation(&self, invariant: &'static str, detail: String) {
+        lock(&self.seen).violations.push((invariant, detail));
+    }
+
     pub(super) fn violations(&self) -> Vec<(&'static str, String)> {
         lock(&self.seen).violations.clone()
     }

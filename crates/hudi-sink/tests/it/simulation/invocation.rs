@@ -28,6 +28,7 @@ pub(super) async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome
         crash: tokio::sync::Notify::new(),
         frozen: AtomicBool::new(false),
         clock: clock.clone(),
+        open_uploads: AtomicU64::new(0),
     });
     let storage: Arc<dyn Storage> = Arc::new(InvStorage {
         inner: ctx.faulty.clone(),
@@ -116,6 +117,13 @@ pub(super) async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome
             Err(e) => Outcome::Failed(e.to_string()),
         },
     };
+    let open = plan.open_uploads.load(Ordering::SeqCst);
+    if open > 0 && !matches!(outcome, Outcome::Crashed) {
+        ctx.truth.note_violation(
+            "no upload is left half-way",
+            format!("invocation {id} returned with {open} multipart uploads neither completed nor aborted"),
+        );
+    }
     let first = msgs.first().map(|m| (m.partition, m.offset));
     let what = match &outcome {
         Outcome::Ok(r) => format!("ok {:?} skipped {}", r.instant, r.skipped),

@@ -490,6 +490,10 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         super::toast_scenarios::placeholders_follow_the_ordering_field_boxed,
     ),
     (
+        "a-failed-compaction-lets-its-uploads-finish",
+        super::upload_scenarios::a_failed_compaction_lets_its_uploads_finish_boxed,
+    ),
+    (
         "rows-moved-to-another-partition-are-stored-once",
         super::partition_move_scenarios::rows_moved_to_another_partition_are_stored_once_boxed,
     ),
