@@ -144,12 +144,7 @@ impl Storage for InvStorage {
         &'a self,
         path: &str,
     ) -> StorageResult<Box<dyn MultipartUpload + 'a>> {
-        let inner = BufferedUpload::new(self, path);
-        self.plan.open_uploads.fetch_add(1, Ordering::SeqCst);
-        Ok(Box::new(TrackedUpload {
-            inner: Box::new(inner),
-            plan: &self.plan,
-        }))
+        Ok(CountedUpload::start(self, path, &self.plan.open_uploads))
     }
 }
 
@@ -328,27 +323,38 @@ impl Storage for BlockingS3 {
     }
 }
 
-/// An upload counted open (`Plan::open_uploads`) until it completes or aborts.
-struct TrackedUpload<'a> {
+/// An upload counted in `open` until it completes or aborts (S3 keeps the parts of one dropped half-way).
+pub(super) struct CountedUpload<'a> {
     inner: Box<dyn MultipartUpload + 'a>,
-    plan: &'a Plan,
+    open: &'a AtomicU64,
+}
+
+impl<'a> CountedUpload<'a> {
+    /// The default (buffered) upload of `path` into `storage`, counted in `open`.
+    pub(super) fn start<S: Storage>(storage: &'a S, path: &str, open: &'a AtomicU64) -> Box<Self> {
+        open.fetch_add(1, Ordering::SeqCst);
+        Box::new(Self {
+            inner: Box::new(BufferedUpload::new(storage, path)),
+            open,
+        })
+    }
 }
 
 #[async_trait]
-impl MultipartUpload for TrackedUpload<'_> {
+impl MultipartUpload for CountedUpload<'_> {
     async fn write(&mut self, data: Bytes) -> StorageResult<()> {
         self.inner.write(data).await
     }
 
     async fn complete(self: Box<Self>) -> StorageResult<u64> {
         let result = self.inner.complete().await;
-        self.plan.open_uploads.fetch_sub(1, Ordering::SeqCst);
+        self.open.fetch_sub(1, Ordering::SeqCst);
         result
     }
 
     async fn abort(self: Box<Self>) -> StorageResult<()> {
         let result = self.inner.abort().await;
-        self.plan.open_uploads.fetch_sub(1, Ordering::SeqCst);
+        self.open.fetch_sub(1, Ordering::SeqCst);
         result
     }
 }

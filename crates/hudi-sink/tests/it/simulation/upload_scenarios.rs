@@ -97,36 +97,7 @@ impl Storage for FailingUploads {
         &'a self,
         path: &str,
     ) -> StorageResult<Box<dyn MultipartUpload + 'a>> {
-        self.open.fetch_add(1, Ordering::SeqCst);
-        Ok(Box::new(Counted {
-            inner: Box::new(BufferedUpload::new(self, path)),
-            open: &self.open,
-        }))
-    }
-}
-
-/// An upload counted in `open` until it completes or aborts.
-struct Counted<'a> {
-    inner: Box<dyn MultipartUpload + 'a>,
-    open: &'a AtomicU64,
-}
-
-#[async_trait]
-impl MultipartUpload for Counted<'_> {
-    async fn write(&mut self, data: Bytes) -> StorageResult<()> {
-        self.inner.write(data).await
-    }
-
-    async fn complete(self: Box<Self>) -> StorageResult<u64> {
-        let result = self.inner.complete().await;
-        self.open.fetch_sub(1, Ordering::SeqCst);
-        result
-    }
-
-    async fn abort(self: Box<Self>) -> StorageResult<()> {
-        let result = self.inner.abort().await;
-        self.open.fetch_sub(1, Ordering::SeqCst);
-        result
+        Ok(CountedUpload::start(self, path, &self.open))
     }
 }
 
