@@ -187,16 +187,12 @@ impl TableWriter {
         let schema = self.schema();
         let shape = self.shape();
         let toast = shape.toast.as_ref().zip(stored.zip(fills));
-        let ordering = |s: &RecordBatch| {
-            shape.ordering.map(|(idx, cmp)| {
-                (
-                    incoming.column(idx).clone(),
-                    s.column(meta_offset + idx).clone(),
-                    cmp,
-                )
-            })
-        };
-        let toast_ordering = toast.and_then(|(_, (s, _))| ordering(s));
+        // The incoming and stored ordering columns, which decide whether a stored value beats a batch's fill.
+        let toast_ordering = toast.and_then(|(_, (s, _))| {
+            shape
+                .ordering
+                .map(|(idx, cmp)| (incoming.column(idx), s.column(meta_offset + idx), cmp))
+        });
         for col in 0..schema.data.fields().len() {
             let inc = incoming.column(col);
             // A TOAST placeholder that replaces a stored row keeps the stored value, and so does one the batch
@@ -217,7 +213,7 @@ impl TableWriter {
                                 *i,
                                 col,
                                 fills,
-                                toast_ordering.as_ref().map(|(b, s, c)| (b, s, *c)),
+                                toast_ordering,
                                 *r,
                             ) =>
                             {
