@@ -175,26 +175,27 @@ impl Toast {
         }
         let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
         let mut changed = false;
+        let n = batch.num_rows();
         for &col in &self.columns {
             let mut sources: Option<Vec<(usize, usize)>> = None;
-            let mut take = |row: usize, source: usize, n: usize| {
+            let mut take = |row: usize, source: usize| {
                 let s = sources.get_or_insert_with(|| (0..n).map(|r| (0, r)).collect());
                 s[row] = (0, source);
             };
             let array = batch.column(col).as_ref();
-            let n = batch.num_rows();
-            // A moved row's before image is the version right before it.
-            let mut from_image = std::collections::HashSet::new();
+            // A moved row's before image is the version right before it: row → image, where it filled one.
+            let mut from_image = HashMap::new();
             for &(row, image) in moved {
                 if self.unavailable.is_placeholder(array, row)
                     && !self.unavailable.is_placeholder(array, image)
                 {
-                    take(row, image, n);
-                    from_image.insert(row);
+                    take(row, image);
+                    from_image.insert(row, image);
                 }
             }
-            let is_placeholder =
-                |r: usize| !from_image.contains(&r) && self.unavailable.is_placeholder(array, r);
+            let is_placeholder = |r: usize| {
+                !from_image.contains_key(&r) && self.unavailable.is_placeholder(array, r)
+            };
             for (row, earlier) in versions {
                 if !is_placeholder(*row) {
                     continue;
@@ -205,25 +206,15 @@ impl Toast {
                     } else if is_placeholder(r) {
                         None
                     } else {
-                        Some(BatchSource::Row(r))
+                        // A moved row's value is its before image's.
+                        Some(BatchSource::Row(from_image.get(&r).copied().unwrap_or(r)))
                     }
                 });
-                match source {
-                    Some(BatchSource::Row(r)) => {
-                        // The moved row's own before image may be the value to take.
-                        let r = if from_image.contains(&r) {
-                            moved.iter().find(|(m, _)| *m == r).map_or(r, |(_, i)| *i)
-                        } else {
-                            r
-                        };
-                        take(*row, r, n);
-                        fills
-                            .entry(*row)
-                            .or_default()
-                            .push((col, BatchSource::Row(r)));
+                if let Some(source) = source {
+                    if let BatchSource::Row(r) = source {
+                        take(*row, r);
                     }
-                    Some(deleted) => fills.entry(*row).or_default().push((col, deleted)),
-                    None => {}
+                    fills.entry(*row).or_default().push((col, source));
                 }
             }
             if let Some(indices) = sources {

@@ -120,7 +120,8 @@ impl TableWriter {
     }
 
     /// Builds the output rows of one file: meta columns (kept for stored rows, new for written ones) and data
-    /// columns gathered from the stored file and the incoming batch without re-sorting.
+    /// columns gathered from the stored file and the incoming batch without re-sorting. `stored_with_fills`: the
+    /// stored file's rows with the batch's TOAST decisions (`PreparedWrite::toast_fills`), none for a new file.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn build_output(
         &self,
@@ -129,15 +130,12 @@ impl TableWriter {
         file_name: &str,
         file_index: usize,
         seq: &mut u64,
-        stored: Option<(&RecordBatch, &BatchFills)>,
+        stored_with_fills: Option<(&RecordBatch, &BatchFills)>,
         incoming: &RecordBatch,
         rows: &[Source],
         keys: &[&str],
     ) -> Result<RecordBatch, WriteError> {
-        let (stored, fills) = match stored {
-            Some((s, f)) => (Some(s), Some(f)),
-            None => (None, None),
-        };
+        let stored = stored_with_fills.map(|(s, _)| s);
         let t = instant.as_str();
         let n = rows.len();
         // Written straight into the column buffers: no string per row.
@@ -186,7 +184,7 @@ impl TableWriter {
             .collect();
         let schema = self.schema();
         let shape = self.shape();
-        let toast = shape.toast.as_ref().zip(stored.zip(fills));
+        let toast = shape.toast.as_ref().zip(stored_with_fills);
         // The incoming and stored ordering columns, which decide whether a stored value beats a batch's fill.
         let toast_ordering = toast.and_then(|(_, (s, _))| {
             shape

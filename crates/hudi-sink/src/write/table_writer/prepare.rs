@@ -263,30 +263,36 @@ fn earlier_versions(
     winners: &[(String, Winner)],
     ordering: Option<&(ArrayRef, OrderingComparator)>,
 ) -> Vec<(usize, Vec<(usize, bool)>)> {
-    let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
+    // The upsert winners with a placeholder, by key: only their keys' rows are gathered.
+    let mut by_key: HashMap<&str, (usize, Vec<usize>)> = winners
+        .iter()
+        .filter(|(_, w)| !w.delete && w.row != crate::write::merge::TOMBSTONE_ROW)
+        .filter(|(_, w)| toast.has_placeholder(batch, w.row))
+        .map(|(key, w)| (key.as_str(), (w.row, Vec::new())))
+        .collect();
+    if by_key.is_empty() {
+        return Vec::new();
+    }
     for &r in rows_in_part {
-        by_key.entry(keys[r].as_str()).or_default().push(r);
+        if let Some((winner, earlier)) = by_key.get_mut(keys[r].as_str()) {
+            if r != *winner {
+                earlier.push(r);
+            }
+        }
     }
     let by_ordering = !crate::mutation::is_disabled(crate::mutation::Mutation::ToastOrdering);
     let mut out = Vec::new();
-    for (key, w) in winners {
-        if w.delete || w.row == crate::write::merge::TOMBSTONE_ROW {
+    for (_, (winner, mut earlier)) in by_key {
+        if earlier.is_empty() {
             continue;
         }
-        let Some(rows) = by_key.get(key.as_str()).filter(|rows| rows.len() > 1) else {
-            continue;
-        };
-        if !toast.has_placeholder(batch, w.row) {
-            continue;
-        }
-        let mut earlier: Vec<usize> = rows.iter().copied().filter(|&r| r != w.row).collect();
         if let (Some((col, cmp)), true) = (ordering, by_ordering) {
             // Stable: arrival order stays for equal ordering values, as when folding.
             earlier.sort_by(|&a, &b| cmp.compare(col, a, col, b));
         }
         earlier.reverse();
         out.push((
-            w.row,
+            winner,
             earlier.into_iter().map(|r| (r, deletes[r])).collect(),
         ));
     }
