@@ -104,9 +104,9 @@ pub(super) async fn base_and_log(table: &Table, batches: &[&[Msg]]) -> Result<()
 
 /// A compaction of every slice with a log (`run`, as the coordinator's inline and scheduled runs call it) on
 /// `store` with the table's fifth clock, rolling back compactions whose heartbeat is `tolerance_ms` old.
-fn spawn_compaction(
+pub(super) fn spawn_compaction(
     table: &Table,
-    store: Arc<HeldAt>,
+    store: Arc<dyn Storage>,
     tolerance_ms: u64,
 ) -> tokio::task::JoinHandle<Result<Option<CompactionReport>, WriteError>> {
     let lock = table.lock_with(table.clocks[4].clone());

@@ -8,12 +8,10 @@
 //! blocking task lands its file after the caller returned. With the writes dropped at the first error
 //! (mutation `finish-in-order`), the second upload is left open.
 
-use super::compaction_scenarios::{base_and_log, updates};
+use super::compaction_scenarios::{base_and_log, spawn_compaction, updates};
 use super::scenarios::trip_msgs;
 use super::window_scenarios::Table;
 use super::*;
-use hudi_sink::base_file::writer::BaseFileOptions;
-use hudi_sink::services::compact::{run, Runner};
 use hudi_sink::storage::StorageError;
 use tokio::sync::Notify;
 
@@ -114,20 +112,10 @@ async fn a_failed_compaction_lets_its_uploads_finish() -> Result<(), Failure> {
         second_started: Notify::new(),
         failed: Notify::new(),
     });
-    let lock = table.lock_with(table.clocks[4].clone());
-    let config = ServicesConfig {
-        compact_max_delta_commits: 1,
-        ..sim_services()
-    };
-    let runner = Runner {
-        storage: store.as_ref(),
-        lock: &lock,
-        lock_wait: Duration::from_secs(120),
-        clock: table.clocks[4].as_ref(),
-        config: &config,
-        heartbeat_tolerance: Duration::from_millis(BEAT_MS * BEAT_MISSES as u64),
-    };
-    let result = run(&runner, None, &BaseFileOptions::default()).await;
+    let tolerance_ms = BEAT_MS * BEAT_MISSES as u64;
+    let result = spawn_compaction(&table, store.clone(), tolerance_ms)
+        .await
+        .map_err(|e| fail("no panic", e.to_string()))?;
     if store.base_files.load(Ordering::SeqCst) < 2 {
         return Err(fail(
             "setup",
@@ -162,14 +150,11 @@ async fn a_failed_compaction_lets_its_uploads_finish() -> Result<(), Failure> {
         }
     };
     kept("after the failure", rows(table.recorder.as_ref()).await?)?;
-    let runner = Runner {
-        storage: table.recorder.as_ref(),
-        ..runner
-    };
-    tokio::time::sleep(Duration::from_millis(BEAT_MS * (BEAT_MISSES as u64 + 1))).await;
+    tokio::time::sleep(Duration::from_millis(tolerance_ms + BEAT_MS)).await;
     let mut compacted = false;
     for _ in 0..3 {
-        match run(&runner, None, &BaseFileOptions::default()).await {
+        let task = spawn_compaction(&table, table.recorder.clone(), tolerance_ms);
+        match task.await.map_err(|e| fail("no panic", e.to_string()))? {
             Ok(Some(_)) => {
                 compacted = true;
                 break;
@@ -185,7 +170,7 @@ async fn a_failed_compaction_lets_its_uploads_finish() -> Result<(), Failure> {
         ));
     }
     kept(
-        "after the next compaction",
+        "after the later compaction",
         rows(table.recorder.as_ref()).await?,
     )?;
     if let Some((invariant, detail)) = table.recorder.violations().into_iter().next() {
