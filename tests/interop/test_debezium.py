@@ -105,12 +105,8 @@ def stream(connector, seed=5, events=240, keys=40):
 def resent_before_placeholders(records, per_file=25):
     """Postgres updates that leave `name` out and follow, in their file (one batch), a re-sent event of their
     key that is older than the key's latest version before them."""
-    count = 0
+    count, latest = 0, {}  # latest: each key's highest position so far
     for n in range(0, len(records), per_file):
-        latest = {}
-        for key, value in records[:n]:
-            if value is not None:
-                latest[key] = max(latest.get(key, 0), value["source"].get("lsn") or 0)
         resent = set()
         for key, value in records[n:n + per_file]:
             if value is None:
