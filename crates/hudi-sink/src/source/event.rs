@@ -311,6 +311,26 @@ impl KafkaBatch {
         raw.into_batch()
     }
 
+    /// The event source of an invocation payload, without reading its records into memory (the JSON is
+    /// still checked whole).
+    ///
+    /// The fields are read up to the `records` member, which comes last in the ESM's payloads: it is skipped
+    /// only when a field of the source may follow it, and a JSON error after the fields is left to
+    /// [`KafkaBatch::from_slice`] of the same payload.
+    pub fn source_of(payload: &[u8]) -> Result<EventSource, EventError> {
+        let mut header = None;
+        let mut de = serde_json::Deserializer::from_slice(payload);
+        let read = de.deserialize_map(HeaderVisitor(&mut header));
+        match (header, read) {
+            (Some(header), _) => header.into_source(),
+            (None, Err(source)) => Err(EventError::Json { source }),
+            (None, Ok(())) => Err(EventError::MissingField {
+                field: "eventSource",
+                context: None,
+            }),
+        }
+    }
+
     /// Parses an invocation payload given as text.
     pub fn from_json_str(payload: &str) -> Result<Self, EventError> {
         Self::from_slice(payload.as_bytes())
@@ -379,16 +399,22 @@ struct RawRecord<'a> {
     offset: i64,
     timestamp: i64,
     #[serde(default, borrow)]
-    timestamp_type: Option<Cow<'a, str>>,
+    timestamp_type: Option<Text<'a>>,
     #[serde(default, borrow)]
-    key: Option<Cow<'a, str>>,
+    key: Option<Text<'a>>,
     #[serde(default, borrow)]
-    value: Option<Cow<'a, str>>,
+    value: Option<Text<'a>>,
     #[serde(default)]
     headers: Option<Vec<RawHeaderObject>>,
     #[serde(default)]
     value_schema_metadata: Option<RawSchemaMetadata>,
 }
+
+/// A string borrowed from the payload when it has no escapes. serde borrows a `Cow<str>` field only when the
+/// field's type is the `Cow` itself: inside an `Option` it would copy every key and value.
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// `valueSchemaMetadata` as delivered (`schemaId` is a string in AWS's samples; a number is accepted too).
 #[derive(Deserialize)]
@@ -502,13 +528,65 @@ impl<'de> Deserialize<'de> for RawHeaderObject {
     }
 }
 
-impl RawEvent<'_> {
-    fn into_batch(self) -> Result<KafkaBatch, EventError> {
+/// The top-level fields of an invocation payload, without its records.
+struct RawHeader {
+    event_source: Option<String>,
+    event_source_arn: Option<String>,
+    bootstrap_servers: Option<String>,
+}
+
+/// Reads the top-level fields of a payload into its header, and stops at `records` once they are enough to name
+/// the source (the rest of the payload is then not read).
+struct HeaderVisitor<'a>(&'a mut Option<RawHeader>);
+
+impl<'de> Visitor<'de> for HeaderVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kafka event object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut header = RawHeader {
+            event_source: None,
+            event_source_arn: None,
+            bootstrap_servers: None,
+        };
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "eventSource" => header.event_source = map.next_value()?,
+                "eventSourceArn" => header.event_source_arn = map.next_value()?,
+                "bootstrapServers" => header.bootstrap_servers = map.next_value()?,
+                "records" if header.is_complete() => break,
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        *self.0 = Some(header);
+        Ok(())
+    }
+}
+
+impl RawHeader {
+    /// Whether no field that names the source can still come (an MSK event's `bootstrapServers` is optional).
+    fn is_complete(&self) -> bool {
+        match self.event_source.as_deref() {
+            Some(MSK_EVENT_SOURCE) => {
+                self.event_source_arn.is_some() && self.bootstrap_servers.is_some()
+            }
+            Some(SELF_MANAGED_EVENT_SOURCE) => self.bootstrap_servers.is_some(),
+            Some(_) => true,
+            None => false,
+        }
+    }
+
+    fn into_source(self) -> Result<EventSource, EventError> {
         let event_source = self.event_source.ok_or(EventError::MissingField {
             field: "eventSource",
             context: None,
         })?;
-        let source = match event_source.as_str() {
+        Ok(match event_source.as_str() {
             MSK_EVENT_SOURCE => {
                 let arn = self.event_source_arn.ok_or(EventError::MissingField {
                     field: "eventSourceArn",
@@ -543,7 +621,18 @@ impl RawEvent<'_> {
                     found: event_source,
                 })
             }
-        };
+        })
+    }
+}
+
+impl RawEvent<'_> {
+    fn into_batch(self) -> Result<KafkaBatch, EventError> {
+        let source = RawHeader {
+            event_source: self.event_source,
+            event_source_arn: self.event_source_arn,
+            bootstrap_servers: self.bootstrap_servers,
+        }
+        .into_source()?;
         let RawRecords(entries) = self.records.ok_or(EventError::MissingField {
             field: "records",
             context: None,
@@ -557,7 +646,7 @@ impl RawEvent<'_> {
             .iter()
             .flat_map(|(_, r)| r.iter())
             .map(|r| {
-                r.key.as_ref().map_or(0, |t| t.len()) + r.value.as_ref().map_or(0, |t| t.len())
+                r.key.as_ref().map_or(0, |t| t.0.len()) + r.value.as_ref().map_or(0, |t| t.0.len())
             })
             .sum();
         let mut arena =
@@ -703,7 +792,7 @@ fn convert_record(
     let mut spans = Spans::default();
     let raw_key_b64 = match raw.key {
         None => None,
-        Some(text) => match decode_base64(text.as_bytes(), arena) {
+        Some(Text(text)) => match decode_base64(text.as_bytes(), arena) {
             Ok(range) => {
                 spans.key = Some(range);
                 None
@@ -719,7 +808,7 @@ fn convert_record(
     };
     let raw_value_b64 = match raw.value {
         None => None,
-        Some(text) => match decode_base64(text.as_bytes(), arena) {
+        Some(Text(text)) => match decode_base64(text.as_bytes(), arena) {
             Ok(range) => {
                 spans.value = Some(range);
                 None
@@ -749,7 +838,7 @@ fn convert_record(
         partition: raw.partition,
         offset: raw.offset,
         timestamp_ms: raw.timestamp,
-        timestamp_type: raw.timestamp_type.map(TimestampType::parse),
+        timestamp_type: raw.timestamp_type.map(|t| TimestampType::parse(t.0)),
         key: None,
         value: None,
         headers,

@@ -444,3 +444,78 @@ fn deserialize_impl_and_from_value_agree() {
         .unwrap_or_default();
     assert!(err.contains("eventSourceArn"), "{err}");
 }
+
+#[test]
+fn source_of_reads_the_source_the_full_parse_reads_in_any_field_order() {
+    let records =
+        r#""records":{"t-0":[{"topic":"t","partition":0,"offset":1,"timestamp":5,"value":null}]}"#;
+    let payloads = [
+        // The ESM's order: the records last, read no further.
+        format!(
+            r#"{{"eventSource":"aws:kafka","eventSourceArn":"arn:a","bootstrapServers":"b:1",{records}}}"#
+        ),
+        // The records first, or before the optional brokers of an MSK event: skipped, and the fields after read.
+        format!(
+            r#"{{{records},"eventSource":"aws:kafka","eventSourceArn":"arn:a","bootstrapServers":"b:1"}}"#
+        ),
+        format!(
+            r#"{{"eventSource":"aws:kafka","eventSourceArn":"arn:a",{records},"bootstrapServers":"b:2"}}"#
+        ),
+        format!(r#"{{"eventSource":"aws:kafka","eventSourceArn":"arn:a",{records}}}"#),
+        format!(r#"{{"bootstrapServers":"k:9092","eventSource":"SelfManagedKafka",{records}}}"#),
+    ];
+    for payload in &payloads {
+        let full = KafkaBatch::from_slice(payload.as_bytes())
+            .unwrap_or_else(|e| panic!("{payload}: {e}"))
+            .source;
+        let peeked =
+            KafkaBatch::source_of(payload.as_bytes()).unwrap_or_else(|e| panic!("{payload}: {e}"));
+        assert_eq!(peeked, full, "{payload}");
+    }
+    // The errors of the fields are the full parse's.
+    for (payload, want) in [
+        (
+            format!(r#"{{{records}}}"#),
+            "required field `eventSource` is missing",
+        ),
+        (
+            format!(r#"{{"eventSource":"aws:lambda",{records}}}"#),
+            "eventSource is \"aws:lambda\"",
+        ),
+        (
+            format!(r#"{{"eventSource":"aws:kafka",{records}}}"#),
+            "required field `eventSourceArn` is missing",
+        ),
+        ("[1,2]".to_string(), "invalid Kafka event payload"),
+        (
+            r#"{"eventSource": 5}"#.to_string(),
+            "invalid Kafka event payload",
+        ),
+    ] {
+        let err = KafkaBatch::source_of(payload.as_bytes())
+            .map(|s| format!("{s:?}"))
+            .expect_err(&payload)
+            .to_string();
+        assert!(err.contains(want), "{payload}: {err}");
+    }
+}
+
+#[test]
+fn keys_and_values_are_borrowed_from_the_payload() {
+    let text = r#"{"topic":"t","partition":0,"offset":1,"timestamp":5,"timestampType":"CREATE_TIME",
+        "key":"azE=","value":"eyJhIjoxfQ=="}"#;
+    let raw: RawRecord<'_> = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(raw.key, Some(Text(Cow::Borrowed("azE=")))));
+    assert!(matches!(
+        raw.value,
+        Some(Text(Cow::Borrowed("eyJhIjoxfQ==")))
+    ));
+    assert!(matches!(
+        raw.timestamp_type,
+        Some(Text(Cow::Borrowed("CREATE_TIME")))
+    ));
+    // A text with an escape cannot be borrowed: it is unescaped into its own string.
+    let escaped = text.replace("eyJhIjoxfQ==", r"eyJhIjoxfQ\u003d\u003d");
+    let raw: RawRecord<'_> = serde_json::from_str(&escaped).unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(&raw.value, Some(Text(Cow::Owned(v))) if v == "eyJhIjoxfQ=="));
+}
