@@ -2,14 +2,18 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hudi_sink::bootstrap::{build_router, build_sink, load_properties};
 use hudi_sink::router::{is_routed, RoutedReport, Router};
-use hudi_sink::sink::{KafkaSink, ProcessOptions, SinkReport};
-use hudi_sink::source::event::KafkaBatch;
+use std::borrow::Cow;
+
+use hudi_sink::sink::parts::part_error;
+use hudi_sink::sink::{BatchParts, KafkaSink, ProcessOptions, SinkReport};
+use hudi_sink::source::event::{EventSource, KafkaBatch};
+use hudi_sink::write::WriteError;
 
 /// Any error, reported with its cause chain by `main`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -101,16 +105,20 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
     let mut next = 0;
     while next < files.len() {
         let batch_started = Instant::now();
-        let (batch, group) = read_batch(&files[next..], windowed, max_batch_bytes)?;
-        next += group.len();
-        let names: Vec<String> = group.iter().map(|p| p.display().to_string()).collect();
+        let group = next_group(&files[next..], windowed, max_batch_bytes)?;
+        next += group.files.len();
+        let names: Vec<String> = group
+            .files
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
         // Every file is there already: each batch has the rest behind it, so none waits for an interval slot
         // (the interval groups files into batches, it does not pace the reading).
         let options = ProcessOptions {
             backlog: true,
             ..ProcessOptions::default()
         };
-        let (report, routed) = match sink.process_with(batch, options).await {
+        let (report, routed) = match sink.process_with(&group, options).await {
             Ok(r) => r,
             Err(e) => {
                 progress.clear();
@@ -137,9 +145,9 @@ pub async fn run(args: Args) -> Result<(), BoxError> {
             }
             None => commits += u64::from(report.instant.is_some()),
         }
-        done_bytes += group.iter().map(|p| file_size(p).unwrap_or(0)).sum::<u64>();
+        done_bytes += group.payload_bytes();
         total.absorb(&report);
-        progress.update(group.len(), total.records_in, done_bytes, commits);
+        progress.update(group.files.len(), total.records_in, done_bytes, commits);
     }
     progress.clear();
     let elapsed = progress.started.elapsed();
@@ -228,16 +236,18 @@ enum Writer {
 }
 
 impl Writer {
-    /// Processes one batch: its report (over every table when routed) and, when routed, each table's.
+    /// Processes one batch of event files: its report (over every table when routed) and, when routed, each
+    /// table's. One table reads the files one at a time (only one file's values in memory); a router splits
+    /// the batch by topic first, so it reads them all.
     async fn process_with(
         &self,
-        batch: KafkaBatch,
+        group: &FileParts,
         options: ProcessOptions,
     ) -> Result<(SinkReport, Option<RoutedReport>), BoxError> {
         match self {
-            Writer::One(sink) => Ok((sink.process_with(batch, options).await?, None)),
+            Writer::One(sink) => Ok((sink.process_parts(group, options).await?, None)),
             Writer::Many(router) => {
-                let routed = router.process_with(batch, options).await?;
+                let routed = router.process_with(group.read_all()?, options).await?;
                 Ok((routed.total(), Some(routed)))
             }
         }
@@ -271,36 +281,85 @@ fn check_routes(router: &Router, files: &[(PathBuf, u64)]) -> Result<(), BoxErro
 }
 
 /// The next batch from `files`: one file, or under the interval commit (`windowed`) the consecutive files
-/// of one event source up to `max_bytes` (at least one), their records in file order. Returns the batch and
-/// the files it holds.
-fn read_batch(
+/// of one event source up to `max_bytes` (at least one). Only each file's event source is read here.
+fn next_group(
     files: &[(PathBuf, u64)],
     windowed: bool,
     max_bytes: u64,
-) -> Result<(KafkaBatch, Vec<&Path>), BoxError> {
-    let read = |path: &Path| -> Result<KafkaBatch, BoxError> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(KafkaBatch::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?)
+) -> Result<FileParts, BoxError> {
+    let source = |path: &Path| -> Result<EventSource, BoxError> {
+        let failed = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        // The source's fields come before the records in the ESM's payloads: the file's head is enough.
+        let mut head = Vec::with_capacity(HEAD_BYTES);
+        File::open(path)
+            .and_then(|f| f.take(HEAD_BYTES as u64).read_to_end(&mut head))
+            .map_err(|e| failed(&e))?;
+        if let Ok(source) = KafkaBatch::source_of(&head) {
+            return Ok(source);
+        }
+        let bytes = std::fs::read(path).map_err(|e| failed(&e))?;
+        Ok(KafkaBatch::source_of(&bytes).map_err(|e| failed(&e))?)
     };
-    let (first, first_size) = &files[0];
-    let mut batch = read(first)?;
-    let mut group = vec![first.as_path()];
+    let Some((first, first_size)) = files.first() else {
+        return Err("no event file left".into());
+    };
+    let first_source = source(first)?;
+    let mut group = vec![(first.clone(), *first_size)];
     let mut bytes = *first_size;
     if windowed {
         for (path, size) in &files[1..] {
-            if bytes + size > max_bytes {
+            if bytes + size > max_bytes || source(path)? != first_source {
                 break;
             }
-            let more = read(path)?;
-            if more.source != batch.source {
-                break;
-            }
-            batch.records.extend(more.records);
-            group.push(path.as_path());
+            group.push((path.clone(), *size));
             bytes += size;
         }
     }
-    Ok((batch, group))
+    Ok(FileParts { files: group })
+}
+
+/// Bytes of an event file read to find its event source before the whole file is.
+const HEAD_BYTES: usize = 64 * 1024;
+
+/// Event files as the parts of one batch: each is read and parsed when the sink loads it.
+struct FileParts {
+    files: Vec<(PathBuf, u64)>,
+}
+
+impl FileParts {
+    /// Every file read into one batch, their records in file order.
+    fn read_all(&self) -> Result<KafkaBatch, BoxError> {
+        let mut batch: Option<KafkaBatch> = None;
+        for index in 0..self.files.len() {
+            let part = self.load(index)?.into_owned();
+            match batch.as_mut() {
+                Some(b) => b.records.extend(part.records),
+                None => batch = Some(part),
+            }
+        }
+        batch.ok_or_else(|| "no event file in the batch".into())
+    }
+}
+
+impl BatchParts for FileParts {
+    fn parts(&self) -> usize {
+        self.files.len()
+    }
+
+    fn load(&self, index: usize) -> Result<Cow<'_, KafkaBatch>, WriteError> {
+        let Some((path, _)) = self.files.get(index) else {
+            return Err(part_error(index, "no such event file"));
+        };
+        let bytes = std::fs::read(path)
+            .map_err(|e| part_error(index, format!("{}: {e}", path.display())))?;
+        KafkaBatch::from_slice(&bytes)
+            .map(Cow::Owned)
+            .map_err(|e| part_error(index, format!("{}: {e}", path.display())))
+    }
+
+    fn payload_bytes(&self) -> u64 {
+        self.files.iter().map(|(_, size)| size).sum()
+    }
 }
 
 /// The `--report-jsonl` file: one line per processed batch (its event files), flushed at once (a crash keeps every

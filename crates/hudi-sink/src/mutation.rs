@@ -107,11 +107,14 @@ pub enum Mutation {
     /// A service whose write failed lets the writes already started complete or abort their uploads before
     /// it returns (`services::in_flight::finish_in_order`), instead of dropping them half-way.
     FinishInOrder,
+    /// The records of a batch read in parts (`sink/parts.rs`) keep their batch positions: a part's first
+    /// record follows the previous part's last, so the fold orders versions across parts by arrival.
+    PartPositions,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 36] = [
+    pub const ALL: [Mutation; 37] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -148,6 +151,7 @@ impl Mutation {
         Mutation::PartitionMove,
         Mutation::ToastOrdering,
         Mutation::FinishInOrder,
+        Mutation::PartPositions,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -189,6 +193,7 @@ impl Mutation {
             Mutation::PartitionMove => "partition-move",
             Mutation::ToastOrdering => "toast-ordering",
             Mutation::FinishInOrder => "finish-in-order",
+            Mutation::PartPositions => "part-positions",
         }
     }
 

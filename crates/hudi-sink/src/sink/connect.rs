@@ -22,6 +22,7 @@ use crate::storage::Storage;
 use crate::write::{TableWriter, WriteConfig, WriteError};
 
 use super::config::SchemaEvolution;
+use super::parts::BatchParts;
 use super::KafkaSink;
 
 /// A Debezium table that does not exist yet and has no schema file or registry: the first batch's Connect
@@ -91,28 +92,36 @@ impl ConnectSchemas {
     }
 }
 
-/// The distinct Connect schema texts of `batch`, in the order they first appear.
-fn schema_texts(batch: &KafkaBatch) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    for record in &batch.records {
-        if let Payload::Value(value) = record.payload() {
-            if let Some(text) = connect::schema_text(value) {
-                if seen.insert(text.to_string()) {
-                    out.push(text.to_string());
+/// The distinct Connect schema texts of a batch, in the order they first appear.
+#[derive(Debug, Default)]
+pub(super) struct SchemaTexts {
+    seen: std::collections::HashSet<String>,
+    /// The texts, in order.
+    pub texts: Vec<String>,
+}
+
+impl SchemaTexts {
+    /// Adds the texts of `batch` (a part of the batch) not seen yet.
+    pub(super) fn add(&mut self, batch: &KafkaBatch) {
+        for record in &batch.records {
+            if let Payload::Value(value) = record.payload() {
+                if let Some(text) = connect::schema_text(value) {
+                    if !self.seen.contains(text) {
+                        self.seen.insert(text.to_string());
+                        self.texts.push(text.to_string());
+                    }
                 }
             }
         }
     }
-    out
 }
 
 impl KafkaSink {
-    /// The table's writer; a deferred table is created first, from the first Connect schema of `batch` that
-    /// maps (or opened, when another writer created it meanwhile).
+    /// The table's writer; a deferred table is created first, from the first Connect schema of the batch
+    /// that maps (or opened, when another writer created it meanwhile).
     pub(super) async fn open_deferred(
         &self,
-        batch: &KafkaBatch,
+        parts: &dyn BatchParts,
     ) -> Result<&TableWriter, WriteError> {
         if let Some(writer) = self.writer.get() {
             return Ok(writer);
@@ -122,10 +131,16 @@ impl KafkaSink {
         };
         self.writer
             .get_or_try_init(|| async {
-                let row = schema_texts(batch)
-                    .iter()
-                    .find_map(|text| connect::parse(text).ok())
-                    .ok_or_else(|| WriteError::Config {
+                let mut row = None;
+                for index in 0..parts.parts() {
+                    let mut texts = SchemaTexts::default();
+                    texts.add(&*parts.load(index)?);
+                    row = texts.texts.iter().find_map(|text| connect::parse(text).ok());
+                    if row.is_some() {
+                        break;
+                    }
+                }
+                let row = row.ok_or_else(|| WriteError::Config {
                         reason: "the table does not exist yet and no value of this batch carries a \
                                  Connect schema that gives its columns (the JsonConverter's \
                                  schemas.enable=true); give a schema file \
@@ -151,18 +166,18 @@ impl KafkaSink {
             .await
     }
 
-    /// Reads the Connect schemas of `batch`. Without a schema file or registry they are the table's
+    /// Reads the Connect schemas of a batch (`texts`). Without a schema file or registry they are the table's
     /// schema: each evolves the table in batch order (under `hudi.sink.schema.evolution=evolve`), and a
     /// change Hudi refuses fails the invocation.
     pub(super) fn connect_schemas(
         &self,
         connector: Connector,
-        batch: &KafkaBatch,
+        texts: Vec<String>,
     ) -> Result<ConnectSchemas, WriteError> {
         let writer = self.table()?;
         let from_values = self.latest.is_none() && writer.config().schema_file.is_none();
         let mut by_text = HashMap::new();
-        for text in schema_texts(batch) {
+        for text in texts {
             let parsed = connect::parse(&text);
             if let (Ok(schema), true) = (&parsed, from_values) {
                 let table = table_schema(connector, &schema.row, self.config.append_kafka_columns)?;

@@ -47,24 +47,24 @@ pub(super) fn is_avro(metadata: Option<&SchemaMetadata>, value: &[u8]) -> bool {
     }
 }
 
+/// Adds the writer schema ids of `batch`'s registry-framed Avro values to `ids`.
+pub(super) fn avro_ids(batch: &KafkaBatch, ids: &mut BTreeSet<SchemaId>) {
+    ids.extend(batch.records.iter().filter_map(|r| match r.payload() {
+        Payload::Value(v) if is_avro(r.value_schema.as_ref(), v) => {
+            locate_id(r.value_schema.as_ref(), v).ok()
+        }
+        _ => None,
+    }));
+}
+
 impl KafkaSink {
-    /// Fetches and compiles the writer schemas of `batch`'s Avro values, evolving the table with each flat
+    /// Fetches and compiles the writer schemas `ids` of a batch's Avro values, evolving the table with each flat
     /// schema first (in id order, so that every attempt of the batch evolves it alike).
     pub(super) async fn debezium_avro_plans(
         &self,
         connector: Connector,
-        batch: &KafkaBatch,
+        ids: BTreeSet<SchemaId>,
     ) -> Result<AvroPlans, WriteError> {
-        let ids: BTreeSet<SchemaId> = batch
-            .records
-            .iter()
-            .filter_map(|r| match r.payload() {
-                Payload::Value(v) if is_avro(r.value_schema.as_ref(), v) => {
-                    locate_id(r.value_schema.as_ref(), v).ok()
-                }
-                _ => None,
-            })
-            .collect();
         let mut plans = HashMap::with_capacity(ids.len());
         if ids.is_empty() {
             return Ok(plans);

@@ -121,24 +121,38 @@ pub fn check_table(data: &arrow_schema::Schema) -> Result<(), WriteError> {
     Ok(())
 }
 
+/// What the Kafka columns of one decoded row hold, taken from its record while the record is loaded (its
+/// part may be gone by the time the rows are filled).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaRow {
+    /// The record's offset.
+    pub offset: i64,
+    /// The record's partition.
+    pub partition: i32,
+    /// The record's timestamp, epoch milliseconds.
+    pub timestamp_ms: i64,
+    /// The record's key as text (lossy UTF-8), `None` for a null key.
+    pub key: Option<String>,
+}
+
+impl KafkaRow {
+    /// The Kafka columns of a row decoded from `record`.
+    pub fn of(record: &KafkaRecord) -> Self {
+        Self {
+            offset: record.offset,
+            partition: record.partition,
+            timestamp_ms: record.timestamp_ms,
+            key: record
+                .key
+                .as_deref()
+                .map(|k| String::from_utf8_lossy(k).into_owned()),
+        }
+    }
+}
+
 /// `data` (one row per decoded record) with the Kafka columns set from the records the rows came from:
-/// row `i` is `records[positions[i]]`.
-pub fn fill(
-    data: RecordBatch,
-    records: &[KafkaRecord],
-    positions: &[u64],
-) -> Result<RecordBatch, WriteError> {
-    let rows: Vec<&KafkaRecord> = positions
-        .iter()
-        .map(|p| {
-            usize::try_from(*p)
-                .ok()
-                .and_then(|p| records.get(p))
-                .ok_or_else(|| WriteError::Config {
-                    reason: format!("row position {p} is outside the batch"),
-                })
-        })
-        .collect::<Result<_, _>>()?;
+/// row `i` is `rows[i]`.
+pub fn fill(data: RecordBatch, rows: &[KafkaRow]) -> Result<RecordBatch, WriteError> {
     if rows.len() != data.num_rows() {
         return Err(WriteError::Config {
             reason: format!(
@@ -165,15 +179,11 @@ pub fn fill(
                 rows.iter().map(|r| r.timestamp_ms),
             )),
             (KEY_COLUMN, DataType::Utf8) => Arc::new(StringArray::from_iter(
-                rows.iter()
-                    .map(|r| r.key.as_deref().map(String::from_utf8_lossy)),
+                rows.iter().map(|r| r.key.as_deref()),
             )),
-            (KEY_COLUMN, DataType::LargeUtf8) => {
-                Arc::new(arrow_array::LargeStringArray::from_iter(
-                    rows.iter()
-                        .map(|r| r.key.as_deref().map(String::from_utf8_lossy)),
-                ))
-            }
+            (KEY_COLUMN, DataType::LargeUtf8) => Arc::new(
+                arrow_array::LargeStringArray::from_iter(rows.iter().map(|r| r.key.as_deref())),
+            ),
             _ => continue,
         };
         if !field.is_nullable() && values.null_count() > 0 {
@@ -263,7 +273,8 @@ mod tests {
             record(8, 1, None),
             record(42, 3, None),
         ];
-        let filled = fill(data, &records, &[2, 0]).expect("fill");
+        let rows = [KafkaRow::of(&records[2]), KafkaRow::of(&records[0])];
+        let filled = fill(data, &rows).expect("fill");
         let col = |name: &str| filled.column_by_name(name).expect(name).clone();
         assert_eq!(
             col(OFFSET_COLUMN).as_ref(),

@@ -29,6 +29,7 @@ mod connect;
 mod debezium_avro;
 mod heartbeat;
 pub mod kafka_columns;
+pub mod parts;
 mod prepare;
 mod report;
 mod route;
@@ -42,7 +43,9 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::dead_letter::DeadLetterSink;
+use crate::protocol::TopicOffsets;
 use crate::source::event::KafkaBatch;
+use crate::table::commit::Checkpoint;
 use crate::table::timeline::Timeline;
 use crate::transport::CoordinatorClient;
 use crate::write::{TableWriter, WriteError};
@@ -50,6 +53,7 @@ use crate::write::{TableWriter, WriteError};
 use attempt::Attempt;
 pub use config::{SchemaEvolution, SinkConfig, ValueFormat};
 pub use connect::DeferredTable;
+pub use parts::BatchParts;
 pub use report::{ProcessOptions, SinkReport};
 
 /// Writes Kafka batches into one table through a coordinator.
@@ -225,20 +229,24 @@ impl KafkaSink {
     pub async fn process_with(
         &self,
         batch: KafkaBatch,
+        options: ProcessOptions,
+    ) -> Result<SinkReport, WriteError> {
+        self.process_parts(&batch, options).await
+    }
+
+    /// [`process_with`](Self::process_with) for a batch read one part at a time (`parts.rs`): only one
+    /// part's values are in memory at once.
+    pub async fn process_parts(
+        &self,
+        parts: &dyn BatchParts,
         mut options: ProcessOptions,
     ) -> Result<SinkReport, WriteError> {
         if self.config.backlog_bytes > 0 && !options.backlog {
-            options.backlog = batch.payload_bytes() >= self.config.backlog_bytes;
+            options.backlog = parts.payload_bytes() >= self.config.backlog_bytes;
         }
-        let oldest = batch
-            .records
-            .iter()
-            .map(|r| r.timestamp_ms)
-            .filter(|t| *t > 0)
-            .min();
         let (result, lock_wait_ms) =
-            crate::telemetry::with_lock_wait(self.process_batch(batch, options)).await;
-        let mut report = result?;
+            crate::telemetry::with_lock_wait(self.process_batch(parts, options)).await;
+        let (mut report, oldest) = result?;
         report.lock_wait_ms = lock_wait_ms;
         report.max_lag_ms =
             oldest.map(|t| u64::try_from(self.clock.now_millis().saturating_sub(t)).unwrap_or(0));
@@ -268,18 +276,19 @@ impl KafkaSink {
         Ok(())
     }
 
-    /// The batch loop: source (drop what the table's checkpoint covers), prepare once, then attempts until
-    /// one commits, the attempts run out or the deadline comes near.
+    /// The batch loop: source (what the table's checkpoint covers is left out), prepare once, then attempts
+    /// until one commits, the attempts run out or the deadline comes near. Returns the report and the oldest
+    /// record timestamp of the batch.
     async fn process_batch(
         &self,
-        mut batch: KafkaBatch,
+        parts: &dyn BatchParts,
         options: ProcessOptions,
-    ) -> Result<SinkReport, WriteError> {
-        let storage = self.open_deferred(&batch).await?.storage().clone();
-        let records_in = batch.len() as u64;
-        let mut skipped = 0u64;
-        // The table's checkpoint as this writer sees it; the coordinator re-checks at commit. The same
-        // listing shows the open window of the interval commit.
+    ) -> Result<(SinkReport, Option<i64>), WriteError> {
+        let storage = self.open_deferred(parts).await?.storage().clone();
+        // The checkpoints the batch is filtered by: the table's as this writer sees it (the coordinator
+        // re-checks at commit), then each newer one an attempt was refused with.
+        let mut checkpoints = Vec::new();
+        // The same listing shows the open window of the interval commit.
         let listed = storage.list(crate::table::timeline::META_DIR).await?;
         let mut timeline =
             Timeline::from_listing(&listed).map_err(crate::table::TableError::from)?;
@@ -293,34 +302,38 @@ impl KafkaSink {
         if !windowed {
             if let Some((_, checkpoint)) = timeline.latest_checkpoint(storage.as_ref()).await? {
                 if !crate::mutation::is_disabled(crate::mutation::Mutation::CheckpointFilter) {
-                    skipped += batch.drop_committed(&checkpoint) as u64;
+                    checkpoints.push(checkpoint);
                 }
             }
         }
         // Writer schemas are settled before anything is written: an unavailable registry fails here.
-        let values = self.values_of(&batch).await?;
+        let values = self.values_of(parts).await?;
         let mut conflicts = 0;
         let mut attempt = 0;
         let mut slot_waits = 0;
         // How long the last attempt took: a new one is started only if as much time is left.
         let mut last_attempt = Duration::ZERO;
-        // The batch made ready to write; `None` until the first attempt, and again once records were dropped.
-        let mut prepared = None;
+        // The batch made ready to write; `None` until the first attempt, and again once the checkpoint moved
+        // past some of its records.
+        let mut prepared: Option<prepare::Prepared> = None;
         loop {
-            if batch.is_empty() {
-                return Ok(SinkReport {
-                    records_in,
-                    skipped,
-                    ..SinkReport::default()
-                });
-            }
-            self.check_deadline(&options, "begin", last_attempt)?;
-            attempt += 1;
             let started = std::time::Instant::now();
             let ready = match prepared.take() {
                 Some(ready) => ready,
-                None => self.prepare(&batch, &values)?,
+                None => self.prepare(parts, &values, &checkpoints)?,
             };
+            let (records_in, skipped, oldest) =
+                (ready.records_in, ready.committed, ready.oldest_ms);
+            if ready.is_empty() {
+                let report = SinkReport {
+                    records_in,
+                    skipped,
+                    ..SinkReport::default()
+                };
+                return Ok((report, oldest));
+            }
+            self.check_deadline(&options, "begin", last_attempt)?;
+            attempt += 1;
             let outcome = if windowed {
                 self.attempt_window(
                     &ready,
@@ -333,7 +346,6 @@ impl KafkaSink {
             } else {
                 self.attempt(&ready, &options, &timeline).await?
             };
-            prepared = Some(ready);
             last_attempt = started.elapsed();
             let look_again = match &outcome {
                 Attempt::Conflict(reason) => {
@@ -348,22 +360,25 @@ impl KafkaSink {
                     report.conflicts = conflicts;
                     report.retries = attempt - 1;
                     report.slot_waits = slot_waits;
-                    return Ok(report);
+                    return Ok((report, oldest));
                 }
                 Attempt::Conflict(reason) => {
                     conflicts += 1;
+                    prepared = Some(ready);
                     tracing::info!(attempt, %reason, "commit conflict; retrying with a fresh instant");
                 }
                 Attempt::AlreadyCommitted(checkpoint) => {
-                    let dropped = batch.drop_committed(&checkpoint) as u64;
-                    skipped += dropped;
-                    if dropped > 0 {
-                        // The preparation holds the dropped records: prepare the rest again.
-                        prepared = None;
+                    // The preparation holds records the new checkpoint covers: prepare the rest again.
+                    let moved = covers_some(&checkpoint, &ready.offsets);
+                    if moved {
+                        checkpoints.push(checkpoint);
+                    } else {
+                        prepared = Some(ready);
                     }
-                    tracing::info!(attempt, dropped, "offsets already committed; re-filtered");
+                    tracing::info!(attempt, moved, "offsets already committed; re-filtered");
                 }
                 Attempt::RolledBack(instant) => {
+                    prepared = Some(ready);
                     tracing::warn!(
                         attempt,
                         %instant,
@@ -394,4 +409,15 @@ impl KafkaSink {
             tokio::time::sleep(backoff).await;
         }
     }
+}
+
+/// Whether `checkpoint` covers an offset of `offsets` (a preparation holding them must be made again).
+fn covers_some(checkpoint: &Checkpoint, offsets: &[TopicOffsets]) -> bool {
+    offsets.iter().any(|t| {
+        t.ranges.iter().any(|r| {
+            checkpoint
+                .get(&t.topic, r.partition)
+                .is_some_and(|next| r.first < next)
+        })
+    })
 }

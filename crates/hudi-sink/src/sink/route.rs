@@ -1,7 +1,8 @@
 //! Decode and route: where each record of the batch goes.
 //!
 //! ```text
-//! record ─┬ value that decodes      → the decoder's rows (its batch position kept)
+//! record ─┬ below a checkpoint      → counted as already committed, nothing else
+//!         ├ value that decodes      → the decoder's rows (its batch position kept)
 //!         ├ value that does not     → dead letter (stage not_json, not_object, decode, not_avro, schema)
 //!         ├ undecodable base64      → dead letter (stage base64)
 //!         ├ tombstone with a key    → delete by key (bucket index), else dead letter (stage key)
@@ -13,19 +14,25 @@
 //!                                     (a prior: written only if it names another partition)
 //! ```
 //!
-//! Nothing is dropped here: every record lands in exactly one of the rows, the tombstones or the letters
-//! (docs/architecture.md, "Dead letters").
+//! Nothing is dropped here: every record lands in exactly one of the rows, the tombstones, the letters or the
+//! count of those already committed (docs/architecture.md, "Dead letters").
+
+use std::sync::Arc;
 
 use crate::dead_letter::{DeadLetter, DeadLetterStage};
 use crate::record::decode::RecordDecoder;
 use crate::source::event::{KafkaBatch, KafkaRecord, Payload};
 
+use super::kafka_columns::KafkaRow;
+use super::parts::Committed;
+
 use super::values::{read_debezium, read_value, Appended, Refusal, Values};
 
-/// The records of a batch, routed.
+/// The records of a batch, routed, part after part.
 #[derive(Debug, Default)]
 pub(super) struct Routed {
-    /// Batch position of each decoded row, in row order.
+    /// Batch position of each decoded row, in row order (over all parts: a part's first record follows the
+    /// previous part's last).
     pub positions: Vec<u64>,
     /// Rows that delete the before image of the row above them (Debezium updates with a before row):
     /// `TableWriter::prepare_records` writes one only when it names another partition.
@@ -36,76 +43,173 @@ pub(super) struct Routed {
     pub letters: Vec<DeadLetter>,
     /// Debezium tombstones: the delete event before each one deleted the row, so they write nothing.
     pub skipped: u64,
+    /// Records of the batch, in every part.
+    pub records: u64,
+    /// Records the checkpoint covers (already committed): not routed.
+    pub committed: u64,
+    /// The Kafka columns of each decoded row (`hoodie.streamer.source.kafka.append.offsets`; else empty).
+    pub kafka_rows: Vec<KafkaRow>,
+    /// First and last offset per topic-partition of the records routed (those the checkpoint does not cover).
+    pub offsets: Vec<Range>,
+    /// The entry of `offsets` the previous record widened.
+    last_offsets: usize,
+    /// The oldest record timestamp of the batch (> 0), epoch milliseconds.
+    pub oldest_ms: Option<i64>,
 }
 
-/// Routes every record of `batch`, appending the values to `decoder` as `values` reads them. `bucketed`: the
-/// table has an index (`hoodie.index.type=BUCKET`), so a tombstone can find its record by key. `movable`: a
-/// row can move to another partition (a partition path column outside the record key), so Debezium updates
-/// append priors.
+/// The first and last offset of one topic-partition's records in a batch.
+#[derive(Debug)]
+pub(super) struct Range {
+    pub topic: Arc<str>,
+    pub partition: i32,
+    pub first: i64,
+    pub last: i64,
+}
+
+impl Routed {
+    /// Widens the offset range of `record`'s topic-partition to its offset.
+    fn note_offset(&mut self, record: &KafkaRecord) {
+        let is_of = |r: &Range| r.partition == record.partition && *r.topic == *record.topic;
+        // A topic-partition's records mostly follow each other: the entry of the previous record first.
+        if !self.offsets.get(self.last_offsets).is_some_and(is_of) {
+            match self.offsets.iter().position(is_of) {
+                Some(i) => self.last_offsets = i,
+                None => {
+                    self.last_offsets = self.offsets.len();
+                    self.offsets.push(Range {
+                        topic: record.topic.clone(),
+                        partition: record.partition,
+                        first: record.offset,
+                        last: record.offset,
+                    });
+                }
+            }
+        }
+        if let Some(range) = self.offsets.get_mut(self.last_offsets) {
+            range.first = range.first.min(record.offset);
+            range.last = range.last.max(record.offset);
+        }
+    }
+}
+
+/// How the records of a batch are routed (what the table and settings ask of them).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RouteRules {
+    /// The table has an index (`hoodie.index.type=BUCKET`), so a tombstone can find its record by key.
+    pub bucketed: bool,
+    /// A row can move to another partition (a partition path column outside the record key), so Debezium
+    /// updates append priors.
+    pub movable: bool,
+    /// The rows carry the Kafka columns.
+    pub kafka_columns: bool,
+}
+
+/// Routes every record of `part` (whose first record has batch position `base`) that `committed` does not
+/// cover, appending the values to `decoder` as `values` reads them.
 pub(super) fn route(
-    batch: &KafkaBatch,
+    routed: &mut Routed,
+    part: &KafkaBatch,
+    base: u64,
+    committed: &mut Committed<'_>,
+    decoder: &mut RecordDecoder,
+    values: &Values,
+    rules: RouteRules,
+) {
+    let RouteRules {
+        bucketed,
+        movable,
+        kafka_columns,
+    } = rules;
+    for (index, record) in part.records.iter().enumerate() {
+        routed.records += 1;
+        if record.timestamp_ms > 0 {
+            routed.oldest_ms = Some(
+                routed
+                    .oldest_ms
+                    .map_or(record.timestamp_ms, |t| t.min(record.timestamp_ms)),
+            );
+        }
+        if committed.covers(record) {
+            routed.committed += 1;
+            continue;
+        }
+        routed.note_offset(record);
+        let pos = base + index as u64;
+        let rows_before = routed.positions.len();
+        route_record(routed, record, pos, decoder, values, bucketed, movable);
+        if kafka_columns {
+            for _ in rows_before..routed.positions.len() {
+                routed.kafka_rows.push(KafkaRow::of(record));
+            }
+        }
+    }
+}
+
+/// Routes one record (batch position `pos`).
+fn route_record(
+    routed: &mut Routed,
+    record: &KafkaRecord,
+    pos: u64,
     decoder: &mut RecordDecoder,
     values: &Values,
     bucketed: bool,
     movable: bool,
-) -> Routed {
-    let mut routed = Routed::default();
-    for (pos, record) in batch.records.iter().enumerate() {
-        if values.is_debezium() {
-            match record.payload() {
-                Payload::Tombstone => routed.skipped += 1,
-                Payload::Undecodable(e) => routed.letters.push(DeadLetter::base64(record, e)),
-                Payload::Value(bytes) => {
-                    match read_debezium(
-                        values,
-                        decoder,
-                        record.value_schema.as_ref(),
-                        bytes,
-                        movable,
-                    ) {
-                        Ok(Appended::Row) => routed.positions.push(pos as u64),
-                        Ok(Appended::RowAndPrior) => {
-                            routed.positions.push(pos as u64);
-                            routed.priors.push(routed.positions.len());
-                            routed.positions.push(pos as u64);
-                        }
-                        Ok(Appended::Nothing) => routed.skipped += 1,
-                        Err(Refusal::Envelope { not_json, reason }) => routed
-                            .letters
-                            .push(DeadLetter::envelope(record, not_json, reason)),
-                        Err(Refusal::Decode(e)) => routed
-                            .letters
-                            .push(DeadLetter::from_decode_error(record, &e)),
+) {
+    if values.is_debezium() {
+        match record.payload() {
+            Payload::Tombstone => routed.skipped += 1,
+            Payload::Undecodable(e) => routed.letters.push(DeadLetter::base64(record, e)),
+            Payload::Value(bytes) => {
+                match read_debezium(
+                    values,
+                    decoder,
+                    record.value_schema.as_ref(),
+                    bytes,
+                    movable,
+                ) {
+                    Ok(Appended::Row) => routed.positions.push(pos),
+                    Ok(Appended::RowAndPrior) => {
+                        routed.positions.push(pos);
+                        routed.priors.push(routed.positions.len());
+                        routed.positions.push(pos);
                     }
+                    Ok(Appended::Nothing) => routed.skipped += 1,
+                    Err(Refusal::Envelope { not_json, reason }) => routed
+                        .letters
+                        .push(DeadLetter::envelope(record, not_json, reason)),
+                    Err(Refusal::Decode(e)) => routed
+                        .letters
+                        .push(DeadLetter::from_decode_error(record, &e)),
                 }
             }
-            continue;
         }
-        match record.payload() {
-            Payload::Undecodable(e) => routed.letters.push(DeadLetter::base64(record, e)),
-            Payload::Tombstone => match record.key.as_deref().map(std::str::from_utf8) {
-                Some(Ok(key)) if !key.is_empty() && bucketed => {
-                    routed.tombstones.push((key.to_string(), pos as u64))
-                }
-                Some(Ok(key)) if !key.is_empty() => routed.letters.push(tombstone_letter(
-                    record,
-                    "tombstone on a table without an index (hoodie.index.type=BUCKET) cannot find its record",
-                )),
-                Some(Ok(_)) | None => routed.letters.push(DeadLetter::keyless_tombstone(record)),
-                Some(Err(_)) => routed.letters.push(tombstone_letter(
-                    record,
-                    "tombstone key is not UTF-8, so it cannot name a record key",
-                )),
-            },
-            Payload::Value(bytes) => match read_value(values, decoder, record.value_schema.as_ref(), bytes) {
-                Ok(()) => routed.positions.push(pos as u64),
+        return;
+    }
+    match record.payload() {
+        Payload::Undecodable(e) => routed.letters.push(DeadLetter::base64(record, e)),
+        Payload::Tombstone => match record.key.as_deref().map(std::str::from_utf8) {
+            Some(Ok(key)) if !key.is_empty() && bucketed => {
+                routed.tombstones.push((key.to_string(), pos))
+            }
+            Some(Ok(key)) if !key.is_empty() => routed.letters.push(tombstone_letter(
+                record,
+                "tombstone on a table without an index (hoodie.index.type=BUCKET) cannot find its record",
+            )),
+            Some(Ok(_)) | None => routed.letters.push(DeadLetter::keyless_tombstone(record)),
+            Some(Err(_)) => routed.letters.push(tombstone_letter(
+                record,
+                "tombstone key is not UTF-8, so it cannot name a record key",
+            )),
+        },
+        Payload::Value(bytes) => {
+            match read_value(values, decoder, record.value_schema.as_ref(), bytes) {
+                Ok(()) => routed.positions.push(pos),
                 Err(e) => routed
                     .letters
                     .push(DeadLetter::from_decode_error(record, &e)),
-            },
+            }
         }
     }
-    routed
 }
 
 /// A dead letter for a tombstone whose key cannot be used.

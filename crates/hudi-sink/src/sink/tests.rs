@@ -328,3 +328,206 @@ async fn fields_the_table_lacks_are_counted_as_ignored() {
         "{metrics:?}"
     );
 }
+
+/// A batch of three parts, one payload each, over two Kafka partitions: an update of `a` in the second part,
+/// a row whose key is empty (a dead letter) in the second, a tombstone of `b` in the third.
+fn parts() -> Vec<KafkaBatch> {
+    use base64::Engine as _;
+    let value = |json: &str| base64::engine::general_purpose::STANDARD.encode(json);
+    let record = |partition: i32, offset: i64, key: Option<&str>, json: Option<&str>| {
+        serde_json::json!({"topic": "t", "partition": partition, "offset": offset, "timestamp": NOW - offset,
+            "key": key.map(&value), "headers": [], "value": json.map(value)})
+    };
+    let payload = |records: serde_json::Value| {
+        KafkaBatch::from_value(serde_json::json!({
+            "eventSource": "SelfManagedKafka", "bootstrapServers": "k:9092", "records": records}))
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    vec![
+        payload(serde_json::json!({
+            "t-0": [record(0, 10, None, Some(r#"{"id":"a","ts":1}"#)),
+                    record(0, 11, None, Some(r#"{"id":"b","ts":2}"#))],
+            "t-1": [record(1, 40, None, Some(r#"{"id":"c","ts":3}"#))]})),
+        payload(serde_json::json!({
+            "t-0": [record(0, 12, None, Some(r#"{"id":"","ts":4}"#)),
+                    record(0, 13, None, Some(r#"{"id":"a","ts":5}"#))]})),
+        payload(serde_json::json!({
+            "t-1": [record(1, 41, Some("b"), None),
+                    record(1, 42, None, Some(r#"{"id":"d","ts":6}"#))]})),
+    ]
+}
+
+/// The parts of [`parts`] as one batch.
+struct Parts(Vec<KafkaBatch>);
+
+impl super::BatchParts for Parts {
+    fn parts(&self) -> usize {
+        self.0.len()
+    }
+
+    fn load(&self, index: usize) -> Result<std::borrow::Cow<'_, KafkaBatch>, WriteError> {
+        self.0
+            .get(index)
+            .map(std::borrow::Cow::Borrowed)
+            .ok_or_else(|| super::parts::part_error(index, "no such part"))
+    }
+
+    fn payload_bytes(&self) -> u64 {
+        self.0.iter().map(KafkaBatch::payload_bytes).sum()
+    }
+}
+
+/// `(id, ts)` of every row of the table's base files, sorted.
+async fn table_rows(storage: &Arc<MemoryStorage>) -> Vec<(String, i64)> {
+    use crate::storage::Storage;
+    use arrow_array::cast::AsArray;
+    let mut rows = Vec::new();
+    for object in storage.list("").await.unwrap_or_else(|e| panic!("{e}")) {
+        if !object.path.ends_with(".parquet") {
+            continue;
+        }
+        let data = storage
+            .get(&object.path)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (_, batches) =
+            crate::base_file::reader::read_base_file(data).unwrap_or_else(|e| panic!("{e}"));
+        for b in batches {
+            let id = b
+                .column_by_name("id")
+                .unwrap_or_else(|| panic!("id"))
+                .as_string::<i32>()
+                .clone();
+            let ts = b
+                .column_by_name("ts")
+                .unwrap_or_else(|| panic!("ts"))
+                .as_primitive::<arrow_array::types::Int64Type>()
+                .clone();
+            for row in 0..b.num_rows() {
+                rows.push((id.value(row).to_string(), ts.value(row)));
+            }
+        }
+    }
+    rows.sort();
+    rows
+}
+
+#[tokio::test]
+async fn a_batch_read_in_parts_writes_what_the_batch_writes() {
+    let whole = {
+        let mut whole = parts().remove(0);
+        for p in parts().into_iter().skip(1) {
+            whole.records.extend(p.records);
+        }
+        whole
+    };
+    let one = setup(0, false, 1).await;
+    let one_report = one
+        .sink
+        .process(whole)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let split = setup(0, false, 1).await;
+    let split_report = split
+        .sink
+        .process_parts(&Parts(parts()), ProcessOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let expected: Vec<(String, i64)> = vec![("a".into(), 5), ("c".into(), 3), ("d".into(), 6)];
+    assert_eq!(table_rows(&one.storage).await, expected);
+    assert_eq!(table_rows(&split.storage).await, expected);
+    assert_eq!(
+        (
+            split_report.records_in,
+            split_report.counts,
+            split_report.dead_lettered,
+            split_report.max_lag_ms
+        ),
+        (
+            one_report.records_in,
+            one_report.counts,
+            one_report.dead_lettered,
+            one_report.max_lag_ms
+        )
+    );
+    assert_eq!(
+        (split_report.records_in, split_report.dead_lettered),
+        (7, 1)
+    );
+    assert!(split_report.balanced(), "{split_report:?}");
+    // Both commits hold the same checkpoint: the last offset of each partition, over the parts.
+    let checkpoint = |s: &Setup| {
+        let storage = s.storage.clone();
+        async move {
+            let timeline = Timeline::load(storage.as_ref())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            timeline
+                .latest_checkpoint(storage.as_ref())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .map(|(_, c)| c)
+        }
+    };
+    let cp = checkpoint(&split)
+        .await
+        .unwrap_or_else(|| panic!("no checkpoint"));
+    assert_eq!((cp.get("t", 0), cp.get("t", 1)), (Some(14), Some(43)));
+    assert_eq!(checkpoint(&one).await, Some(cp));
+}
+
+#[tokio::test]
+async fn the_dead_letter_of_a_later_part_keeps_its_value() {
+    let dl = Arc::new(MemoryStorage::new("mem://deadline/dl"));
+    let mut s = setup(0, false, 1).await;
+    s.sink.dead_letters = Arc::new(StorageDeadLetterSink::new(dl.clone()));
+    s.sink
+        .process_parts(&Parts(parts()), ProcessOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    use crate::storage::Storage;
+    let mut lines = Vec::new();
+    for object in dl.list("").await.unwrap_or_else(|e| panic!("{e}")) {
+        let data = dl.get(&object.path).await.unwrap_or_else(|e| panic!("{e}"));
+        lines.extend(String::from_utf8_lossy(&data).lines().map(String::from));
+    }
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let letter: serde_json::Value =
+        serde_json::from_str(&lines[0]).unwrap_or_else(|e| panic!("{e}"));
+    use base64::Engine as _;
+    let value = base64::engine::general_purpose::STANDARD.encode(r#"{"id":"","ts":4}"#);
+    assert_eq!(
+        (&letter["offset"], &letter["value_b64"], &letter["stage"]),
+        (
+            &serde_json::json!(12),
+            &serde_json::json!(value),
+            &serde_json::json!("key")
+        ),
+        "{letter}"
+    );
+}
+
+#[tokio::test]
+async fn a_moved_checkpoint_filters_every_part() {
+    // The first commit is refused: the checkpoint covers offsets 10–12 of partition 0 (parts 0 and 1) and 40
+    // of partition 1. The batch is prepared again from the parts without them.
+    let mut checkpoint = crate::table::commit::Checkpoint::new();
+    checkpoint.set("t", 0, 13);
+    checkpoint.set("t", 1, 41);
+    let s = setup_with(0, false, Some(checkpoint.to_sink_json()), 1).await;
+    let report = s
+        .sink
+        .process_parts(&Parts(parts()), ProcessOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (report.records_in, report.skipped, report.dead_lettered),
+        (7, 4, 0)
+    );
+    assert!(report.balanced(), "{report:?}");
+    assert_eq!(s.sink.preparations(), 2);
+    assert_eq!(
+        table_rows(&s.storage).await,
+        vec![("a".to_string(), 5), ("d".to_string(), 6)]
+    );
+}

@@ -24,10 +24,11 @@ use crate::record::decode::{AvroPlan, RecordDecodeError, RecordDecoder};
 use crate::registry::latest::LatestWatch;
 use crate::registry::{schema_id, unframe, Framed, Lookup, SchemaId};
 use crate::schema::avro::AvroSchema;
-use crate::source::event::{KafkaBatch, Payload, SchemaMetadata};
+use crate::source::event::{Payload, SchemaMetadata};
 use crate::write::{TableSchema, WriteError};
 
 use super::config::{SchemaEvolution, ValueFormat};
+use super::parts::BatchParts;
 use super::KafkaSink;
 
 /// How this batch's values are read, and the table schema the reading was settled for (the decoder of
@@ -74,7 +75,7 @@ impl KafkaSink {
     /// Settles how `batch`'s values are read: fetches the writer schemas it names, evolves the table schema
     /// with them (a change Hudi refuses fails the invocation before anything is written) and compiles
     /// their plans.
-    pub(super) async fn values_of(&self, batch: &KafkaBatch) -> Result<Values, WriteError> {
+    pub(super) async fn values_of(&self, parts: &dyn BatchParts) -> Result<Values, WriteError> {
         match self.config.value_format {
             ValueFormat::Json => {
                 if let Some(watch) = &self.latest {
@@ -89,8 +90,16 @@ impl KafkaSink {
                 if let Some(watch) = &self.latest {
                     self.take_latest(watch).await?;
                 }
-                let connect = self.connect_schemas(connector, batch)?;
-                let avro = self.debezium_avro_plans(connector, batch).await?;
+                // One pass over the parts for both kinds of schema a change event may carry.
+                let mut texts = super::connect::SchemaTexts::default();
+                let mut ids = BTreeSet::new();
+                for index in 0..parts.parts() {
+                    let part = parts.load(index)?;
+                    texts.add(&part);
+                    super::debezium_avro::avro_ids(&part, &mut ids);
+                }
+                let connect = self.connect_schemas(connector, texts.texts)?;
+                let avro = self.debezium_avro_plans(connector, ids).await?;
                 Ok(Values {
                     schema: self.table()?.schema(),
                     reader: Reader::Debezium(connector, connect, avro),
@@ -114,14 +123,14 @@ impl KafkaSink {
                 })
             }
             ValueFormat::AvroRegistry => {
-                let ids: BTreeSet<SchemaId> = batch
-                    .records
-                    .iter()
-                    .filter_map(|r| match r.payload() {
+                let mut ids: BTreeSet<SchemaId> = BTreeSet::new();
+                for index in 0..parts.parts() {
+                    let part = parts.load(index)?;
+                    ids.extend(part.records.iter().filter_map(|r| match r.payload() {
                         Payload::Value(v) => locate_id(r.value_schema.as_ref(), v).ok(),
                         _ => None,
-                    })
-                    .collect();
+                    }));
+                }
                 let mut plans = HashMap::with_capacity(ids.len());
                 if ids.is_empty() {
                     return Ok(Values {

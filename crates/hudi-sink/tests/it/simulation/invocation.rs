@@ -95,9 +95,31 @@ pub(super) async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome
             format!("inv-{id}"),
         )
         .with_jitter_seed(jitter_seed);
-        let batch = KafkaBatch::from_slice(&esm_payload(msgs)).map_err(|e| WriteError::Data {
-            reason: e.to_string(),
-        })?;
+        // A third of the batches are read in parts, as the CLI reads event files (`sink/parts.rs`): each
+        // part is a payload of its own.
+        let cuts = match msgs.len() > 1 && jitter_seed % 3 == 1 {
+            true => 1 + (jitter_seed >> 8) as usize % 3.min(msgs.len() - 1),
+            false => 0,
+        };
+        let mut bounds = vec![0, msgs.len()];
+        for k in 0..cuts {
+            bounds.push(1 + (jitter_seed >> (16 + 8 * k)) as usize % (msgs.len() - 1));
+        }
+        bounds.sort_unstable();
+        bounds.dedup();
+        let parts = bounds
+            .windows(2)
+            .map(|w| {
+                KafkaBatch::from_slice(&esm_payload(&msgs[w[0]..w[1]])).map_err(|e| {
+                    WriteError::Data {
+                        reason: e.to_string(),
+                    }
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if parts.len() > 1 {
+            world.count("batch read in parts");
+        }
         // A quarter of the batches say that more records wait behind them: their windows may share a slot.
         // Not in the seeds that merge compactions under the lock, which run as they did before backlogs.
         let options = ProcessOptions {
@@ -107,7 +129,7 @@ pub(super) async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome
         if options.backlog {
             world.count("batch with a backlog");
         }
-        sink.process_with(batch, options).await
+        sink.process_parts(&SimParts(parts), options).await
     };
     let outcome = tokio::select! {
         biased;
@@ -201,4 +223,24 @@ pub(super) async fn poller(
         i = end;
     }
     Ok(acked)
+}
+
+/// A batch's payloads as the parts of one batch.
+struct SimParts(Vec<KafkaBatch>);
+
+impl hudi_sink::sink::BatchParts for SimParts {
+    fn parts(&self) -> usize {
+        self.0.len()
+    }
+
+    fn load(&self, index: usize) -> Result<std::borrow::Cow<'_, KafkaBatch>, WriteError> {
+        self.0
+            .get(index)
+            .map(std::borrow::Cow::Borrowed)
+            .ok_or_else(|| hudi_sink::sink::parts::part_error(index, "no such part"))
+    }
+
+    fn payload_bytes(&self) -> u64 {
+        self.0.iter().map(|b| b.payload_bytes()).sum()
+    }
 }
