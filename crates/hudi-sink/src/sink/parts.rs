@@ -49,6 +49,23 @@ impl BatchParts for KafkaBatch {
     }
 }
 
+/// Payloads in memory, each a part of one batch (a backfill's batches, a test's).
+impl BatchParts for Vec<KafkaBatch> {
+    fn parts(&self) -> usize {
+        self.len()
+    }
+
+    fn load(&self, index: usize) -> Result<Cow<'_, KafkaBatch>, WriteError> {
+        self.get(index)
+            .map(Cow::Borrowed)
+            .ok_or_else(|| part_error(index, format!("the batch has {} parts", self.len())))
+    }
+
+    fn payload_bytes(&self) -> u64 {
+        self.iter().map(KafkaBatch::payload_bytes).sum()
+    }
+}
+
 /// The error of a part that cannot be loaded (the batch fails; nothing of it is written).
 pub fn part_error(index: usize, reason: impl std::fmt::Display) -> WriteError {
     WriteError::Config {

@@ -357,26 +357,6 @@ fn parts() -> Vec<KafkaBatch> {
     ]
 }
 
-/// The parts of [`parts`] as one batch.
-struct Parts(Vec<KafkaBatch>);
-
-impl super::BatchParts for Parts {
-    fn parts(&self) -> usize {
-        self.0.len()
-    }
-
-    fn load(&self, index: usize) -> Result<std::borrow::Cow<'_, KafkaBatch>, WriteError> {
-        self.0
-            .get(index)
-            .map(std::borrow::Cow::Borrowed)
-            .ok_or_else(|| super::parts::part_error(index, "no such part"))
-    }
-
-    fn payload_bytes(&self) -> u64 {
-        self.0.iter().map(KafkaBatch::payload_bytes).sum()
-    }
-}
-
 /// `(id, ts)` of every row of the table's base files, sorted.
 async fn table_rows(storage: &Arc<MemoryStorage>) -> Vec<(String, i64)> {
     use crate::storage::Storage;
@@ -430,7 +410,7 @@ async fn a_batch_read_in_parts_writes_what_the_batch_writes() {
     let split = setup(0, false, 1).await;
     let split_report = split
         .sink
-        .process_parts(&Parts(parts()), ProcessOptions::default())
+        .process_parts(&parts(), ProcessOptions::default())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let expected: Vec<(String, i64)> = vec![("a".into(), 5), ("c".into(), 3), ("d".into(), 6)];
@@ -482,7 +462,7 @@ async fn the_dead_letter_of_a_later_part_keeps_its_value() {
     let mut s = setup(0, false, 1).await;
     s.sink.dead_letters = Arc::new(StorageDeadLetterSink::new(dl.clone()));
     s.sink
-        .process_parts(&Parts(parts()), ProcessOptions::default())
+        .process_parts(&parts(), ProcessOptions::default())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     use crate::storage::Storage;
@@ -517,7 +497,7 @@ async fn a_moved_checkpoint_filters_every_part() {
     let s = setup_with(0, false, Some(checkpoint.to_sink_json()), 1).await;
     let report = s
         .sink
-        .process_parts(&Parts(parts()), ProcessOptions::default())
+        .process_parts(&parts(), ProcessOptions::default())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(

@@ -129,7 +129,7 @@ pub(super) async fn invoke(ctx: &Arc<Ctx>, msgs: &[Msg], clean: bool) -> Outcome
         if options.backlog {
             world.count("batch with a backlog");
         }
-        sink.process_parts(&SimParts(parts), options).await
+        sink.process_parts(&parts, options).await
     };
     let outcome = tokio::select! {
         biased;
@@ -223,24 +223,4 @@ pub(super) async fn poller(
         i = end;
     }
     Ok(acked)
-}
-
-/// A batch's payloads as the parts of one batch.
-struct SimParts(Vec<KafkaBatch>);
-
-impl hudi_sink::sink::BatchParts for SimParts {
-    fn parts(&self) -> usize {
-        self.0.len()
-    }
-
-    fn load(&self, index: usize) -> Result<std::borrow::Cow<'_, KafkaBatch>, WriteError> {
-        self.0
-            .get(index)
-            .map(std::borrow::Cow::Borrowed)
-            .ok_or_else(|| hudi_sink::sink::parts::part_error(index, "no such part"))
-    }
-
-    fn payload_bytes(&self) -> u64 {
-        self.0.iter().map(|b| b.payload_bytes()).sum()
-    }
 }
