@@ -48,8 +48,9 @@ pub struct Args {
     pub events: Vec<PathBuf>,
 }
 
-/// 64 MiB of event files per batch: about ten full ESM payloads, decoded in a few hundred MB (the grouping
-/// `generate --model` assumes by default).
+/// 64 MiB of event files per batch: about ten full ESM payloads; the files are read one at a time, so the batch
+/// is held as its decoded columns (about half its bytes) and one file (the grouping `generate --model` assumes by
+/// default).
 pub const DEFAULT_MAX_BATCH_BYTES: u64 = hudi_sink::generate::DEFAULT_MODEL_BATCH_BYTES;
 
 /// Applies `--set KEY=VALUE` overrides in order (a later one wins).
