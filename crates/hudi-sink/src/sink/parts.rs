@@ -16,6 +16,7 @@
 use std::borrow::Cow;
 
 use crate::source::event::KafkaBatch;
+use crate::source::offsets::CommittedFilter;
 use crate::table::commit::Checkpoint;
 use crate::write::WriteError;
 
@@ -73,44 +74,15 @@ pub fn part_error(index: usize, reason: impl std::fmt::Display) -> WriteError {
     }
 }
 
-/// The checkpoint filter of a batch: whether a record's offset is below one of the checkpoints it is
-/// filtered by (already committed). Asks them once per run of records of one topic-partition.
-#[derive(Debug)]
-pub(super) struct Committed<'a> {
-    checkpoints: &'a [Checkpoint],
-    run: Option<(std::sync::Arc<str>, i32, Option<i64>)>,
-}
-
-impl<'a> Committed<'a> {
-    /// The filter of `checkpoints` (none: nothing is filtered).
-    pub(super) fn new(checkpoints: &'a [Checkpoint]) -> Self {
-        Self {
-            checkpoints,
-            run: None,
-        }
-    }
-
-    /// Whether a checkpoint covers `record`.
-    pub(super) fn covers(&mut self, record: &crate::source::event::KafkaRecord) -> bool {
-        if self.checkpoints.is_empty() {
-            return false;
-        }
-        let next = match &self.run {
-            Some((topic, partition, next))
-                if *partition == record.partition && **topic == *record.topic =>
-            {
-                *next
-            }
-            _ => {
-                let next = self
-                    .checkpoints
-                    .iter()
-                    .filter_map(|c| c.get(&record.topic, record.partition))
-                    .max();
-                self.run = Some((record.topic.clone(), record.partition, next));
-                next
-            }
-        };
-        next.is_some_and(|n| record.offset < n)
-    }
+/// The checkpoint filter of a batch: a record is already committed when one of the checkpoints it is filtered
+/// by covers it.
+pub(super) fn committed(
+    checkpoints: &[Checkpoint],
+) -> CommittedFilter<impl Fn(&str, i32) -> Option<i64> + '_> {
+    CommittedFilter::new(move |topic, partition| {
+        checkpoints
+            .iter()
+            .filter_map(|c| c.get(topic, partition))
+            .max()
+    })
 }

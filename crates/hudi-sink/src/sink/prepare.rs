@@ -20,8 +20,8 @@ use crate::record::keygen::KeyError;
 use crate::table::commit::Checkpoint;
 use crate::write::{PreparedWrite, WriteError};
 
-use super::parts::{BatchParts, Committed};
-use super::route::{route, Range, RouteRules, Routed};
+use super::parts::{committed, BatchParts};
+use super::route::{route, RouteRules, Routed};
 use super::values::Values;
 use super::KafkaSink;
 
@@ -74,7 +74,7 @@ impl KafkaSink {
             kafka_columns: self.config.append_kafka_columns,
         };
         let mut routed = Routed::default();
-        let mut committed = Committed::new(checkpoints);
+        let mut committed = committed(checkpoints);
         // Batch position of each part's first record.
         let mut bases = Vec::with_capacity(parts.parts());
         for index in 0..parts.parts() {
@@ -130,7 +130,7 @@ impl KafkaSink {
         Ok(Prepared {
             write,
             letters,
-            offsets: offsets_of(&routed.offsets),
+            offsets: offsets_of(routed.offsets.finish()),
             ignored_fields,
             tombstones_skipped: routed.skipped,
             records_in: routed.records,
@@ -162,8 +162,9 @@ fn key_letters(
         let part = parts.load(index)?;
         let base = bases.get(index).copied().unwrap_or(0);
         for (pos, e) in rows {
-            if let Some(record) = usize::try_from(pos - base)
-                .ok()
+            if let Some(record) = pos
+                .checked_sub(base)
+                .and_then(|i| usize::try_from(i).ok())
                 .and_then(|i| part.records.get(i))
             {
                 letters.push(DeadLetter::from_key_error(record, e));
@@ -174,16 +175,16 @@ fn key_letters(
 }
 
 /// First and last offset per topic-partition of the records routed, grouped by topic.
-fn offsets_of(ranges: &[Range]) -> Vec<TopicOffsets> {
+fn offsets_of(ranges: Vec<crate::source::offsets::OffsetRange>) -> Vec<TopicOffsets> {
     let mut by_topic: BTreeMap<String, Vec<OffsetRange>> = BTreeMap::new();
     for r in ranges {
         by_topic
-            .entry(r.topic.to_string())
+            .entry(r.topic_partition.topic)
             .or_default()
             .push(OffsetRange {
-                partition: r.partition,
-                first: r.first,
-                last: r.last,
+                partition: r.topic_partition.partition.value(),
+                first: r.first.value(),
+                last: r.last.value(),
             });
     }
     by_topic

@@ -17,14 +17,12 @@
 //! Nothing is dropped here: every record lands in exactly one of the rows, the tombstones, the letters or the
 //! count of those already committed (docs/architecture.md, "Dead letters").
 
-use std::sync::Arc;
-
 use crate::dead_letter::{DeadLetter, DeadLetterStage};
 use crate::record::decode::RecordDecoder;
 use crate::source::event::{KafkaBatch, KafkaRecord, Payload};
+use crate::source::offsets::{CommittedFilter, OffsetRanges};
 
 use super::kafka_columns::KafkaRow;
-use super::parts::Committed;
 
 use super::values::{read_debezium, read_value, Appended, Refusal, Values};
 
@@ -50,46 +48,9 @@ pub(super) struct Routed {
     /// The Kafka columns of each decoded row (`hoodie.streamer.source.kafka.append.offsets`; else empty).
     pub kafka_rows: Vec<KafkaRow>,
     /// First and last offset per topic-partition of the records routed (those the checkpoint does not cover).
-    pub offsets: Vec<Range>,
-    /// The entry of `offsets` the previous record widened.
-    last_offsets: usize,
+    pub offsets: OffsetRanges,
     /// The oldest record timestamp of the batch (> 0), epoch milliseconds.
     pub oldest_ms: Option<i64>,
-}
-
-/// The first and last offset of one topic-partition's records in a batch.
-#[derive(Debug)]
-pub(super) struct Range {
-    pub topic: Arc<str>,
-    pub partition: i32,
-    pub first: i64,
-    pub last: i64,
-}
-
-impl Routed {
-    /// Widens the offset range of `record`'s topic-partition to its offset.
-    fn note_offset(&mut self, record: &KafkaRecord) {
-        let is_of = |r: &Range| r.partition == record.partition && *r.topic == *record.topic;
-        // A topic-partition's records mostly follow each other: the entry of the previous record first.
-        if !self.offsets.get(self.last_offsets).is_some_and(is_of) {
-            match self.offsets.iter().position(is_of) {
-                Some(i) => self.last_offsets = i,
-                None => {
-                    self.last_offsets = self.offsets.len();
-                    self.offsets.push(Range {
-                        topic: record.topic.clone(),
-                        partition: record.partition,
-                        first: record.offset,
-                        last: record.offset,
-                    });
-                }
-            }
-        }
-        if let Some(range) = self.offsets.get_mut(self.last_offsets) {
-            range.first = range.first.min(record.offset);
-            range.last = range.last.max(record.offset);
-        }
-    }
 }
 
 /// How the records of a batch are routed (what the table and settings ask of them).
@@ -110,7 +71,7 @@ pub(super) fn route(
     routed: &mut Routed,
     part: &KafkaBatch,
     base: u64,
-    committed: &mut Committed<'_>,
+    committed: &mut CommittedFilter<impl Fn(&str, i32) -> Option<i64>>,
     decoder: &mut RecordDecoder,
     values: &Values,
     rules: RouteRules,
@@ -133,7 +94,7 @@ pub(super) fn route(
             routed.committed += 1;
             continue;
         }
-        routed.note_offset(record);
+        routed.offsets.add(record);
         let pos = base + index as u64;
         let rows_before = routed.positions.len();
         route_record(routed, record, pos, decoder, values, bucketed, movable);

@@ -8,6 +8,7 @@
 //! the first offset of a batch is not an error.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::table::commit::Checkpoint;
 
@@ -111,41 +112,97 @@ impl fmt::Display for OffsetRange {
     }
 }
 
-impl KafkaBatch {
-    /// Per topic-partition offset ranges, in order of first appearance.
-    ///
-    /// Linear in the records: a parsed batch keeps each partition's records together, so each record is compared
-    /// with the current range only; a partition seen again later (a batch assembled by hand) is merged by a
-    /// lookup over the (few) ranges.
-    pub fn offset_ranges(&self) -> Vec<OffsetRange> {
-        let mut ranges: Vec<OffsetRange> = Vec::new();
-        let mut current: Option<usize> = None;
-        for record in &self.records {
-            let same = current
-                .and_then(|i| ranges.get(i))
-                .is_some_and(|r| r.topic_partition.is_of(record));
-            if !same {
-                let found = ranges.iter().position(|r| r.topic_partition.is_of(record));
-                current = Some(found.unwrap_or_else(|| {
-                    ranges.push(OffsetRange {
-                        topic_partition: TopicPartition::new(
-                            record.topic.to_string(),
-                            record.partition,
-                        ),
-                        first: Offset(record.offset),
-                        last: Offset(record.offset),
-                        count: 0,
-                    });
-                    ranges.len() - 1
-                }));
-            }
-            if let Some(range) = current.and_then(|i| ranges.get_mut(i)) {
-                range.first = range.first.min(Offset(record.offset));
-                range.last = range.last.max(Offset(record.offset));
-                range.count += 1;
-            }
+/// Per topic-partition offset ranges of records seen one at a time, in order of first appearance (what
+/// [`KafkaBatch::offset_ranges`] gives, for a batch whose records come in parts).
+///
+/// Linear in the records: a parsed batch keeps each partition's records together, so each record is compared
+/// with the current range only; a partition seen again later (a batch assembled by hand, a later part) is
+/// merged by a lookup over the (few) ranges.
+#[derive(Debug, Default)]
+pub struct OffsetRanges {
+    ranges: Vec<OffsetRange>,
+    current: Option<usize>,
+}
+
+impl OffsetRanges {
+    /// Widens `record`'s range to its offset.
+    pub fn add(&mut self, record: &KafkaRecord) {
+        let ranges = &mut self.ranges;
+        let same = self
+            .current
+            .and_then(|i| ranges.get(i))
+            .is_some_and(|r| r.topic_partition.is_of(record));
+        if !same {
+            let found = ranges.iter().position(|r| r.topic_partition.is_of(record));
+            self.current = Some(found.unwrap_or_else(|| {
+                ranges.push(OffsetRange {
+                    topic_partition: TopicPartition::new(
+                        record.topic.to_string(),
+                        record.partition,
+                    ),
+                    first: Offset(record.offset),
+                    last: Offset(record.offset),
+                    count: 0,
+                });
+                ranges.len() - 1
+            }));
         }
-        ranges
+        if let Some(range) = self.current.and_then(|i| ranges.get_mut(i)) {
+            range.first = range.first.min(Offset(record.offset));
+            range.last = range.last.max(Offset(record.offset));
+            range.count += 1;
+        }
+    }
+
+    /// The ranges, in order of first appearance.
+    pub fn finish(self) -> Vec<OffsetRange> {
+        self.ranges
+    }
+}
+
+/// Whether a record's offset is below the next offset a checkpoint holds for its topic-partition (already
+/// committed). `next_offset` is asked once per run of records of the same topic-partition, not once per record.
+#[derive(Debug)]
+pub struct CommittedFilter<F> {
+    next_offset: F,
+    run: Option<(Arc<str>, i32, Option<i64>)>,
+}
+
+impl<F: Fn(&str, i32) -> Option<i64>> CommittedFilter<F> {
+    /// The filter of the checkpoint given as a function `(topic, partition) → next offset`.
+    pub fn new(next_offset: F) -> Self {
+        Self {
+            next_offset,
+            run: None,
+        }
+    }
+
+    /// Whether the checkpoint covers `record`.
+    pub fn covers(&mut self, record: &KafkaRecord) -> bool {
+        let next = match &self.run {
+            Some((topic, partition, next))
+                if *partition == record.partition && **topic == *record.topic =>
+            {
+                *next
+            }
+            _ => {
+                let next = (self.next_offset)(&record.topic, record.partition);
+                self.run = Some((record.topic.clone(), record.partition, next));
+                next
+            }
+        };
+        next.is_some_and(|n| record.offset < n)
+    }
+}
+
+impl KafkaBatch {
+    /// Per topic-partition offset ranges, in order of first appearance ([`OffsetRanges`]).
+    pub fn offset_ranges(&self) -> Vec<OffsetRange> {
+        let mut ranges = OffsetRanges::default();
+        for record in &self.records {
+            ranges.add(record);
+        }
+        ranges.finish()
     }
 
     /// Drops the records the table already holds: those whose offset is below the checkpoint's next offset for
@@ -155,31 +212,12 @@ impl KafkaBatch {
         self.drop_committed_by(|topic, partition| checkpoint.get(topic, partition))
     }
 
-    /// [`KafkaBatch::drop_committed`] with the checkpoint as a function `(topic, partition) → next offset`.
-    /// It is called once per run of records of the same topic-partition, not once per record.
+    /// [`KafkaBatch::drop_committed`] with the checkpoint as a function `(topic, partition) → next offset`
+    /// ([`CommittedFilter`]).
     pub fn drop_committed_by(&mut self, next_offset: impl Fn(&str, i32) -> Option<i64>) -> usize {
         let before = self.records.len();
-        let mut run: Option<(String, i32, Option<i64>)> = None;
-        let records = std::mem::take(&mut self.records);
-        // `into_iter().filter().collect()` reuses the vector's allocation.
-        self.records = records
-            .into_iter()
-            .filter(|record| {
-                let next = match &run {
-                    Some((topic, partition, next))
-                        if *partition == record.partition && **topic == *record.topic =>
-                    {
-                        *next
-                    }
-                    _ => {
-                        let next = next_offset(&record.topic, record.partition);
-                        run = Some((record.topic.to_string(), record.partition, next));
-                        next
-                    }
-                };
-                next.is_none_or(|n| record.offset >= n)
-            })
-            .collect();
+        let mut committed = CommittedFilter::new(next_offset);
+        self.records.retain(|record| !committed.covers(record));
         let dropped = before - self.records.len();
         if dropped > 0 {
             tracing::debug!(dropped, "dropped records already covered by the checkpoint");
