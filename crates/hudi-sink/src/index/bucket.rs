@@ -322,7 +322,8 @@ mod tests {
             vec![Some("2023-04-01 12:00:00")]
         );
         assert_eq!(extract_hash_values("a,b", &["x"]), vec![Some("a,b")]);
-        // Values from the fact sheet (reference/hudi-kafka-locks.md §5).
+        // Hudi's `BucketIdentifier`: `(List.hashCode(values) & Integer.MAX_VALUE) % numBuckets`, Java's
+        // `String.hashCode` of each value.
         assert_eq!(bucket_id("id1", &["id"], n(16)), 5);
         assert_eq!(bucket_id("id1", &["id"], n(256)), 149);
         assert_eq!(bucket_id("user-123", &["id"], n(16)), 15);
