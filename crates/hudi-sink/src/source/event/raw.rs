@@ -169,6 +169,22 @@ pub(super) struct RawHeader {
     bootstrap_servers: Option<String>,
 }
 
+/// A field the event source requires: absent or empty, the payload is refused.
+fn non_empty(
+    value: Option<String>,
+    field: &'static str,
+    context: &'static str,
+) -> Result<String, EventError> {
+    let value = value.ok_or(EventError::MissingField {
+        field,
+        context: Some(context),
+    })?;
+    if value.is_empty() {
+        return Err(EventError::EmptyField { field });
+    }
+    Ok(value)
+}
+
 /// Reads the top-level fields of a payload into its header, and stops at `records` once they are enough to name
 /// the source (the rest of the payload is then not read).
 pub(super) struct HeaderVisitor<'a>(pub(super) &'a mut Option<RawHeader>);
@@ -222,30 +238,22 @@ impl RawHeader {
         })?;
         Ok(match event_source.as_str() {
             MSK_EVENT_SOURCE => {
-                let arn = self.event_source_arn.ok_or(EventError::MissingField {
-                    field: "eventSourceArn",
-                    context: Some("an aws:kafka event names its MSK cluster"),
-                })?;
-                if arn.is_empty() {
-                    return Err(EventError::EmptyField {
-                        field: "eventSourceArn",
-                    });
-                }
+                let arn = non_empty(
+                    self.event_source_arn,
+                    "eventSourceArn",
+                    "an aws:kafka event names its MSK cluster",
+                )?;
                 EventSource::Msk {
                     event_source_arn: arn,
                     bootstrap_servers: self.bootstrap_servers,
                 }
             }
             SELF_MANAGED_EVENT_SOURCE => {
-                let servers = self.bootstrap_servers.ok_or(EventError::MissingField {
-                    field: "bootstrapServers",
-                    context: Some("a SelfManagedKafka event names its brokers"),
-                })?;
-                if servers.is_empty() {
-                    return Err(EventError::EmptyField {
-                        field: "bootstrapServers",
-                    });
-                }
+                let servers = non_empty(
+                    self.bootstrap_servers,
+                    "bootstrapServers",
+                    "a SelfManagedKafka event names its brokers",
+                )?;
                 EventSource::SelfManaged {
                     bootstrap_servers: servers,
                 }
@@ -363,7 +371,6 @@ pub(super) fn decode_base64(
 }
 
 /// Where a record's decoded key and value sit in the batch's buffer, until the buffer is frozen.
-#[derive(Default)]
 struct Spans {
     key: Option<Range<usize>>,
     value: Option<Range<usize>>,
@@ -426,39 +433,10 @@ fn convert_record(
     // The text is kept only when it does not decode: STANDARD decoding is strict (canonical padding, no
     // trailing bits), so decoded bytes re-encode to exactly the delivered text.
     let mut base64_error = None;
-    let mut spans = Spans::default();
-    let raw_key_b64 = match raw.key {
-        None => None,
-        Some(Text(text)) => match decode_base64(text.as_bytes(), arena) {
-            Ok(range) => {
-                spans.key = Some(range);
-                None
-            }
-            Err(e) => {
-                base64_error = Some(Base64Error {
-                    part: RecordPart::Key,
-                    reason: e.to_string(),
-                });
-                Some(text.into_owned())
-            }
-        },
-    };
-    let raw_value_b64 = match raw.value {
-        None => None,
-        Some(Text(text)) => match decode_base64(text.as_bytes(), arena) {
-            Ok(range) => {
-                spans.value = Some(range);
-                None
-            }
-            Err(e) => {
-                base64_error.get_or_insert(Base64Error {
-                    part: RecordPart::Value,
-                    reason: e.to_string(),
-                });
-                Some(text.into_owned())
-            }
-        },
-    };
+    let (key, raw_key_b64) = decode_part(raw.key, RecordPart::Key, arena, &mut base64_error);
+    let (value, raw_value_b64) =
+        decode_part(raw.value, RecordPart::Value, arena, &mut base64_error);
+    let spans = Spans { key, value };
     let headers = raw
         .headers
         .unwrap_or_default()
@@ -492,6 +470,29 @@ fn convert_record(
         }),
     };
     Ok((record, spans))
+}
+
+/// Decodes a key or value text into `arena`: its span there, or the text itself when it does not decode (the
+/// first part that fails is the record's `base64_error`).
+fn decode_part(
+    text: Option<Text<'_>>,
+    part: RecordPart,
+    arena: &mut Vec<u8>,
+    base64_error: &mut Option<Base64Error>,
+) -> (Option<Range<usize>>, Option<String>) {
+    let Some(Text(text)) = text else {
+        return (None, None);
+    };
+    match decode_base64(text.as_bytes(), arena) {
+        Ok(range) => (Some(range), None),
+        Err(e) => {
+            base64_error.get_or_insert(Base64Error {
+                part,
+                reason: e.to_string(),
+            });
+            (None, Some(text.into_owned()))
+        }
+    }
 }
 
 #[cfg(test)]
