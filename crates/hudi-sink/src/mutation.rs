@@ -110,11 +110,14 @@ pub enum Mutation {
     /// The records of a batch read in parts (`sink/parts.rs`) keep their batch positions: a part's first
     /// record follows the previous part's last, so the fold orders versions across parts by arrival.
     PartPositions,
+    /// A clustering executor refreshes its heartbeat while it rewrites (at most a quarter of the tolerance
+    /// apart), so that no other process takes a live clustering for dead and rolls it back.
+    ClusteringHeartbeatRefreshed,
 }
 
 impl Mutation {
     /// Every mutation, in report order.
-    pub const ALL: [Mutation; 37] = [
+    pub const ALL: [Mutation; 38] = [
         Mutation::CheckpointFilter,
         Mutation::OccCheck,
         Mutation::RollbackBeforeCommit,
@@ -152,6 +155,7 @@ impl Mutation {
         Mutation::ToastOrdering,
         Mutation::FinishInOrder,
         Mutation::PartPositions,
+        Mutation::ClusteringHeartbeatRefreshed,
     ];
 
     /// A short name for reports and the `SIM_MUTATION` variable.
@@ -194,6 +198,7 @@ impl Mutation {
             Mutation::ToastOrdering => "toast-ordering",
             Mutation::FinishInOrder => "finish-in-order",
             Mutation::PartPositions => "part-positions",
+            Mutation::ClusteringHeartbeatRefreshed => "clustering-heartbeat-refreshed",
         }
     }
 

@@ -3,6 +3,8 @@
 //! (docs/architecture.md, "Failures, rollback and retired instants"). The writer beats while it writes; the
 //! coordinator writes the first beat with the instant and reads the stored one before a rollback.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 
 use super::WriteError;
@@ -23,6 +25,46 @@ pub async fn write_heartbeat(
         .put(&heartbeat_path(instant), Bytes::from(now.to_string()))
         .await?;
     Ok(now)
+}
+
+/// A service's heartbeat while it works outside the lock (a clustering rewriting its input files): written
+/// when first asked and then at most once per quarter of the tolerance after which other processes roll the
+/// service back, so that a run over hundreds of files costs a few writes (on S3, a few PUTs) instead of one
+/// per file, and still beats three times within any tolerance.
+#[derive(Debug)]
+pub struct HeartbeatPacer {
+    period_ms: i64,
+    last_ms: Option<i64>,
+}
+
+impl HeartbeatPacer {
+    /// A pacer for a service that others roll back once its heartbeat is `tolerance` old.
+    pub fn new(tolerance: Duration) -> Self {
+        let quarter = tolerance / 4;
+        Self {
+            period_ms: i64::try_from(quarter.as_millis()).unwrap_or(i64::MAX),
+            last_ms: None,
+        }
+    }
+
+    /// Writes the heartbeat of `instant` if none was written yet or the last one is a period old.
+    pub async fn beat(
+        &mut self,
+        storage: &dyn Storage,
+        clock: &dyn Clock,
+        instant: &InstantTime,
+    ) -> Result<(), WriteError> {
+        if let Some(last) = self.last_ms {
+            let refresh = !crate::mutation::is_disabled(
+                crate::mutation::Mutation::ClusteringHeartbeatRefreshed,
+            );
+            if !refresh || clock.now_millis().saturating_sub(last) < self.period_ms {
+                return Ok(());
+            }
+        }
+        self.last_ms = Some(write_heartbeat(storage, clock, instant).await?);
+        Ok(())
+    }
 }
 
 /// The stored heartbeat of `instant` in epoch milliseconds: its content, or for a heartbeat without a time in
@@ -93,5 +135,29 @@ mod tests {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(read_heartbeat(&storage, &instant()).await.ok(), Some(None));
+    }
+
+    #[tokio::test]
+    async fn the_pacer_beats_first_and_then_once_a_quarter_of_the_tolerance() {
+        let storage = MemoryStorage::new("memory://t");
+        let clock = crate::clock::ManualClock::new(1_000);
+        let mut pacer = HeartbeatPacer::new(Duration::from_millis(10_000));
+        let mut beats = Vec::new();
+        // One call every second of the clock for 12 seconds, a period of 2.5 s: beats at 1, 4, 7 and 10 s.
+        for _ in 0..12 {
+            pacer
+                .beat(&storage, &clock, &instant())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let stored = read_heartbeat(&storage, &instant())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .unwrap_or_else(|| panic!("no beat"));
+            if beats.last() != Some(&stored) {
+                beats.push(stored);
+            }
+            clock.advance(1_000);
+        }
+        assert_eq!(beats, vec![1_000, 4_000, 7_000, 10_000]);
     }
 }

@@ -85,6 +85,7 @@ use crate::model::{esm_payload, local_props, stream_with_seed, Model, Msg, Trip,
 
 mod catalog;
 mod clustered;
+mod clustering_scenarios;
 mod compaction_scenarios;
 mod delta;
 mod delta_scenarios;

@@ -34,7 +34,7 @@ use crate::storage::{join_path, Storage};
 use crate::table::commit::WriteStat;
 use crate::table::file_name::{marker_path, new_file_id, BaseFileName, MarkerType, WriteToken};
 use crate::table::instant::InstantTime;
-use crate::write::heartbeat::write_heartbeat;
+use crate::write::heartbeat::HeartbeatPacer;
 use crate::write::{TableWriter, WriteError};
 
 /// Rows of the first write into a new file, which measures the bytes per row.
@@ -77,6 +77,7 @@ struct Output<'a> {
     target: u64,
     /// Files started so far in this instant (the write token's task number, as the writer numbers them).
     file_index: u64,
+    heartbeat: HeartbeatPacer,
     stats: Vec<WriteStat>,
 }
 
@@ -137,7 +138,9 @@ impl Output<'_> {
         stat.total_write_bytes = size;
         stat.file_size_in_bytes = size;
         self.stats.push(stat);
-        write_heartbeat(self.storage, self.clock, self.instant).await?;
+        self.heartbeat
+            .beat(self.storage, self.clock, self.instant)
+            .await?;
         Ok(())
     }
 }
@@ -248,12 +251,14 @@ async fn decode_file(
 
 /// Rewrites every group of `planned` into new base files (without the table lock) and returns one write
 /// stat per new file (`prevCommit` "null", every row an insert, exact sizes). Uses `writer` for the table
-/// schema and the base-file encoding; all I/O goes to `storage`.
+/// schema and the base-file encoding; all I/O goes to `storage`. The heartbeat is refreshed between files,
+/// paced for others' `heartbeat_tolerance` ([`HeartbeatPacer`]).
 pub async fn execute(
     storage: &dyn Storage,
     clock: &dyn Clock,
     writer: &TableWriter,
     planned: &ClusteringPlanned,
+    heartbeat_tolerance: std::time::Duration,
 ) -> Result<Vec<WriteStat>, WriteError> {
     let mut out = Output {
         storage,
@@ -262,13 +267,14 @@ pub async fn execute(
         instant: &planned.instant,
         target: planned.target_file_max_bytes.max(1),
         file_index: 0,
+        heartbeat: HeartbeatPacer::new(heartbeat_tolerance),
         stats: Vec::new(),
     };
     for group in &planned.groups {
         let partition = group.partition_path.as_str();
         let mut open: Option<OpenFile> = None;
         for slice in &group.slices {
-            write_heartbeat(storage, clock, &planned.instant).await?;
+            out.heartbeat.beat(storage, clock, &planned.instant).await?;
             let path = slice.path();
             let data = storage.get(&path).await?;
             let schema = writer.schema();

@@ -11,7 +11,8 @@
 //! 2. [`execute`]: per group, reads the input files one at a time and writes new file groups (new file ids,
 //!    a `CREATE` marker before each file) of up to the target size, keeping every row's commit time,
 //!    sequence number, record key and partition path and rewriting only `_hoodie_file_name`; every file
-//!    gets its own bloom filter and key range. The heartbeat is refreshed between files.
+//!    gets its own bloom filter and key range. The heartbeat is refreshed between files, at most once per
+//!    quarter of the heartbeat tolerance ([`HeartbeatPacer`](crate::write::heartbeat::HeartbeatPacer)).
 //! 3. [`complete`]: checks every new file and that no input group got a newer committed slice meanwhile,
 //!    then writes `<t>.replacecommit` (JSON, create-if-absent) naming the replaced groups, and removes the
 //!    markers and the heartbeat.
@@ -188,7 +189,7 @@ pub async fn run(
     writer
         .catch_up_schema(&Timeline::load(storage).await?, None)
         .await?;
-    let stats = execute(storage, clock, writer, &planned).await?;
+    let stats = execute(storage, clock, writer, &planned, heartbeat_tolerance).await?;
     let guard = lock.acquire(lock_wait).await?;
     let ctx = ServiceContext {
         storage,

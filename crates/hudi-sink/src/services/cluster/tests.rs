@@ -384,9 +384,15 @@ async fn row_groups_below_the_copy_minimum_are_decoded_into_one() {
         };
         let planned = t.schedule(&config).await.expect("planned");
         assert_eq!(planned.copy_min_row_group_bytes, minimum);
-        let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
-            .await
-            .expect("execute");
+        let stats = execute(
+            t.storage.as_ref(),
+            t.clock.as_ref(),
+            &t.writer,
+            &planned,
+            TOLERANCE,
+        )
+        .await
+        .expect("execute");
         assert_eq!(stats.len(), 2, "one output file per group");
         for stat in &stats {
             assert_eq!(
@@ -406,9 +412,15 @@ async fn execute_and_complete_replace_small_files_with_the_same_rows() {
     let before = t.rows().await;
     let inputs = t.slices().await;
     let planned = t.schedule(&every_small_file()).await.expect("planned");
-    let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
-        .await
-        .expect("execute");
+    let stats = execute(
+        t.storage.as_ref(),
+        t.clock.as_ref(),
+        &t.writer,
+        &planned,
+        TOLERANCE,
+    )
+    .await
+    .expect("execute");
     assert_eq!(stats.len(), 2, "one output file per group");
     // Not complete yet: readers see the old files only.
     assert_eq!(t.rows().await, before);
@@ -517,9 +529,15 @@ async fn a_group_mixing_copied_and_decoded_files_keeps_every_row_and_key() {
     let before = t.rows().await;
     assert_eq!(before.len(), 40);
     let planned = t.schedule(&every_small_file()).await.expect("planned");
-    let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
-        .await
-        .expect("execute");
+    let stats = execute(
+        t.storage.as_ref(),
+        t.clock.as_ref(),
+        &t.writer,
+        &planned,
+        TOLERANCE,
+    )
+    .await
+    .expect("execute");
     // Both paths ran: a switch between them closes the open output, so a group gives more than one file.
     assert!(stats.len() > 2, "{} files", stats.len());
     assert_eq!(
@@ -570,9 +588,15 @@ async fn outputs_are_split_at_the_target_size() {
         ..every_small_file()
     };
     let planned = t.schedule(&config).await.expect("planned");
-    let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
-        .await
-        .expect("execute");
+    let stats = execute(
+        t.storage.as_ref(),
+        t.clock.as_ref(),
+        &t.writer,
+        &planned,
+        TOLERANCE,
+    )
+    .await
+    .expect("execute");
     assert!(stats.len() >= 4, "{} files", stats.len());
     let ids: BTreeSet<&str> = stats.iter().map(|s| s.file_id.as_str()).collect();
     assert_eq!(
@@ -611,9 +635,15 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
         .expect("put");
 
     let planned = t.schedule(&every_small_file()).await.expect("planned");
-    let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
-        .await
-        .expect("execute");
+    let stats = execute(
+        t.storage.as_ref(),
+        t.clock.as_ref(),
+        &t.writer,
+        &planned,
+        TOLERANCE,
+    )
+    .await
+    .expect("execute");
     assert_eq!(t.rollback_expired().await, 0, "heartbeat is fresh");
     t.clock.advance(TOLERANCE.as_millis() as i64 + 1);
     assert_eq!(t.rollback_expired().await, 1);
@@ -669,9 +699,15 @@ async fn a_plan_overtaken_by_a_commit_to_its_groups_is_rolled_back_at_completion
     let t = small_files().await;
     let before = t.rows().await;
     let planned = t.schedule(&every_small_file()).await.expect("planned");
-    let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
-        .await
-        .expect("execute");
+    let stats = execute(
+        t.storage.as_ref(),
+        t.clock.as_ref(),
+        &t.writer,
+        &planned,
+        TOLERANCE,
+    )
+    .await
+    .expect("execute");
     // Another writer commits a new slice of one input group (a merge) after the plan was made.
     let victim = &planned.groups[0].slices[0];
     let newer = InstantTime::parse("20991231000000000").expect("t");
@@ -753,9 +789,15 @@ async fn a_long_run_rewrites_under_three_times_the_bytes_written() {
             .iter()
             .map(PlannedGroup::input_bytes)
             .sum::<u64>();
-        let stats = execute(t.storage.as_ref(), t.clock.as_ref(), &t.writer, &planned)
-            .await
-            .expect("execute");
+        let stats = execute(
+            t.storage.as_ref(),
+            t.clock.as_ref(),
+            &t.writer,
+            &planned,
+            TOLERANCE,
+        )
+        .await
+        .expect("execute");
         assert_eq!(t.complete(&planned, stats).await, Completion::Committed);
         runs += 1;
         let mut small: BTreeMap<String, usize> = BTreeMap::new();

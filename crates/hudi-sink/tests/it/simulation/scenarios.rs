@@ -513,6 +513,10 @@ pub(super) const SCENARIOS: &[(&str, Scenario)] = &[
         "a-failed-delta-mirror-holds-the-cleaner",
         super::delta_scenarios::a_failed_mirror_holds_the_cleaner_boxed,
     ),
+    (
+        "a-slow-clustering-stays-alive",
+        super::clustering_scenarios::a_slow_clustering_stays_alive_boxed,
+    ),
 ];
 
 fn uncleaned_replacecommit_stays_on_the_timeline_boxed(

@@ -161,6 +161,11 @@ impl Table {
         })
     }
 
+    /// The table's write settings.
+    pub(super) fn write_config(&self) -> WriteConfig {
+        self.config.clone()
+    }
+
     /// A writer invocation on `storage` (its view of the table) with its own clock.
     pub(super) async fn sink(
         &self,
