@@ -2,6 +2,7 @@
 
 pub mod bloom;
 pub mod codec;
+mod pages;
 pub mod ranged;
 pub mod reader;
 pub mod writer;

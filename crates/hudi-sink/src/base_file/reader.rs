@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+};
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
 use super::bloom::{BloomFilter, BloomFilterType};
@@ -75,22 +77,27 @@ fn footer_of(meta: &parquet::file::metadata::ParquetMetaData) -> BaseFileFooter 
     }
 }
 
-/// Decodes a whole base file into record batches.
-pub fn read_base_file(data: Bytes) -> Result<(SchemaRef, Vec<RecordBatch>), BaseFileError> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(data).map_err(|source| {
+/// The reader of every row of `data`, [`READ_BATCH_ROWS`] at a time, and its Arrow schema (zstd pages
+/// decompressed with a reused context, [`super::pages`]).
+fn batch_reader(data: Bytes) -> Result<(SchemaRef, ParquetRecordBatchReader), BaseFileError> {
+    let meta = ArrowReaderMetadata::load(&data, ArrowReaderOptions::new()).map_err(|source| {
         BaseFileError::Parquet {
             context: "open file".into(),
             source,
         }
     })?;
-    let schema = builder.schema().clone();
-    let reader = builder
-        .with_batch_size(READ_BATCH_ROWS)
-        .build()
-        .map_err(|source| BaseFileError::Parquet {
+    let reader = super::pages::read_batches(data, &meta, READ_BATCH_ROWS).map_err(|source| {
+        BaseFileError::Parquet {
             context: "build reader".into(),
             source,
-        })?;
+        }
+    })?;
+    Ok((meta.schema().clone(), reader))
+}
+
+/// Decodes a whole base file into record batches.
+pub fn read_base_file(data: Bytes) -> Result<(SchemaRef, Vec<RecordBatch>), BaseFileError> {
+    let (schema, reader) = batch_reader(data)?;
     let batches = reader
         .collect::<Result<Vec<_>, _>>()
         .map_err(|source| BaseFileError::Arrow {
@@ -105,17 +112,7 @@ pub fn read_base_file(data: Bytes) -> Result<(SchemaRef, Vec<RecordBatch>), Base
 pub fn read_base_file_batches(
     data: Bytes,
 ) -> Result<impl Iterator<Item = Result<RecordBatch, BaseFileError>>, BaseFileError> {
-    let reader = ParquetRecordBatchReaderBuilder::try_new(data)
-        .map_err(|source| BaseFileError::Parquet {
-            context: "open file".into(),
-            source,
-        })?
-        .with_batch_size(READ_BATCH_ROWS)
-        .build()
-        .map_err(|source| BaseFileError::Parquet {
-            context: "build reader".into(),
-            source,
-        })?;
+    let (_, reader) = batch_reader(data)?;
     Ok(reader.map(|batch| {
         batch.map_err(|source| BaseFileError::Arrow {
             context: "decode rows".into(),
