@@ -188,6 +188,18 @@ impl Table {
         .await
     }
 
+    async fn execute(&self, planned: &ClusteringPlanned) -> Vec<WriteStat> {
+        execute(
+            self.storage.as_ref(),
+            self.clock.as_ref(),
+            &self.writer,
+            planned,
+            TOLERANCE,
+        )
+        .await
+        .expect("execute")
+    }
+
     async fn complete(&self, planned: &ClusteringPlanned, stats: Vec<WriteStat>) -> Completion {
         let timeline = self.timeline().await;
         let schema = self.writer.schema().avro_json.clone();
@@ -384,15 +396,7 @@ async fn row_groups_below_the_copy_minimum_are_decoded_into_one() {
         };
         let planned = t.schedule(&config).await.expect("planned");
         assert_eq!(planned.copy_min_row_group_bytes, minimum);
-        let stats = execute(
-            t.storage.as_ref(),
-            t.clock.as_ref(),
-            &t.writer,
-            &planned,
-            TOLERANCE,
-        )
-        .await
-        .expect("execute");
+        let stats = t.execute(&planned).await;
         assert_eq!(stats.len(), 2, "one output file per group");
         for stat in &stats {
             assert_eq!(
@@ -412,15 +416,7 @@ async fn execute_and_complete_replace_small_files_with_the_same_rows() {
     let before = t.rows().await;
     let inputs = t.slices().await;
     let planned = t.schedule(&every_small_file()).await.expect("planned");
-    let stats = execute(
-        t.storage.as_ref(),
-        t.clock.as_ref(),
-        &t.writer,
-        &planned,
-        TOLERANCE,
-    )
-    .await
-    .expect("execute");
+    let stats = t.execute(&planned).await;
     assert_eq!(stats.len(), 2, "one output file per group");
     // Not complete yet: readers see the old files only.
     assert_eq!(t.rows().await, before);
@@ -529,15 +525,7 @@ async fn a_group_mixing_copied_and_decoded_files_keeps_every_row_and_key() {
     let before = t.rows().await;
     assert_eq!(before.len(), 40);
     let planned = t.schedule(&every_small_file()).await.expect("planned");
-    let stats = execute(
-        t.storage.as_ref(),
-        t.clock.as_ref(),
-        &t.writer,
-        &planned,
-        TOLERANCE,
-    )
-    .await
-    .expect("execute");
+    let stats = t.execute(&planned).await;
     // Both paths ran: a switch between them closes the open output, so a group gives more than one file.
     assert!(stats.len() > 2, "{} files", stats.len());
     assert_eq!(
@@ -588,15 +576,7 @@ async fn outputs_are_split_at_the_target_size() {
         ..every_small_file()
     };
     let planned = t.schedule(&config).await.expect("planned");
-    let stats = execute(
-        t.storage.as_ref(),
-        t.clock.as_ref(),
-        &t.writer,
-        &planned,
-        TOLERANCE,
-    )
-    .await
-    .expect("execute");
+    let stats = t.execute(&planned).await;
     assert!(stats.len() >= 4, "{} files", stats.len());
     let ids: BTreeSet<&str> = stats.iter().map(|s| s.file_id.as_str()).collect();
     assert_eq!(
@@ -635,15 +615,7 @@ async fn only_this_sinks_expired_plans_are_rolled_back_in_full() {
         .expect("put");
 
     let planned = t.schedule(&every_small_file()).await.expect("planned");
-    let stats = execute(
-        t.storage.as_ref(),
-        t.clock.as_ref(),
-        &t.writer,
-        &planned,
-        TOLERANCE,
-    )
-    .await
-    .expect("execute");
+    let stats = t.execute(&planned).await;
     assert_eq!(t.rollback_expired().await, 0, "heartbeat is fresh");
     t.clock.advance(TOLERANCE.as_millis() as i64 + 1);
     assert_eq!(t.rollback_expired().await, 1);
@@ -699,15 +671,7 @@ async fn a_plan_overtaken_by_a_commit_to_its_groups_is_rolled_back_at_completion
     let t = small_files().await;
     let before = t.rows().await;
     let planned = t.schedule(&every_small_file()).await.expect("planned");
-    let stats = execute(
-        t.storage.as_ref(),
-        t.clock.as_ref(),
-        &t.writer,
-        &planned,
-        TOLERANCE,
-    )
-    .await
-    .expect("execute");
+    let stats = t.execute(&planned).await;
     // Another writer commits a new slice of one input group (a merge) after the plan was made.
     let victim = &planned.groups[0].slices[0];
     let newer = InstantTime::parse("20991231000000000").expect("t");
@@ -789,15 +753,7 @@ async fn a_long_run_rewrites_under_three_times_the_bytes_written() {
             .iter()
             .map(PlannedGroup::input_bytes)
             .sum::<u64>();
-        let stats = execute(
-            t.storage.as_ref(),
-            t.clock.as_ref(),
-            &t.writer,
-            &planned,
-            TOLERANCE,
-        )
-        .await
-        .expect("execute");
+        let stats = t.execute(&planned).await;
         assert_eq!(t.complete(&planned, stats).await, Completion::Committed);
         runs += 1;
         let mut small: BTreeMap<String, usize> = BTreeMap::new();
