@@ -64,78 +64,38 @@ fn decompress(compressed: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// `page` with its compressed part decompressed.
-fn decompress_page(page: Page) -> Result<Page> {
-    Ok(match page {
-        Page::DataPage {
-            buf,
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        } => Page::DataPage {
-            buf: Bytes::from(decompress(&buf)?),
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        },
+fn decompress_page(mut page: Page) -> Result<Page> {
+    match &mut page {
+        Page::DataPage { buf, .. } | Page::DictionaryPage { buf, .. } => {
+            *buf = Bytes::from(decompress(buf)?);
+        }
         Page::DataPageV2 {
             buf,
-            num_values,
-            encoding,
-            num_nulls,
-            num_rows,
             def_levels_byte_len,
             rep_levels_byte_len,
-            is_compressed,
-            statistics,
+            is_compressed: true,
+            ..
         } => {
-            let buf = if is_compressed {
-                // The levels come first and are never compressed.
-                let levels = usize::try_from(def_levels_byte_len)
-                    .ok()
-                    .zip(usize::try_from(rep_levels_byte_len).ok())
-                    .and_then(|(d, r)| d.checked_add(r))
-                    .filter(|n| *n <= buf.len())
-                    .ok_or_else(|| {
-                        ParquetError::General(format!(
-                            "data page v2 levels ({def_levels_byte_len} + {rep_levels_byte_len} bytes) \
-                             exceed its {} bytes",
-                            buf.len()
-                        ))
-                    })?;
-                let mut out = buf[..levels].to_vec();
-                out.extend_from_slice(&decompress(&buf[levels..])?);
-                Bytes::from(out)
-            } else {
-                buf
-            };
-            Page::DataPageV2 {
-                buf,
-                num_values,
-                encoding,
-                num_nulls,
-                num_rows,
-                def_levels_byte_len,
-                rep_levels_byte_len,
-                is_compressed,
-                statistics,
-            }
+            // The levels come first and are never compressed.
+            let levels = usize::try_from(*def_levels_byte_len)
+                .ok()
+                .zip(usize::try_from(*rep_levels_byte_len).ok())
+                .and_then(|(d, r)| d.checked_add(r))
+                .filter(|n| *n <= buf.len())
+                .ok_or_else(|| {
+                    ParquetError::General(format!(
+                        "data page v2 levels ({def_levels_byte_len} + {rep_levels_byte_len} bytes) \
+                         exceed its {} bytes",
+                        buf.len()
+                    ))
+                })?;
+            let mut out = buf[..levels].to_vec();
+            out.extend_from_slice(&decompress(&buf[levels..])?);
+            *buf = Bytes::from(out);
         }
-        Page::DictionaryPage {
-            buf,
-            num_values,
-            encoding,
-            is_sorted,
-        } => Page::DictionaryPage {
-            buf: Bytes::from(decompress(&buf)?),
-            num_values,
-            encoding,
-            is_sorted,
-        },
-    })
+        Page::DataPageV2 { .. } => {}
+    }
+    Ok(page)
 }
 
 /// The pages of a zstd column chunk, read as stored and decompressed here.

@@ -138,11 +138,7 @@ async fn a_slow_clustering_stays_alive() -> Result<(), Failure> {
     let slow: Arc<dyn Storage> = Arc::new(SlowReads {
         inner: store.clone(),
     });
-    let first = {
-        let (table_clock, slow) = (table.clocks[4].clone(), slow.clone());
-        let table = &table;
-        async move { clustering(table, slow, table_clock).await }
-    };
+    let first = clustering(&table, slow, table.clocks[4].clone());
     let second = async {
         // During the first run's fifth read: 13 s after it planned, past the tolerance.
         tokio::time::sleep(Duration::from_millis(4 * READ_MS + READ_MS / 3)).await;
