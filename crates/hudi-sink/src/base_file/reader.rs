@@ -2,6 +2,7 @@
 //! bloom filter and key range without reading data).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -86,7 +87,14 @@ fn batch_reader(data: Bytes) -> Result<(SchemaRef, ParquetRecordBatchReader), Ba
             source,
         }
     })?;
-    let reader = super::pages::read_batches(data, &meta, READ_BATCH_ROWS).map_err(|source| {
+    reader_with(data, &meta)
+}
+
+fn reader_with(
+    data: Bytes,
+    meta: &ArrowReaderMetadata,
+) -> Result<(SchemaRef, ParquetRecordBatchReader), BaseFileError> {
+    let reader = super::pages::read_batches(data, meta, READ_BATCH_ROWS).map_err(|source| {
         BaseFileError::Parquet {
             context: "build reader".into(),
             source,
@@ -108,11 +116,19 @@ pub fn read_base_file(data: Bytes) -> Result<(SchemaRef, Vec<RecordBatch>), Base
 }
 
 /// Decodes a base file batch by batch (at most [`READ_BATCH_ROWS`] rows decoded at a time), for rewrites
-/// that must not hold a whole decoded file (clustering).
+/// that must not hold a whole decoded file (clustering, which has already parsed its `footer`).
 pub fn read_base_file_batches(
     data: Bytes,
+    footer: Arc<ParquetMetaData>,
 ) -> Result<impl Iterator<Item = Result<RecordBatch, BaseFileError>>, BaseFileError> {
-    let (_, reader) = batch_reader(data)?;
+    let meta =
+        ArrowReaderMetadata::try_new(footer, ArrowReaderOptions::new()).map_err(|source| {
+            BaseFileError::Parquet {
+                context: "open file".into(),
+                source,
+            }
+        })?;
+    let (_, reader) = reader_with(data, &meta)?;
     Ok(reader.map(|batch| {
         batch.map_err(|source| BaseFileError::Arrow {
             context: "decode rows".into(),

@@ -619,12 +619,27 @@ impl TableWriter {
     /// A writer for one base file of this table (also used by clustering, which writes outside
     /// [`TableWriter::write_files`]).
     pub(crate) fn new_file_writer(&self) -> Result<BaseFileWriter, WriteError> {
+        self.new_file_writer_plain(&[])
+    }
+
+    /// As [`TableWriter::new_file_writer`], with the `plain` columns (dotted paths) also written without a
+    /// dictionary (clustering's outputs: the columns whose dictionaries did not pay in the inputs).
+    pub(crate) fn new_file_writer_plain(
+        &self,
+        plain: &[String],
+    ) -> Result<BaseFileWriter, WriteError> {
         let schema = self.schema();
+        let mut options = self.config.base_file.clone();
+        for column in plain {
+            if !options.plain_columns.contains(column) {
+                options.plain_columns.push(column.clone());
+            }
+        }
         Ok(BaseFileWriter::try_new(
             schema.file.clone(),
             schema.parquet.clone(),
             schema.avro_with_meta_json.clone(),
-            &self.config.base_file,
+            &options,
         )?)
     }
 

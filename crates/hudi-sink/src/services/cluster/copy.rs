@@ -46,6 +46,14 @@ fn meta_index(name: &str) -> Result<usize, WriteError> {
         })
 }
 
+/// What clustering does with an input base file.
+pub(super) enum Inspected {
+    /// Its row groups are copied.
+    Copy(CopyInput),
+    /// It is decoded; its footer.
+    Decode(ParquetMetaData),
+}
+
 /// An input base file whose row groups can be copied.
 pub(super) struct CopyInput {
     data: Bytes,
@@ -57,6 +65,7 @@ impl CopyInput {
     /// `data` (the file at `path`) opened for copying, or `None` when a row group holds fewer than
     /// `min_row_group_bytes`, or its columns, their types or its compression codec differ from what the
     /// table's writer writes (the file is then decoded instead).
+    #[cfg(test)]
     pub(super) fn open(
         data: Bytes,
         path: &str,
@@ -64,6 +73,22 @@ impl CopyInput {
         options: &BaseFileOptions,
         min_row_group_bytes: u64,
     ) -> Result<Option<Self>, WriteError> {
+        Ok(
+            match Self::inspect(data, path, schema, options, min_row_group_bytes)? {
+                Inspected::Copy(input) => Some(input),
+                Inspected::Decode(_) => None,
+            },
+        )
+    }
+
+    /// As [`CopyInput::open`], with the footer of a file that is to be decoded (parsed once for both).
+    pub(super) fn inspect(
+        data: Bytes,
+        path: &str,
+        schema: &TableSchema,
+        options: &BaseFileOptions,
+        min_row_group_bytes: u64,
+    ) -> Result<Inspected, WriteError> {
         let metadata = ParquetMetaDataReader::new()
             .with_page_index_policy(PageIndexPolicy::Optional)
             .parse_and_finish(&data)
@@ -72,23 +97,18 @@ impl CopyInput {
             .row_groups()
             .iter()
             .any(|rg| u64::try_from(rg.compressed_size()).unwrap_or(0) < min_row_group_bytes);
-        if small {
-            return Ok(None);
-        }
         let stored = metadata.file_metadata().schema_descr().root_schema();
-        if stored.get_fields() != schema.parquet.root_schema().get_fields() {
-            return Ok(None);
-        }
         let codec = options.codec.to_parquet();
         let same_codec = metadata.row_groups().iter().all(|rg| {
             rg.columns()
                 .iter()
                 .all(|c| std::mem::discriminant(&c.compression()) == std::mem::discriminant(&codec))
         });
-        if !same_codec {
-            return Ok(None);
+        if small || stored.get_fields() != schema.parquet.root_schema().get_fields() || !same_codec
+        {
+            return Ok(Inspected::Decode(metadata));
         }
-        Ok(Some(Self {
+        Ok(Inspected::Copy(Self {
             data,
             metadata: Arc::new(metadata),
             path: path.to_string(),

@@ -11,7 +11,9 @@
 //!   never keeps many tiny row groups (docs/performance.md, "Inline clustering's cost").
 //! - decode: any other file (small row groups, an older schema, another codec, another writer) is
 //!   read into Arrow batches, conformed to the table schema and re-encoded by `BaseFileWriter`, with outputs
-//!   cut by measured bytes per row.
+//!   cut by measured bytes per row. An output writes without a dictionary the columns whose dictionary did not
+//!   pay in the input that opened it ([`super::dictionary`]). The input's footer, parsed to choose the path, is
+//!   the one its rows are decoded with.
 //!
 //! A group may mix both: an output file is written by one path only, so a switch closes the open output.
 //!
@@ -23,8 +25,9 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use bytes::Bytes;
+use parquet::file::metadata::ParquetMetaData;
 
-use super::copy::{CopyFile, CopyInput};
+use super::copy::{CopyFile, CopyInput, Inspected};
 use super::ClusteringPlanned;
 use crate::base_file::reader::read_base_file_batches;
 use crate::base_file::writer::{BaseFileWriter, WrittenBaseFile};
@@ -82,7 +85,14 @@ struct Output<'a> {
 }
 
 impl Output<'_> {
-    async fn open(&mut self, partition: &str, copy: bool) -> Result<OpenFile, WriteError> {
+    /// A new output, filled by copying or (`copy` false) by encoding decoded rows, with the `plain` columns
+    /// written without a dictionary ([`super::dictionary`]).
+    async fn open(
+        &mut self,
+        partition: &str,
+        copy: bool,
+        plain: &[String],
+    ) -> Result<OpenFile, WriteError> {
         let file_id = new_file_id();
         let token = WriteToken::new(self.file_index, 0, 0);
         let file_name =
@@ -98,7 +108,7 @@ impl Output<'_> {
                 &file_name,
             )?)
         } else {
-            Sink::Decode(self.writer.new_file_writer()?)
+            Sink::Decode(self.writer.new_file_writer_plain(plain)?)
         };
         Ok(OpenFile {
             file_id,
@@ -183,7 +193,7 @@ async fn copy_file(
         }
         let mut file = match open.take() {
             Some(file) => file,
-            None => out.open(partition, true).await?,
+            None => out.open(partition, true, &[]).await?,
         };
         let size = match &mut file.sink {
             Sink::Copy(copy) => {
@@ -213,17 +223,19 @@ async fn decode_file(
     partition: &str,
     open: &mut Option<OpenFile>,
     data: Bytes,
+    footer: ParquetMetaData,
 ) -> Result<(), WriteError> {
+    let plain = super::dictionary::plain_in(&footer);
     if let Some(file) = open.take_if(|f| !matches!(f.sink, Sink::Decode(_))) {
         out.close(partition, file).await?;
     }
-    for batch in read_base_file_batches(data)? {
+    for batch in read_base_file_batches(data, Arc::new(footer))? {
         let batch = out.writer.conform_stored_batch(batch?)?;
         let mut offset = 0;
         while offset < batch.num_rows() {
             let mut file = match open.take() {
                 Some(file) => file,
-                None => out.open(partition, false).await?,
+                None => out.open(partition, false, &plain).await?,
             };
             let Sink::Decode(writer) = &mut file.sink else {
                 return Err(WriteError::Data {
@@ -278,7 +290,7 @@ pub async fn execute(
             let path = slice.path();
             let data = storage.get(&path).await?;
             let schema = writer.schema();
-            let copyable = CopyInput::open(
+            let copyable = CopyInput::inspect(
                 data.clone(),
                 &path,
                 &schema,
@@ -286,8 +298,10 @@ pub async fn execute(
                 planned.copy_min_row_group_bytes,
             )?;
             match copyable {
-                Some(input) => copy_file(&mut out, partition, &mut open, &input).await?,
-                None => decode_file(&mut out, partition, &mut open, data).await?,
+                Inspected::Copy(input) => copy_file(&mut out, partition, &mut open, &input).await?,
+                Inspected::Decode(footer) => {
+                    decode_file(&mut out, partition, &mut open, data, footer).await?
+                }
             }
         }
         if let Some(file) = open.take() {

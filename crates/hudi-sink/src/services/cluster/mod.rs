@@ -31,6 +31,7 @@
 
 mod complete;
 mod copy;
+mod dictionary;
 mod execute;
 mod plan;
 mod schedule;
