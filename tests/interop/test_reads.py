@@ -236,3 +236,29 @@ def test_java_parses_every_timeline_file(spark, table):
         assert ("compaction", "plan") in parsed, parsed
     if "insert" in table.path.parent.name:
         assert ("replacecommit", "plan") in parsed, parsed
+
+
+def test_a_decoded_clustering_output_without_unprofitable_dictionaries(spark, tmp_path):
+    """Clustering decodes inputs of small row groups and writes the columns whose dictionary did not pay in them
+    (unique timestamps, amounts) without one: Spark reads the clustered table as hudi-rs does, every row."""
+    import pyarrow.parquet as pq
+
+    # Three one-file instants of 2,400 inserts (about 400 rows per partition file, enough to be judged), then
+    # inline clustering of each partition's three files, decoded (the default minimum row group for copying).
+    props = {**INSERTS, "hudi.sink.clustering.copy.min.row.group.bytes": None}
+    table = write_table(tmp_path, schema="bench", records=7200, keys=None, per_file=2400, props=props,
+                        gen_args=INSERT_EVENTS)
+    assert "replacecommit" in {a for _, a in table.timeline()}, table.timeline()
+    dictionary = {}
+    for f in table.path.rglob("*.parquet"):
+        rg = pq.ParquetFile(f).metadata.row_group(0)
+        for i in range(rg.num_columns):
+            c = rg.column(i)
+            if c.path_in_schema == "event_ts":
+                dictionary.setdefault(c.has_dictionary_page, []).append(f.name)
+    # The ingest's files have a dictionary for event_ts, the clustered ones none.
+    assert dictionary.get(True) and dictionary.get(False), dictionary
+    spark_rows = spark_rows_of(table, spark_read(spark, table))
+    rs_rows = as_spark_shows(table, rows_of_arrow(hudi_rs_read(table, "snapshot")))
+    assert sorted(r["event_id"] for r in spark_rows) == sorted(r["event_id"] for r in table.model)
+    assert not diff("spark", spark_rows, "hudi-rs", rs_rows)
