@@ -38,3 +38,17 @@ pub enum BaseFileError {
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
+
+/// `batch` written as a plain Parquet file with `props` (no Hudi footer): tests' inputs for readers.
+#[cfg(test)]
+pub(crate) fn parquet_file(
+    batch: &arrow_array::RecordBatch,
+    props: parquet::file::properties::WriterProperties,
+) -> bytes::Bytes {
+    let mut out = Vec::new();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(&mut out, batch.schema(), Some(props))
+        .unwrap_or_else(|e| panic!("{e}"));
+    writer.write(batch).unwrap_or_else(|e| panic!("{e}"));
+    writer.close().unwrap_or_else(|e| panic!("{e}"));
+    bytes::Bytes::from(out)
+}

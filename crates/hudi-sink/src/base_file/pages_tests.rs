@@ -7,7 +7,6 @@ use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
-use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{WriterProperties, WriterVersion};
 
@@ -71,12 +70,7 @@ fn file(compression: Compression, version: WriterVersion) -> Bytes {
         .set_data_page_row_count_limit(64)
         .set_write_batch_size(64)
         .build();
-    let mut out = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))
-        .unwrap_or_else(|e| panic!("{e}"));
-    writer.write(&batch).unwrap_or_else(|e| panic!("{e}"));
-    writer.close().unwrap_or_else(|e| panic!("{e}"));
-    Bytes::from(out)
+    super::super::parquet_file(&batch, props)
 }
 
 /// Every row of `data` through [`read_batches`] and through the crate's reader.

@@ -79,8 +79,6 @@ mod tests {
     use std::sync::Arc;
 
     use arrow_array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
-    use bytes::Bytes;
-    use parquet::arrow::ArrowWriter;
     use parquet::basic::{Compression, ZstdLevel};
     use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
     use parquet::file::properties::WriterProperties;
@@ -138,13 +136,8 @@ mod tests {
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_column_dictionary_enabled(ColumnPath::from("written_plain"), false)
             .build();
-        let mut out = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))
-            .unwrap_or_else(|e| panic!("{e}"));
-        writer.write(&batch).unwrap_or_else(|e| panic!("{e}"));
-        writer.close().unwrap_or_else(|e| panic!("{e}"));
         ParquetMetaDataReader::new()
-            .parse_and_finish(&Bytes::from(out))
+            .parse_and_finish(&crate::base_file::parquet_file(&batch, props))
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
